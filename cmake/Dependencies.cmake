@@ -1,0 +1,13 @@
+# Third-party dependencies, all from Debian packages (see docs/dependencies.md for why each).
+find_package(Threads REQUIRED)
+find_package(simdjson REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
+pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
+find_package(CLI11 QUIET)
+if(PETAL_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(PETAL_BENCH)
+  find_package(benchmark REQUIRED)
+endif()

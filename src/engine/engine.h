@@ -1,0 +1,60 @@
+// The engine interface: one forward pass over a ragged batch, returning pooled embeddings.
+//
+// Step() never waits for the device: it returns a PendingEmbeddings handle whose Wait() is the
+// only synchronisation point (the CPU engine computes eagerly and returns a completed handle).
+// Thread-safety: an Engine is driven by one thread at a time (the server's engine loop);
+// PendingEmbeddings handles may be waited on from another thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "engine/batch.h"
+#include "model/config.h"
+
+namespace petal {
+
+// Row-major [rows, dim] float32 embeddings, one row per sequence of the batch.
+struct Embeddings {
+  int rows = 0;
+  int dim = 0;
+  std::vector<float> data;
+  const float* row(int i) const { return data.data() + static_cast<size_t>(i) * dim; }
+};
+
+class PendingEmbeddings {
+ public:
+  virtual ~PendingEmbeddings() = default;
+  // True once Wait() would not block.
+  virtual bool Ready() = 0;
+  // Blocks until the result is readable; may be called once.
+  virtual StatusOr<Embeddings> Wait() = 0;
+};
+
+// A handle that is already complete (used by eager engines and for errors).
+class ReadyEmbeddings final : public PendingEmbeddings {
+ public:
+  explicit ReadyEmbeddings(StatusOr<Embeddings> result) : result_(std::move(result)) {}
+  bool Ready() override { return true; }
+  StatusOr<Embeddings> Wait() override { return std::move(result_); }
+
+ private:
+  StatusOr<Embeddings> result_;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual const ModelConfig& config() const = 0;
+  // Backend name for logs and stats: "cpu", "cuda".
+  virtual std::string backend() const = 0;
+  // Enqueues the forward pass for `batch`; pooled (and, if the model says so, L2-normalised)
+  // full-dimension embeddings come back through the handle.
+  virtual StatusOr<std::unique_ptr<PendingEmbeddings>> Step(const Batch& batch) = 0;
+  // Step() followed by Wait().
+  StatusOr<Embeddings> Embed(const Batch& batch);
+};
+
+}  // namespace petal

@@ -1,0 +1,88 @@
+#include "model/safetensors.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace petal {
+namespace {
+
+std::string Build(const std::string& header, const std::string& data) {
+  std::string out(8, '\0');
+  uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((n >> (8 * i)) & 0xff);
+  return out + header + data;
+}
+
+std::string Floats(std::initializer_list<float> v) {
+  std::string s(v.size() * 4, '\0');
+  std::memcpy(s.data(), std::data(v), s.size());
+  return s;
+}
+
+TEST(SafetensorsTest, ReadsValidFile) {
+  auto bytes = Build(R"({"a":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]},
+    "__metadata__":{"format":"pt"}})", Floats({1, 2, 3, 4}));
+  auto f = SafetensorsFile::FromBytes(bytes, "t");
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  const TensorView* a = (*f)->Find("a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->numel(), 4);
+  EXPECT_EQ((*f)->metadata().at("format"), "pt");
+  std::vector<std::unique_ptr<SafetensorsFile>> files;
+  files.push_back(std::move(f).value());
+  auto store = WeightStore::FromFiles(std::move(files));
+  auto v = store->ReadF32("a", {2, 2});
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ((*v)[3], 4.0f);
+  auto bad_shape = store->ReadF32("a", {4});
+  ASSERT_FALSE(bad_shape.ok());
+  EXPECT_NE(bad_shape.status().message().find("'a' has shape [2, 2], expected [4]"), std::string::npos);
+  EXPECT_FALSE(store->ReadF32("b", {1}).ok());
+}
+
+struct BadCase {
+  const char* what;
+  std::string bytes;
+  const char* expect;  // substring of the error
+};
+
+TEST(SafetensorsTest, RejectsCorruptFiles) {
+  const std::string d16 = Floats({1, 2, 3, 4});
+  std::vector<BadCase> cases = {
+      {"too short", std::string("\x01\x00", 2), "too short"},
+      {"header past end", std::string("\x64\0\0\0\0\0\0\0{}", 10), "exceeds file size"},
+      {"not json", Build("{nope", d16), "not valid JSON"},
+      {"bad dtype", Build(R"({"a":{"dtype":"I64","shape":[2],"data_offsets":[0,16]}})", d16), "unsupported dtype I64"},
+      {"out of bounds", Build(R"({"a":{"dtype":"F32","shape":[8],"data_offsets":[0,32]}})", d16), "out of bounds"},
+      {"size mismatch", Build(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,16]}})", d16), "needs 12 bytes"},
+      {"overlap", Build(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", d16), "overlap"},
+      {"negative dim", Build(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", d16), "bad dimension"},
+      {"reversed offsets", Build(R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[8,4]}})", d16), "out of bounds"},
+  };
+  for (const auto& c : cases) {
+    auto f = SafetensorsFile::FromBytes(c.bytes, "bad.safetensors");
+    ASSERT_FALSE(f.ok()) << c.what;
+    EXPECT_NE(f.status().message().find(c.expect), std::string::npos) << c.what << ": " << f.status().message();
+  }
+}
+
+TEST(SafetensorsTest, TruncatedFileOnDisk) {
+  auto bytes = Build(R"({"w":{"dtype":"BF16","shape":[4],"data_offsets":[0,8]}})", std::string(8, '\x3f'));
+  for (size_t cut : {size_t{4}, size_t{20}, bytes.size() - 1}) {
+    auto f = SafetensorsFile::FromBytes(bytes.substr(0, cut), "trunc");
+    EXPECT_FALSE(f.ok()) << cut;
+  }
+}
+
+TEST(SafetensorsTest, HalfConversions) {
+  EXPECT_EQ(HalfToFloat(0x3c00), 1.0f);
+  EXPECT_EQ(HalfToFloat(0xc000), -2.0f);
+  EXPECT_EQ(HalfToFloat(0x0001), 5.9604644775390625e-8f);
+  EXPECT_EQ(BFloat16ToFloat(0x3f80), 1.0f);
+  EXPECT_EQ(FloatToBFloat16(1.0f), 0x3f80);
+  EXPECT_EQ(BFloat16ToFloat(FloatToBFloat16(3.14159f)), 3.140625f);
+}
+
+}  // namespace
+}  // namespace petal
