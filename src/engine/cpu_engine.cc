@@ -1,0 +1,28 @@
+#include "engine/cpu_engine.h"
+
+#include "kernels/cpu/ops.h"
+
+namespace petal {
+
+StatusOr<std::unique_ptr<CpuEngine>> CpuEngine::Load(const std::string& model_dir) {
+  std::unique_ptr<CpuEngine> e(new CpuEngine());
+  PETAL_ASSIGN_OR_RETURN(e->config_, LoadModelConfig(model_dir));
+  PETAL_ASSIGN_OR_RETURN(e->weights_, WeightStore::Open(model_dir));
+  PETAL_ASSIGN_OR_RETURN(e->model_, LoadCpuModel(e->config_, *e->weights_));
+  return e;
+}
+
+StatusOr<std::unique_ptr<PendingEmbeddings>> CpuEngine::Step(const Batch& batch) {
+  PETAL_RETURN_IF_ERROR(batch.Validate(config_.vocab_size, config_.max_position_embeddings));
+  std::vector<float> hidden;
+  PETAL_RETURN_IF_ERROR(model_->Forward(batch, &hidden));
+  Embeddings out;
+  out.rows = batch.num_seqs();
+  out.dim = config_.hidden_size;
+  out.data.resize(static_cast<size_t>(out.rows) * out.dim);
+  cpu::Pool(hidden.data(), batch.cu_seqlens.data(), out.rows, out.dim,
+            static_cast<cpu::Pooling>(config_.pooling), config_.normalize, out.data.data());
+  return std::unique_ptr<PendingEmbeddings>(new ReadyEmbeddings(std::move(out)));
+}
+
+}  // namespace petal

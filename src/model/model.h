@@ -1,0 +1,33 @@
+// CpuModel: one model architecture's fp32 forward pass on the CPU, from a ragged Batch to the
+// last hidden states. Each architecture lives in its own file (bert.cc, qwen3.cc) and is
+// listed in the loader table in model.cc. Thread-safety: a loaded model is immutable;
+// Forward() may be called from several threads at once.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "common/status.h"
+#include "engine/batch.h"
+#include "model/config.h"
+#include "model/safetensors.h"
+
+namespace petal {
+
+class CpuModel {
+ public:
+  virtual ~CpuModel() = default;
+  virtual const ModelConfig& config() const = 0;
+  // Writes the final hidden states, [batch.num_tokens(), hidden_size] row-major, to `hidden`.
+  // The batch has already been validated against the vocabulary and max length.
+  virtual Status Forward(const Batch& batch, std::vector<float>* hidden) const = 0;
+};
+
+// Loads the architecture named by `config` from `weights` (the table is in model.cc).
+StatusOr<std::unique_ptr<CpuModel>> LoadCpuModel(const ModelConfig& config, const WeightStore& weights);
+
+// One loader per architecture file.
+StatusOr<std::unique_ptr<CpuModel>> LoadBertCpuModel(const ModelConfig& config, const WeightStore& weights);
+StatusOr<std::unique_ptr<CpuModel>> LoadQwen3CpuModel(const ModelConfig& config, const WeightStore& weights);
+
+}  // namespace petal
