@@ -9,4 +9,6 @@ StatusOr<std::unique_ptr<Engine>> CreateCudaEngine(const std::string&, const Cud
 
 bool CudaAvailable() { return false; }
 
+std::string CudaDeviceName(int) { return "none"; }
+
 }  // namespace petal

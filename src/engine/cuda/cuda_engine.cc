@@ -161,6 +161,12 @@ StatusOr<std::unique_ptr<Engine>> CreateCudaEngine(const std::string& model_dir,
   return std::unique_ptr<Engine>(std::move(e));
 }
 
+std::string CudaDeviceName(int device) {
+  cudaDeviceProp prop;
+  if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) return "none";
+  return prop.name;
+}
+
 bool CudaAvailable() {
   int n = 0;
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;

@@ -25,5 +25,7 @@ StatusOr<std::unique_ptr<Engine>> CreateCudaEngine(const std::string& model_dir,
                                                    const CudaEngineOptions& options);
 // True if this binary has the CUDA backend and a device is visible.
 bool CudaAvailable();
+// The device's name (e.g. "NVIDIA H200"), or "none".
+std::string CudaDeviceName(int device);
 
 }  // namespace petal
