@@ -1,7 +1,8 @@
 // Tests of the BERT CPU model on the real all-MiniLM-L6-v2 weights (skipped if
 // models/all-MiniLM-L6-v2 has not been fetched): a ragged batch equals each sequence alone, and
 // embeddings agree with committed references: tests/fixtures/numpy_ref_*.jsonl (float64 numpy,
-// scripts/ref/bert_numpy.py) and, when present, golden_*.jsonl (sentence-transformers on GPU).
+// scripts/ref/bert_numpy.py) and, when present, golden_*.json (sentence-transformers,
+// scripts/gpu/golden_st.py).
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
@@ -96,27 +97,42 @@ TEST_F(MiniLmTest, RaggedBatchEqualsEachSequenceAlone) {
   }
 }
 
-// Checks every record of a JSON Lines fixture ({"ids": [...], "embedding": [...]}, optionally
-// "text") against a ragged batch of all its id sequences.
+// Reads one fixture record ({"ids": [...], "embedding": [...], ...}).
+void ReadRecord(simdjson::dom::element rec, const std::string& path,
+                std::vector<std::vector<int32_t>>* seqs, std::vector<std::vector<double>>* want) {
+  simdjson::dom::array ids, emb;
+  ASSERT_EQ(rec["ids"].get_array().get(ids), simdjson::SUCCESS) << path;
+  ASSERT_EQ(rec["embedding"].get_array().get(emb), simdjson::SUCCESS) << path;
+  seqs->emplace_back();
+  for (auto v : ids) seqs->back().push_back(static_cast<int32_t>(int64_t(v)));
+  want->emplace_back();
+  for (auto v : emb) want->back().push_back(double(v));
+}
+
+// Checks every record of a fixture against one ragged batch of all its id sequences. A fixture
+// is JSON Lines of records (numpy_ref_*.jsonl) or one object whose "cases" array holds them
+// (golden_*.json, written by scripts/gpu/golden_st.py).
 void CheckFixture(const std::string& path, double min_cos, double max_abs,
                   const std::function<std::vector<float>(const Batch&)>& embed, int dim) {
   auto text = ReadFile(path);
   ASSERT_TRUE(text.ok()) << text.status().ToString();
   simdjson::dom::parser parser;
-  simdjson::dom::document_stream stream;
-  ASSERT_EQ(parser.parse_many(*text).get(stream), simdjson::SUCCESS);
   std::vector<std::vector<int32_t>> seqs;
   std::vector<std::vector<double>> want;
-  for (auto doc : stream) {
-    simdjson::dom::array ids, emb;
-    ASSERT_EQ(doc["ids"].get_array().get(ids), simdjson::SUCCESS) << path;
-    ASSERT_EQ(doc["embedding"].get_array().get(emb), simdjson::SUCCESS) << path;
-    seqs.emplace_back();
-    for (auto v : ids) seqs.back().push_back(static_cast<int32_t>(int64_t(v)));
-    want.emplace_back();
-    for (auto v : emb) want.back().push_back(double(v));
-    ASSERT_EQ(static_cast<int>(want.back().size()), dim) << path;
+  simdjson::dom::array cases;
+  if (path.ends_with(".json")) {
+    ASSERT_EQ(parser.parse(*text)["cases"].get_array().get(cases), simdjson::SUCCESS) << path;
+    for (auto rec : cases) ReadRecord(rec, path, &seqs, &want);
+  } else {
+    simdjson::dom::document_stream stream;
+    ASSERT_EQ(parser.parse_many(*text).get(stream), simdjson::SUCCESS);
+    for (auto rec : stream) {
+      simdjson::dom::element e;
+      ASSERT_EQ(rec.get(e), simdjson::SUCCESS) << path;
+      ReadRecord(e, path, &seqs, &want);
+    }
   }
+  for (const auto& w : want) ASSERT_EQ(static_cast<int>(w.size()), dim) << path;
   ASSERT_FALSE(seqs.empty()) << path;
   const std::vector<float> got = embed(Batch::FromSequences(seqs));
   Agreement worst;
@@ -127,8 +143,8 @@ void CheckFixture(const std::string& path, double min_cos, double max_abs,
     worst.cosine = std::min(worst.cosine, a.cosine);
     worst.max_abs = std::max(worst.max_abs, a.max_abs);
   }
-  std::printf("%s: %zu records, worst cosine %.9f, worst max abs diff %.3g\n", path.c_str(),
-              seqs.size(), worst.cosine, worst.max_abs);
+  std::printf("%s: %zu records, worst 1 - cosine %.3g, worst max abs diff %.3g\n", path.c_str(),
+              seqs.size(), 1.0 - worst.cosine, worst.max_abs);
 }
 
 TEST_F(MiniLmTest, MatchesFloat64NumpyReference) {
@@ -141,7 +157,7 @@ TEST_F(MiniLmTest, MatchesFloat64NumpyReference) {
 }
 
 TEST_F(MiniLmTest, MatchesSentenceTransformersGolden) {
-  const std::string path = SourceDir() + "/tests/fixtures/golden_" + kModel + ".jsonl";
+  const std::string path = SourceDir() + "/tests/fixtures/golden_" + kModel + ".json";
   if (!FileExists(path)) GTEST_SKIP() << path << " not generated yet (scripts/gpu/golden_st.py)";
   CheckFixture(
       path, 0.99999, 1e-4, [this](const Batch& b) { return Embed(b); },
