@@ -56,7 +56,7 @@ TEST(MakeModelTest, WritesALoadableCheckpointWithConfigFromShape) {
   EXPECT_EQ(c->num_layers, 2);
   EXPECT_EQ(c->num_heads, 4);
   EXPECT_EQ(c->num_kv_heads, 2);
-  EXPECT_EQ(c->head_dim, 16);
+  EXPECT_EQ(c->head_dim, 32);
   EXPECT_EQ(c->rope_theta, 1e6);
   EXPECT_EQ(c->mask, AttentionMask::kBidirectional);
   EXPECT_EQ(c->pooling, PoolingMode::kMean);
@@ -91,7 +91,7 @@ TEST(MakeModelTest, WeightsAreSeededRealisticAndDtypeIndependent) {
   EXPECT_EQ(*ReadFile(a + "/model.safetensors"), *ReadFile(b + "/model.safetensors"));
 
   const std::string q = "layers.1.self_attn.q_proj.weight";
-  auto qa = Read(a, q, {64, 64}), qf = Read(f, q, {64, 64});
+  auto qa = Read(a, q, {128, 64}), qf = Read(f, q, {128, 64});
   ASSERT_EQ(qa.size(), qf.size());
   for (size_t i = 0; i < qa.size(); ++i) {
     ASSERT_EQ(qa[i], BFloat16ToFloat(FloatToBFloat16(qf[i]))) << i;
@@ -107,7 +107,7 @@ TEST(MakeModelTest, WeightsAreSeededRealisticAndDtypeIndependent) {
 
   MakeModelOptions other = Tiny(b, 8, DType::kBF16, AttentionMask::kBidirectional);
   ASSERT_TRUE(MakeModel(other).ok());
-  EXPECT_NE(Read(a, q, {64, 64}), Read(b, q, {64, 64}));
+  EXPECT_NE(Read(a, q, {128, 64}), Read(b, q, {128, 64}));
   for (const auto& d : {a, b, f}) std::filesystem::remove_all(d);
 }
 

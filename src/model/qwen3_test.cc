@@ -82,7 +82,8 @@ void ExpectMatches(const std::string& model_dir, const std::vector<std::vector<i
     worst = std::min(worst, cos);
     EXPECT_GE(cos, min_cosine) << label << " sequence " << s << " (length " << ids[s].size() << ")";
   }
-  std::printf("[ %s ] %zu sequences, min cosine %.9f\n", label.c_str(), ids.size(), worst);
+  std::printf("[ %s ] %zu sequences, min cosine %.12f (1 - cos = %.2e)\n", label.c_str(),
+              ids.size(), worst, 1.0 - worst);
 }
 
 const char* kTinyFixtures[] = {"qwen3-tiny-bidir", "qwen3-tiny-causal"};
@@ -276,7 +277,7 @@ TEST_F(Qwen3ModelTest, FusedLayoutsAndBias) {
   ASSERT_TRUE(w.ok()) << w.status().ToString();
   ASSERT_TRUE(w->attention_bias);
   const auto& L = w->layers[1];
-  const int64_t h = 64, q = 64, kv = 32, inter = 128;
+  const int64_t h = 64, q = 128, kv = 64, inter = 128;
   ASSERT_EQ(L.qkv.size(), size_t((q + 2 * kv) * h));
   ASSERT_EQ(L.qkv_bias.size(), size_t(q + 2 * kv));
   const auto k = *(*store)->ReadF32("layers.1.self_attn.k_proj.weight", {kv, h});
