@@ -97,14 +97,14 @@ def check_mask(model, causal, vocab, device):
     other = ids[:-1] + [(ids[-1] + 1) % vocab]
     d0 = np.abs(hidden(model, ids, causal, device)[0] - hidden(model, other, causal, device)[0]).max()
     if causal:
-        if d0 != 0.0:
+        if d0 > 1e-6:  # rows of a GEMM do not mix, so this is 0 up to kernel choice
             raise SystemExit(f"causal mask not in force: first token moved by {d0:g}")
         x = torch.tensor([ids], dtype=torch.long, device=device)
         default = model(input_ids=x, use_cache=False).last_hidden_state[0].double().cpu().numpy()
         diff = np.abs(default - hidden(model, ids, causal, device)).max()
         if diff > 1e-5:
             raise SystemExit(f"explicit causal mask differs from transformers' default by {diff:g}")
-    elif d0 < 1e-6:
+    elif d0 < 1e-4:
         raise SystemExit(f"bidirectional mask not in force: first token moved only {d0:g}")
     return float(d0)
 
