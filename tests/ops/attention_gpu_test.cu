@@ -15,6 +15,7 @@
 
 #include "kernels/cpu/ops.h"
 #include "kernels/cuda/attention.h"
+#include "kernels/cuda/attention_internal.h"
 
 namespace {
 
@@ -215,15 +216,33 @@ void ExpectMatches(const std::vector<uint16_t>& out, const std::vector<float>& r
               tokens, err_max, ref_max, cos_min);
 }
 
-enum class Kernel { kFlash, kReference };
+constexpr int kReference = -2;  // "variant" that selects the reference kernel
+constexpr int kDefault = -1;    // the public API (default flash variant)
 
-std::vector<uint16_t> RunKernel(Device& dev, Kernel kernel, const AttentionParams& a) {
-  petal::Status st = kernel == Kernel::kFlash
-                         ? petal::cuda::LaunchRaggedAttention(a, dev.ws.ptr, nullptr)
-                         : petal::cuda::LaunchReferenceAttention(a, nullptr);
+std::vector<uint16_t> RunKernel(Device& dev, int variant, const AttentionParams& a) {
+  petal::Status st =
+      variant == kReference ? petal::cuda::LaunchReferenceAttention(a, nullptr)
+      : variant == kDefault
+          ? petal::cuda::LaunchRaggedAttention(a, dev.ws.ptr, nullptr)
+          : petal::cuda::LaunchRaggedAttentionVariant(a, variant, dev.ws.ptr, nullptr);
   EXPECT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   return dev.Download();
+}
+
+// kDefault plus every compiled flash variant that supports the shape's GQA group.
+std::vector<int> FlashVariants(const Shape& s) {
+  std::vector<int> v = {kDefault};
+  for (int i = 0; i < petal::cuda::FlashVariantCount(s.d); ++i) {
+    if (petal::cuda::FlashVariantSupports(s.d, i, s.hq / s.hkv)) v.push_back(i);
+  }
+  return v;
+}
+
+std::string VariantName(const Shape& s, int variant) {
+  if (variant == kReference) return "reference";
+  if (variant == kDefault) return "flash default";
+  return "flash [" + petal::cuda::FlashVariantName(s.d, variant) + "]";
 }
 
 std::string Name(const Shape& s, const char* extra = "") {
@@ -244,31 +263,35 @@ TEST_P(FlashVsCpu, MixedRaggedBatch) {
   const int max_tokens = tokens + 37, max_seqs = static_cast<int>(kMixedLens.size()) + 3;
   Problem p = MakeProblem(s, kMixedLens, max_tokens, max_seqs, 1000 + d + ratio + causal);
   Device dev(s, max_tokens, max_seqs);
-  dev.Upload(p);
-  dev.Poison();
-  const std::vector<uint16_t> out = RunKernel(dev, Kernel::kFlash, dev.Params());
   const std::vector<float> ref = CpuReference(p);
-  ExpectMatches(out, ref, p, "flash " + Name(s));
-
-  // Same inputs again: identical bits (a race would show up as a difference).
-  dev.Poison();
-  EXPECT_TRUE(RunKernel(dev, Kernel::kFlash, dev.Params()) == out) << "not deterministic";
-
-  // Each sequence alone (its rows at the same addresses, a one-sequence cu_seqlens, the same
-  // capacity config) must give bit-identical rows.
-  for (size_t i = 0; i < p.lens.size(); ++i) {
-    if (p.lens[i] == 0) continue;
-    Problem alone = p;
-    alone.lens = {p.lens[i]};
-    std::fill(alone.cu.begin(), alone.cu.end(), 0);
-    alone.cu[1] = p.lens[i];
-    dev.Upload(alone);
+  for (int variant : FlashVariants(s)) {
+    const std::string what = VariantName(s, variant) + " " + Name(s);
+    dev.Upload(p);
     dev.Poison();
-    const std::vector<uint16_t> one = RunKernel(dev, Kernel::kFlash, dev.Params(p.cu[i]));
-    const size_t row = static_cast<size_t>(s.hq) * s.d;
-    const bool same = std::equal(one.begin() + p.cu[i] * row, one.begin() + p.cu[i + 1] * row,
-                                 out.begin() + p.cu[i] * row);
-    EXPECT_TRUE(same) << "sequence " << i << " (len " << p.lens[i] << ") alone differs";
+    const std::vector<uint16_t> out = RunKernel(dev, variant, dev.Params());
+    ExpectMatches(out, ref, p, what);
+
+    // Same inputs again: identical bits (a race would show up as a difference).
+    dev.Poison();
+    EXPECT_TRUE(RunKernel(dev, variant, dev.Params()) == out) << what << ": not deterministic";
+
+    // Each sequence alone (its rows at the same addresses, a one-sequence cu_seqlens, the same
+    // capacity config) must give bit-identical rows.
+    for (size_t i = 0; i < p.lens.size(); ++i) {
+      if (p.lens[i] == 0) continue;
+      Problem alone = p;
+      alone.lens = {p.lens[i]};
+      std::fill(alone.cu.begin(), alone.cu.end(), 0);
+      alone.cu[1] = p.lens[i];
+      dev.Upload(alone);
+      dev.Poison();
+      const std::vector<uint16_t> one = RunKernel(dev, variant, dev.Params(p.cu[i]));
+      const size_t row = static_cast<size_t>(s.hq) * s.d;
+      const bool same = std::equal(one.begin() + p.cu[i] * row, one.begin() + p.cu[i + 1] * row,
+                                   out.begin() + p.cu[i] * row);
+      EXPECT_TRUE(same) << what << ": sequence " << i << " (len " << p.lens[i]
+                        << ") alone differs from the batch";
+    }
   }
 }
 
@@ -288,7 +311,7 @@ TEST(ReferenceAttention, MatchesCpu) {
       Device dev(s, 530, 10);
       dev.Upload(p);
       dev.Poison();
-      ExpectMatches(RunKernel(dev, Kernel::kReference, dev.Params()), CpuReference(p), p,
+      ExpectMatches(RunKernel(dev, kReference, dev.Params()), CpuReference(p), p,
                     "reference " + Name(s));
     }
   }
@@ -307,19 +330,19 @@ TEST(FlashAttention, SmallBatchUnderLargeCapacity) {
   dev.Upload(p);
   dev.Poison();
   const auto ref = CpuReference(p);
-  ExpectMatches(RunKernel(dev, Kernel::kFlash, dev.Params()), ref, p, "small batch");
+  ExpectMatches(RunKernel(dev, kDefault, dev.Params()), ref, p, "small batch");
 
   for (int i = p.NumSeqs() + 1; i <= max_seqs; ++i) p.cu[i] = p.Tokens();  // empty padding
   dev.Upload(p);
   dev.Poison();
   AttentionParams a = dev.Params();
   a.num_seqs = nullptr;
-  ExpectMatches(RunKernel(dev, Kernel::kFlash, a), ref, p, "small batch, num_seqs=nullptr");
+  ExpectMatches(RunKernel(dev, kDefault, a), ref, p, "small batch, num_seqs=nullptr");
 
   Problem empty = MakeProblem(s, {}, max_tokens, max_seqs, 43);
   dev.Upload(empty);
   dev.Poison();
-  ExpectMatches(RunKernel(dev, Kernel::kFlash, dev.Params()), {}, empty, "empty batch");
+  ExpectMatches(RunKernel(dev, kDefault, dev.Params()), {}, empty, "empty batch");
 }
 
 // One capture, two different batches of the same capacity replayed through it.
@@ -373,12 +396,15 @@ TEST(FlashAttention, LongSequencesVsGpuReference) {
     Device dev(c.s, tokens, p.max_seqs);
     dev.Upload(p);
     dev.Poison();
-    const auto ref_bits = RunKernel(dev, Kernel::kReference, dev.Params());
+    const auto ref_bits = RunKernel(dev, kReference, dev.Params());
     std::vector<float> ref(ref_bits.size());
     for (size_t i = 0; i < ref.size(); ++i) ref[i] = FromBf16(ref_bits[i]);
-    dev.Poison();
-    ExpectMatches(RunKernel(dev, Kernel::kFlash, dev.Params()), ref, p,
-                  "long " + Name(c.s, (" T=" + std::to_string(tokens)).c_str()));
+    for (int variant : FlashVariants(c.s)) {
+      dev.Poison();
+      ExpectMatches(RunKernel(dev, variant, dev.Params()), ref, p,
+                    "long " + VariantName(c.s, variant) + " " +
+                        Name(c.s, (" T=" + std::to_string(tokens)).c_str()));
+    }
   }
 }
 

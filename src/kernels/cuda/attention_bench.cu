@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/cuda/attention.h"
+#include "kernels/cuda/attention_internal.h"
 
 namespace {
 
@@ -70,9 +71,10 @@ int main(int argc, char** argv) {
       {"qwen3-0.6b 100x1024", 16, 8, 128, 100, 1024},
       {"qwen3-0.6b 100x4096", 16, 8, 128, 100, 4096},
       {"minilm 100x128", 12, 12, 32, 100, 128},
-      {"d64 100x512", 16, 16, 64, 100, 512},
+      {"d64 gqa2 100x512", 16, 8, 64, 100, 512},
   };
-  std::printf("%-24s %8s %10s %10s %10s\n", "shape", "mode", "run ms", "TFLOP/s", "plan+run");
+  std::printf("%-22s %-6s %-20s %9s %8s %9s\n", "shape", "mode", "variant (* default)", "run ms",
+              "TFLOP/s", "plan+run");
   cudaStream_t stream;
   BENCH_CHECK(cudaStreamCreate(&stream));
   cudaEvent_t start, stop;
@@ -111,29 +113,37 @@ int main(int argc, char** argv) {
     a.causal = causal;
     a.scale = 1.0f / std::sqrt(static_cast<float>(s.d));
 
-    BENCH_STATUS(petal::cuda::PlanRaggedAttention(a, ws, stream));
-    for (int i = 0; i < 3; ++i) BENCH_STATUS(petal::cuda::RunRaggedAttention(a, ws, stream));
-    std::vector<float> run_ms, all_ms;
-    for (int i = 0; i < reps; ++i) {
-      float ms;
-      BENCH_CHECK(cudaEventRecord(start, stream));
-      BENCH_STATUS(petal::cuda::RunRaggedAttention(a, ws, stream));
-      BENCH_CHECK(cudaEventRecord(stop, stream));
-      BENCH_CHECK(cudaEventSynchronize(stop));
-      BENCH_CHECK(cudaEventElapsedTime(&ms, start, stop));
-      run_ms.push_back(ms);
-      BENCH_CHECK(cudaEventRecord(start, stream));
-      BENCH_STATUS(petal::cuda::LaunchRaggedAttention(a, ws, stream));
-      BENCH_CHECK(cudaEventRecord(stop, stream));
-      BENCH_CHECK(cudaEventSynchronize(stop));
-      BENCH_CHECK(cudaEventElapsedTime(&ms, start, stop));
-      all_ms.push_back(ms);
-    }
-    BENCH_CHECK(cudaGetLastError());
     const double flops = 4.0 * s.seqs * double(s.len) * s.len * s.hq * s.d * (causal ? 0.5 : 1.0);
-    const float med = Median(run_ms);
-    std::printf("%-24s %8s %10.4f %10.1f %10.4f\n", s.name, causal ? "causal" : "bidir", med,
-                flops / (med * 1e-3) / 1e12, Median(all_ms));
+    const int default_variant = petal::cuda::DefaultFlashVariant(a);
+    for (int v = 0; v < petal::cuda::FlashVariantCount(s.d); ++v) {
+      if (!petal::cuda::FlashVariantSupports(s.d, v, s.hq / s.hkv)) continue;
+      BENCH_STATUS(petal::cuda::PlanRaggedAttentionVariant(a, v, ws, stream));
+      for (int i = 0; i < 3; ++i) {
+        BENCH_STATUS(petal::cuda::RunRaggedAttentionVariant(a, v, ws, stream));
+      }
+      std::vector<float> run_ms, all_ms;
+      for (int i = 0; i < reps; ++i) {
+        float ms;
+        BENCH_CHECK(cudaEventRecord(start, stream));
+        BENCH_STATUS(petal::cuda::RunRaggedAttentionVariant(a, v, ws, stream));
+        BENCH_CHECK(cudaEventRecord(stop, stream));
+        BENCH_CHECK(cudaEventSynchronize(stop));
+        BENCH_CHECK(cudaEventElapsedTime(&ms, start, stop));
+        run_ms.push_back(ms);
+        BENCH_CHECK(cudaEventRecord(start, stream));
+        BENCH_STATUS(petal::cuda::LaunchRaggedAttentionVariant(a, v, ws, stream));
+        BENCH_CHECK(cudaEventRecord(stop, stream));
+        BENCH_CHECK(cudaEventSynchronize(stop));
+        BENCH_CHECK(cudaEventElapsedTime(&ms, start, stop));
+        all_ms.push_back(ms);
+      }
+      BENCH_CHECK(cudaGetLastError());
+      const float med = Median(run_ms);
+      const std::string variant =
+          petal::cuda::FlashVariantName(s.d, v) + (v == default_variant ? " *" : "");
+      std::printf("%-22s %-6s %-20s %9.4f %8.1f %9.4f\n", s.name, causal ? "causal" : "bidir",
+                  variant.c_str(), med, flops / (med * 1e-3) / 1e12, Median(all_ms));
+    }
     cudaFree(qkv);
     cudaFree(out);
     cudaFree(cu);

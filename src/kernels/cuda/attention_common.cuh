@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "common/status.h"
+#include "kernels/cuda/attention.h"
 
 // Returns an Internal Status from the enclosing function if a CUDA runtime call fails. Named
 // distinctly so it never clashes with the CUDA backend's own macro.
@@ -65,37 +66,32 @@ Status DispatchHeadDim(int head_dim, F&& f) {
   }
 }
 
-// Tile shape of the flash kernel. Each warp owns 16 query rows (one m16 MMA tile) for the whole
-// pass, so a CTA covers kBlockM = 16 * kWarps rows; K/V stream through shared memory kBlockN
-// rows at a time, double-buffered.
-template <int kHeadDim_, int kWarps_, int kBlockN_, int kMinBlocks_>
+// Tile shape of the flash kernel. Each warp owns 16 query rows (one m16 MMA tile) of one query
+// head for the whole pass. A CTA holds kHeadsPerCta query heads that share one KV head (GQA), so
+// every K/V tile it loads serves all of them; kWarps / kHeadsPerCta warps per head give
+// kBlockM = 16 * kWarps / kHeadsPerCta query rows per tile. K/V stream through shared memory
+// kBlockN rows at a time, double-buffered.
+template <int kHeadDim_, int kWarps_, int kBlockN_, int kMinBlocks_, int kHeadsPerCta_>
 struct FlashConfig {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kWarps = kWarps_;
   static constexpr int kThreads = 32 * kWarps;
-  static constexpr int kBlockM = 16 * kWarps;
+  static constexpr int kHeadsPerCta = kHeadsPerCta_;
+  static constexpr int kWarpsPerHead = kWarps / kHeadsPerCta;
+  static constexpr int kBlockM = 16 * kWarpsPerHead;
   static constexpr int kBlockN = kBlockN_;
   static constexpr int kMinBlocks = kMinBlocks_;  // __launch_bounds__ occupancy hint
   // Shared-memory rows are padded by 16 bytes: the 8 row addresses of one ldmatrix 8x8 matrix
   // then start 4 banks apart and cover all 32 banks, so loads are conflict-free without swizzle.
   static constexpr int kSmemStride = kHeadDim + 8;  // elements
-  static constexpr int kQElems = kBlockM * kSmemStride;
+  static constexpr int kQElems = kHeadsPerCta * kBlockM * kSmemStride;
   static constexpr int kKVElems = kBlockN * kSmemStride;
-  // Q tile + 2 stages of (K tile, V tile).
+  // Q tiles + 2 stages of (K tile, V tile).
   static constexpr size_t kSmemBytes = (kQElems + 4 * kKVElems) * sizeof(bf16);
   static_assert(kHeadDim % 16 == 0 && kBlockN % 16 == 0);
+  static_assert(kWarps % kHeadsPerCta == 0);
   static_assert(kBlockM >= kMinBlockM);
 };
-
-// The configuration used for each head dim (tuned on the H200; see docs/attention.md).
-template <int kHeadDim>
-struct FlashConfigFor;
-template <>
-struct FlashConfigFor<32> : FlashConfig<32, 4, 64, 4> {};
-template <>
-struct FlashConfigFor<64> : FlashConfig<64, 4, 64, 3> {};
-template <>
-struct FlashConfigFor<128> : FlashConfig<128, 4, 64, 2> {};
 
 // Arguments of the flash kernel (passed by value).
 struct FlashArgs {
@@ -110,5 +106,8 @@ struct FlashArgs {
   int group;         // num_heads / num_kv_heads
   float scale_log2;  // softmax scale * log2(e): scores go through exp2
 };
+
+// Enqueues the plan kernel for query tiles of block_m rows (attention_plan.cu).
+Status EnqueuePlan(const AttentionParams& p, void* workspace, int block_m, cudaStream_t stream);
 
 }  // namespace petal::cuda::attn

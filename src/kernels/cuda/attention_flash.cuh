@@ -1,7 +1,8 @@
 // The flash attention kernel (FlashAttention-2 scheme, written for Petal): one CTA computes one
-// query tile of one sequence for one query head, streaming that sequence's K/V tiles through
-// double-buffered shared memory, with an fp32 online softmax and bf16 mma.sync tensor-core math.
-// Internal header, included by attention_flash.cu. Thread-safety: a kernel, no shared host state.
+// query tile of one sequence for kHeadsPerCta query heads of one KV head, streaming that sequence's
+// K/V tiles through double-buffered shared memory, with an fp32 online softmax and bf16 mma.sync
+// tensor-core math. Internal header, included by attention_flash.cu. Thread-safety: a kernel, no
+// shared host state.
 //
 // Fragment layouts (PTX mma.m16n8k16, lane = 4 * g + t, g = lane / 4, t = lane % 4):
 //   A 16x16: a0 (g, 2t..2t+1)  a1 (g+8, 2t..)  a2 (g, 2t+8..)  a3 (g+8, 2t+8..)
@@ -50,41 +51,48 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   constexpr int kNBlocks = BN / 8;  // n8 column blocks of S
   constexpr int kDBlocks = D / 8;   // n8 column blocks of O
 
-  // Grid = (capacity bound on work items) x heads; items past the planned count exit at once.
-  const int item_idx = blockIdx.x / args.num_heads;
+  // Grid = (capacity bound on work items) x (head groups of kHeadsPerCta query heads that share
+  // one KV head); items past the planned count exit at once.
+  const int head_groups = args.num_heads / Cfg::kHeadsPerCta;
+  const int item_idx = blockIdx.x / head_groups;
   if (item_idx >= *args.work_count) return;
-  const int head = blockIdx.x - item_idx * args.num_heads;
+  const int head0 = (blockIdx.x - item_idx * head_groups) * Cfg::kHeadsPerCta;
   const int4 raw = reinterpret_cast<const int4*>(args.work_items)[item_idx];
   const int seq_begin = raw.x, len = raw.y, q0 = raw.z;
-  const int kv_head = head / args.group;
+  const int kv_head = head0 / args.group;  // the same for all heads of the CTA (group % kHPC == 0)
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, t = lane % 4;
+  // Warp w computes rows 16 * (w % kWarpsPerHead) .. +15 of head head0 + w / kWarpsPerHead.
+  const int head = head0 + warp / Cfg::kWarpsPerHead;
 
   const bf16* gq = args.q + static_cast<int64_t>(seq_begin + q0) * args.q_stride +
-                   static_cast<int64_t>(head) * D;
+                   static_cast<int64_t>(head0) * D;
   const bf16* gk =
       args.k + static_cast<int64_t>(seq_begin) * args.k_stride + static_cast<int64_t>(kv_head) * D;
   const bf16* gv =
       args.v + static_cast<int64_t>(seq_begin) * args.v_stride + static_cast<int64_t>(kv_head) * D;
 
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  bf16* sq = reinterpret_cast<bf16*>(smem_raw);
-  bf16* sk = sq + Cfg::kQElems;       // stage s at sk + s * kKVElems
-  bf16* sv = sk + 2 * Cfg::kKVElems;  // stage s at sv + s * kKVElems
+  bf16* sq = reinterpret_cast<bf16*>(smem_raw);  // head h's tile at sq + h * BM * kStride
+  bf16* sk = sq + Cfg::kQElems;                  // stage s at sk + s * kKVElems
+  bf16* sv = sk + 2 * Cfg::kKVElems;             // stage s at sv + s * kKVElems
 
   // Causal: keys past the tile's last query row are never visible to it.
   const int kv_end = kCausal ? min(len, q0 + BM) : len;
   const int num_kv_tiles = (kv_end + BN - 1) / BN;  // >= 1 because q0 < len
 
-  LoadRows<Cfg, BM>(sq, gq, args.q_stride, min(BM, len - q0), tid);
+#pragma unroll
+  for (int h = 0; h < Cfg::kHeadsPerCta; ++h) {
+    LoadRows<Cfg, BM>(sq + h * BM * kStride, gq + h * D, args.q_stride, min(BM, len - q0), tid);
+  }
   LoadRows<Cfg, BN>(sk, gk, args.k_stride, min(BN, len), tid);
   LoadRows<Cfg, BN>(sv, gv, args.v_stride, min(BN, len), tid);
   CpAsyncCommit();
 
   // This warp's 16 query rows; each thread holds rows g and g + 8 of them (positions in the
   // sequence row_lo, row_hi).
-  const int warp_row0 = q0 + warp * 16;
+  const int warp_row0 = q0 + (warp % Cfg::kWarpsPerHead) * 16;
   const int row_lo = warp_row0 + g;
   const int row_hi = row_lo + 8;
   const bool warp_active = warp_row0 < len;  // warps wholly past the sequence end only sync
@@ -108,7 +116,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     CpAsyncWait<1>();
     __syncthreads();
 
-    if (j == 0) {
+    if (j == 0) {  // warp w's rows are rows 16w..16w+15 of the stacked Q tiles
 #pragma unroll
       for (int kc = 0; kc < kDSteps; ++kc) {
         LdMatrixX4(qa[kc],

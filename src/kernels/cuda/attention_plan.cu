@@ -1,6 +1,6 @@
 // Plan step of the ragged attention: a one-block device kernel turns cu_seqlens (device memory)
 // into the work list the flash kernel walks, so no launch depends on host-side batch values.
-// Also holds parameter validation, the workspace size query and LaunchRaggedAttention.
+// Also holds parameter validation and the workspace size query.
 // Thread-safety: see attention.h.
 #include <cub/block/block_scan.cuh>
 
@@ -52,6 +52,18 @@ __global__ void __launch_bounds__(kPlanThreads)
 }
 
 }  // namespace
+
+Status EnqueuePlan(const AttentionParams& p, void* workspace, int block_m, cudaStream_t stream) {
+  if (workspace == nullptr) return InvalidArgument("attention: null workspace");
+  auto* ws = static_cast<char*>(workspace);
+  PlanKernel<<<1, kPlanThreads, 0, stream>>>(
+      p.cu_seqlens, p.num_seqs, p.max_seqs, p.max_tokens, block_m, p.causal,
+      MaxWorkItems(p.max_tokens, p.max_seqs, block_m), reinterpret_cast<int*>(ws),
+      reinterpret_cast<WorkItem*>(ws + kItemsOffset));
+  PETAL_ATTN_CUDA_CHECK(cudaGetLastError());
+  return Status::Ok();
+}
+
 }  // namespace attn
 
 size_t AttentionWorkspaceBytes(int max_tokens, int max_seqs) {
@@ -88,26 +100,6 @@ Status ValidateAttentionParams(const AttentionParams& p) {
   }
   if (!(p.scale > 0.0f)) return bad("scale must be positive");
   return Status::Ok();
-}
-
-Status PlanRaggedAttention(const AttentionParams& p, void* workspace, cudaStream_t stream) {
-  PETAL_RETURN_IF_ERROR(ValidateAttentionParams(p));
-  if (workspace == nullptr) return InvalidArgument("attention: null workspace");
-  return attn::DispatchHeadDim(p.head_dim, [&](auto d) -> Status {
-    using Cfg = attn::FlashConfigFor<decltype(d)::value>;
-    auto* ws = static_cast<char*>(workspace);
-    const int64_t max_items = attn::MaxWorkItems(p.max_tokens, p.max_seqs, Cfg::kBlockM);
-    attn::PlanKernel<<<1, attn::kPlanThreads, 0, stream>>>(
-        p.cu_seqlens, p.num_seqs, p.max_seqs, p.max_tokens, Cfg::kBlockM, p.causal, max_items,
-        reinterpret_cast<int*>(ws), reinterpret_cast<attn::WorkItem*>(ws + attn::kItemsOffset));
-    PETAL_ATTN_CUDA_CHECK(cudaGetLastError());
-    return Status::Ok();
-  });
-}
-
-Status LaunchRaggedAttention(const AttentionParams& p, void* workspace, cudaStream_t stream) {
-  PETAL_RETURN_IF_ERROR(PlanRaggedAttention(p, workspace, stream));
-  return RunRaggedAttention(p, workspace, stream);
 }
 
 }  // namespace petal::cuda
