@@ -24,10 +24,7 @@ fi
 
 t0=$SECONDS
 log "configure preset '$preset' $*"
-cmake --preset "$preset" "$@" > "build-$preset.configure.log" 2>&1 || {
-  cat "build-$preset.configure.log" >&2; rm -f "build-$preset.configure.log"; exit 1; }
-grep -E 'CUDA|Warning|warning' "build-$preset.configure.log" | grep -v '^--  *$' | head -20 || true
-rm -f "build-$preset.configure.log"
+cmake --preset "$preset" "$@"
 log "build preset '$preset' with $jobs jobs"
 cmake --build --preset "$preset" -j "$jobs"
 log "done in $((SECONDS - t0))s: $(ls build/"$preset"/bin 2>/dev/null | tr '\n' ' ')"
