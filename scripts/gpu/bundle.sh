@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Build what the GPU machine runs and pack it into .gpu_bundle/ (git-ignored):
-#   .gpu_bundle/bin/    every executable in <build>/bin (petal, ...) + every test labelled `gpu`
-#   .gpu_bundle/lib/    the non-system, non-CUDA shared libraries they need (as ldd resolves them here)
+#   .gpu_bundle/bundle.tar.xz   bin/ and lib/, compressed (OpenBLAS alone is 36 MB raw, ~6 MB packed):
+#       bin/  every executable in <build>/bin (petal, ...) + every test labelled `gpu`
+#       lib/  the non-system, non-CUDA shared libraries they need (as ldd resolves them here)
 #   .gpu_bundle/tests.tsv       name <TAB> binary <TAB> args   (what run_on_device.sh runs)
 #   .gpu_bundle/MANIFEST.json   commit, arch, files with sizes and sha256
+# run_on_device.sh unpacks the archive into .gpu_bundle/bin and .gpu_bundle/lib on the GPU machine.
 #
 # The GPU machine (Ubuntu 24.04, glibc 2.39, CUDA 13) has glibc, libstdc++ and the CUDA libraries
 # itself: those are not shipped. Carry the bundle with the run tool (carry: [".gpu_bundle"]) and run
@@ -21,6 +23,7 @@ ARCH="${PETAL_BUNDLE_ARCH:-90a-real}"
 BUILD="${PETAL_BUNDLE_BUILD_DIR:-build/cuda-sm90}"
 JOBS="${JOBS:-2}"
 DEST=".gpu_bundle"
+STAGE="$BUILD/bundle-stage"   # unpacked bin/ + lib/, kept here for inspection
 BUDGET_MIB=48   # the run tool carries at most 64 MiB per call (work tree + carried paths together)
 
 log() { printf '[bundle %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
@@ -38,8 +41,8 @@ if ((build)); then
 fi
 [[ -d "$BUILD/bin" ]] || die "$BUILD/bin missing (build first, or drop --no-build)"
 
-rm -rf "$DEST"
-mkdir -p "$DEST/bin" "$DEST/lib"
+rm -rf "$DEST" "$STAGE"
+mkdir -p "$DEST" "$STAGE/bin" "$STAGE/lib"
 
 # 1. Binaries: everything executable in <build>/bin, then every test labelled gpu (from CTest itself).
 bins=()
@@ -72,13 +75,13 @@ while IFS=$'\t' read -r _name exe _args; do
 done < "$DEST/tests.tsv"
 
 for b in "${bins[@]}"; do
-  cp -f "$b" "$DEST/bin/"
-  strip --strip-debug "$DEST/bin/$(basename "$b")" 2>/dev/null || true
+  cp -f "$b" "$STAGE/bin/"
+  strip --strip-debug "$STAGE/bin/$(basename "$b")" 2>/dev/null || true
 done
 # tests.tsv names binaries by their bundle path.
 awk -F'\t' -v OFS='\t' '{ n = split($2, p, "/"); $2 = ".gpu_bundle/bin/" p[n]; print }' "$DEST/tests.tsv" > "$DEST/tests.tsv.new"
 mv "$DEST/tests.tsv.new" "$DEST/tests.tsv"
-log "binaries: $(ls "$DEST/bin" | tr '\n' ' ')"
+log "binaries: $(ls "$STAGE/bin" | tr '\n' ' ')"
 log "gpu tests: $(cut -f1 "$DEST/tests.tsv" | tr '\n' ' ' | sed "s/ $//")"
 [[ -s "$DEST/tests.tsv" ]] || log "(no test is labelled gpu yet)"
 
@@ -87,7 +90,7 @@ log "gpu tests: $(cut -f1 "$DEST/tests.tsv" | tr '\n' ' ' | sed "s/ $//")"
 skip_re='^(linux-vdso|ld-linux|libc\.so|libm\.so|libmvec|libpthread|libdl\.so|librt\.so|libutil|libresolv|libanl|libnss_|libstdc\+\+|libgcc_s|libcuda\.|libcudart|libcublas|libcudnn|libnvrtc|libnccl|libcufft|libcurand|libcusolver|libcusparse|libnvJitLink|libnvToolsExt|libnvidia|libcupti|libnvjpeg|libnpp)'
 declare -A seen=()
 missing=0
-for b in "$DEST"/bin/*; do
+for b in "$STAGE"/bin/*; do
   while read -r line; do
     name="$(awk '{print $1}' <<<"$line")"
     if [[ "$line" == *"not found"* ]]; then
@@ -99,23 +102,27 @@ for b in "$DEST"/bin/*; do
     if [[ "$name" =~ $skip_re ]]; then continue; fi
     [[ -n "${seen[$name]:-}" ]] && continue
     seen[$name]="$path"
-    cp -L "$path" "$DEST/lib/$name"
+    cp -L "$path" "$STAGE/lib/$name"
   done < <(ldd "$b")
 done
 ((missing == 0)) || die "unresolved libraries (see above)"
-log "libraries (${#seen[@]}): $(ls "$DEST/lib" | tr '\n' ' ')"
+log "libraries (${#seen[@]}): $(ls "$STAGE/lib" | tr '\n' ' ')"
 
-# 3. Manifest.
-python3 - "$DEST" "$ARCH" "$BUILD" <<'PY'
+# 3. Archive (xz: the GPU machine unpacks it with tar or, failing that, Python's tarfile).
+log "compressing (xz -9)"
+tar -C "$STAGE" -cf - bin lib | xz -9 -T "$JOBS" > "$DEST/bundle.tar.xz"
+
+# 4. Manifest.
+python3 - "$DEST" "$ARCH" "$BUILD" "$STAGE" <<'PY'
 import hashlib, json, os, subprocess, sys, time
-dest, arch, build = sys.argv[1:4]
+dest, arch, build, stage = sys.argv[1:5]
 def git(*a):
     r = subprocess.run(["git", *a], capture_output=True, text=True)
     return r.stdout.strip() if r.returncode == 0 else None
 files = []
 for sub in ("bin", "lib"):
-    for n in sorted(os.listdir(os.path.join(dest, sub))):
-        p = os.path.join(dest, sub, n)
+    for n in sorted(os.listdir(os.path.join(stage, sub))):
+        p = os.path.join(stage, sub, n)
         files.append({"path": f"{sub}/{n}", "bytes": os.path.getsize(p),
                       "sha256": hashlib.sha256(open(p, "rb").read()).hexdigest()})
 tests = []
@@ -128,11 +135,14 @@ m = {"created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
      "git_commit": git("rev-parse", "HEAD"), "git_dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
      "cuda_architectures": arch, "build_dir": build, "nvcc": nvcc,
      "ld_library_path": ".gpu_bundle/lib:/usr/local/cuda/lib64",
-     "tests": tests, "files": files, "total_bytes": sum(f["bytes"] for f in files)}
+     "archive": "bundle.tar.xz",
+     "archive_sha256": hashlib.sha256(open(os.path.join(dest, "bundle.tar.xz"), "rb").read()).hexdigest(),
+     "archive_bytes": os.path.getsize(os.path.join(dest, "bundle.tar.xz")),
+     "tests": tests, "files": files, "unpacked_bytes": sum(f["bytes"] for f in files)}
 json.dump(m, open(os.path.join(dest, "MANIFEST.json"), "w"), indent=1)
 PY
 total_kib="$(du -sk "$DEST" | cut -f1)"
-log "wrote $DEST: $((total_kib / 1024)) MiB in $(find "$DEST" -type f | wc -l) files (MANIFEST.json)"
+log "wrote $DEST: $((total_kib / 1024)) MiB packed ($(du -sk "$STAGE" | cut -f1) KiB unpacked, staged in $STAGE)"
 if ((total_kib > BUDGET_MIB * 1024)); then
   log "WARNING: bundle is over ${BUDGET_MIB} MiB; with the work tree it may not fit the 64 MiB carry limit"
 fi
