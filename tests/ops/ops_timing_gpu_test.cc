@@ -46,8 +46,9 @@ TEST_F(OpsTimingGpuTest, MemoryBoundOps) {
   const int t = 8192;  // tokens: e.g. 16 x 512
   const int big = 9728 * 2;
   ASSERT_OK_AND_ASSIGN(auto a, UploadBf16(RandomBf16(static_cast<size_t>(t) * big, 1)));
-  ASSERT_OK_AND_ASSIGN(auto b, UploadBf16(RandomBf16(static_cast<size_t>(t) * big, 2)));
-  ASSERT_OK_AND_ASSIGN(auto c, UploadBf16(RandomBf16(static_cast<size_t>(t) * big, 3)));
+  // b: residual / position table (<= t x 2560); c: outputs (<= t x 9728).
+  ASSERT_OK_AND_ASSIGN(auto b, UploadBf16(RandomBf16(static_cast<size_t>(t) * 2560, 2)));
+  ASSERT_OK_AND_ASSIGN(auto c, UploadBf16(RandomBf16(static_cast<size_t>(t) * 9728, 3)));
   ASSERT_OK_AND_ASSIGN(auto w, UploadBf16(RandomBf16(big, 4, 0.5f, 1.5f)));
   std::vector<int32_t> cu;
   for (int i = 0; i <= 16; ++i) cu.push_back(i * 512);
