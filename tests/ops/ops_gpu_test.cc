@@ -148,7 +148,7 @@ TEST_F(OpsGpuTest, BertEmbedding) {
 
 TEST_F(OpsGpuTest, AddLayerNorm) {
   uint64_t seed = 1000;
-  for (int dim : {2, 32, 98, 384, 1000, 1024, 2560}) {
+  for (int dim : {2, 32, 96, 98, 384, 1000, 1024, 2560}) {
     for (int rows : {1, 3, 77, 1000}) {
       for (bool with_res : {true, false}) {
         for (bool in_place : {false, true}) {
