@@ -163,7 +163,8 @@ TEST_F(OpsGpuTest, AddLayerNorm) {
           ASSERT_OK_AND_ASSIGN(auto d_beta, UploadBf16(beta));
           Guarded<bf16> out;
           ASSERT_OK(out.Init(n));
-          bf16* dst = in_place ? d_x.get() : out.get();
+          // In place aliases the residual when there is one (BERT: h = LN(attn + h)), else x.
+          bf16* dst = in_place ? (with_res ? d_r.get() : d_x.get()) : out.get();
           ASSERT_OK(LaunchAddLayerNorm({d_x.get(), with_res ? d_r.get() : nullptr, d_gamma.get(),
                                         d_beta.get(), 1e-12f, dst, rows, dim},
                                        0));
