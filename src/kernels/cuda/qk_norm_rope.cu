@@ -38,8 +38,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) QkNormRopeKernel(RopeArgs
   float ss = 0.f;
   for (int i = lane * 2; i < d; i += 64) {
     const float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(x + i));
-    s[i] = f.x;
-    s[i + 1] = f.y;
+    *reinterpret_cast<float2*>(s + i) = f;  // 8-byte stores: conflict-free across the warp
     ss += f.x * f.x + f.y * f.y;
   }
   if (w != nullptr) {
