@@ -137,4 +137,9 @@ for s in info "${steps[@]}"; do
   if run_step "$s"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 done
 say "$passed passed, $failed failed"
+# The run tool brings back at most 8 files: pack everything but the summary into one archive.
+if [[ -z "${PETAL_GPU_NO_PACK:-}" ]]; then
+  tar -C "$OUT" -czf /tmp/petal-results.tgz --exclude=summary.txt . && \
+    find "$OUT" -mindepth 1 -not -name summary.txt -delete && mv /tmp/petal-results.tgz "$OUT/results.tgz"
+fi
 ((failed == 0))
