@@ -170,19 +170,29 @@ def main():
     ap.add_argument("--inputs")
     ap.add_argument("--out")
     ap.add_argument("--make-inputs", metavar="PATH")
+    ap.add_argument("--random-lengths", metavar="N,N,...",
+                    help="instead of --inputs: random ids of these lengths (ids go into the output)")
+    ap.add_argument("--seed", type=int, default=4242, help="seed for --random-lengths")
     a = ap.parse_args()
     if a.make_inputs:
         make_inputs(a.make_inputs)
         return 0
-    if not (a.model_dir and a.inputs and a.out):
-        ap.error("MODEL_DIR, --inputs and --out are required")
+    if not (a.model_dir and (a.inputs or a.random_lengths) and a.out):
+        ap.error("MODEL_DIR, --inputs (or --random-lengths) and --out are required")
     ref = Qwen3Ref(a.model_dir)
-    seqs = load_json(a.inputs)["sequences"]
+    if a.random_lengths:
+        rng = np.random.default_rng(a.seed)
+        seqs = [rng.integers(0, ref.cfg["vocab_size"], size=int(n)).tolist()
+                for n in a.random_lengths.split(",")]
+    else:
+        seqs = load_json(a.inputs)["sequences"]
     embs = [ref.embed(s) for s in seqs]
     doc = {"model": os.path.basename(os.path.normpath(a.model_dir)), "source": "numpy-fp64",
            "attention_mask": "causal" if ref.causal else "bidirectional",
            "pooling": ref.pooling, "normalize": ref.normalize,
            "embeddings": [[float(f"{v:.9g}") for v in e] for e in embs]}
+    if a.random_lengths:
+        doc["sequences"] = seqs
     with open(a.out, "w") as f:
         json.dump(doc, f, separators=(",", ":"))
         f.write("\n")
