@@ -27,16 +27,19 @@ template <class Cfg, int kRows>
 __device__ __forceinline__ void LoadRows(bf16* smem, const bf16* gmem, int64_t stride,
                                          int valid_rows, int tid) {
   constexpr int kChunksPerRow = Cfg::kHeadDim / 8;  // 16-byte chunks
-  constexpr int kChunks = kRows * kChunksPerRow;
-  static_assert(kChunks % Cfg::kThreads == 0, "tile must split evenly over the threads");
+  static_assert(Cfg::kThreads % kChunksPerRow == 0 && kRows % (Cfg::kThreads / kChunksPerRow) == 0,
+                "tile must split evenly over the threads");
+  // Every thread copies the same column chunk of rows r0, r0 + kRowStep, ...
+  constexpr int kRowStep = Cfg::kThreads / kChunksPerRow;
+  const int r0 = tid / kChunksPerRow;
+  const int col = (tid % kChunksPerRow) * 8;
+  const bf16* src = gmem + r0 * stride + col;
+  const uint32_t dst = SmemAddr(smem + r0 * Cfg::kSmemStride + col);
 #pragma unroll
-  for (int i = 0; i < kChunks / Cfg::kThreads; ++i) {
-    const int c = tid + i * Cfg::kThreads;
-    const int r = c / kChunksPerRow;
-    const int col = (c % kChunksPerRow) * 8;
-    const bool valid = r < valid_rows;
-    const bf16* src = gmem + (valid ? r * stride + col : 0);
-    CpAsync16(SmemAddr(smem + r * Cfg::kSmemStride + col), src, valid);
+  for (int i = 0; i < kRows / kRowStep; ++i) {
+    const bool valid = r0 + i * kRowStep < valid_rows;
+    CpAsync16(dst + i * kRowStep * Cfg::kSmemStride * static_cast<int>(sizeof(bf16)),
+              valid ? src + i * kRowStep * stride : gmem, valid);
   }
 }
 
@@ -99,7 +102,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
   uint32_t qa[kDSteps][4];    // Q fragments, loaded once
   float o[kDBlocks][4] = {};  // unnormalised output accumulator
-  // Running max (in log2 units) and this thread's partial row sums (quad-reduced at the end).
+  // Running max (raw score units) and this thread's partial row sums (quad-reduced at the end).
   float m_lo = -INFINITY, m_hi = -INFINITY;
   float l_lo = 0.0f, l_hi = 0.0f;
 
@@ -146,12 +149,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         }
       }
 
-      // Scale into log2 units; mask keys past the sequence end and, if causal, after the row.
-#pragma unroll
-      for (int nb = 0; nb < kNBlocks; ++nb) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s[nb][e] *= args.scale_log2;
-      }
+      // Mask keys past the sequence end and, if causal, after the row (raw scores; the scale is
+      // positive, so it commutes with max and is folded into the exp2 argument below).
       const bool need_mask = (k0 + BN > len) || (kCausal && k0 + BN - 1 > warp_row0);
       if (need_mask) {
 #pragma unroll
@@ -165,7 +164,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         }
       }
 
-      // Online softmax: new running max per row (the 4 lanes of a quad share a row).
+      // Online softmax: new running max per row (the 4 lanes of a quad share a row). m_* are
+      // kept in raw score units; probabilities are exp2(s * scale_log2 - m * scale_log2).
       float mx_lo = m_lo, mx_hi = m_hi;
 #pragma unroll
       for (int nb = 0; nb < kNBlocks; ++nb) {
@@ -178,20 +178,22 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       mx_hi = fmaxf(mx_hi, __shfl_xor_sync(0xffffffffu, mx_hi, 2));
       // A row that has seen no visible key keeps max -inf; subtracting 0 instead makes its
       // probabilities exp2(-inf) = 0 rather than NaN.
-      const float base_lo = mx_lo == -INFINITY ? 0.0f : mx_lo;
-      const float base_hi = mx_hi == -INFINITY ? 0.0f : mx_hi;
-      const float alpha_lo = exp2f(m_lo - base_lo);  // rescales what was accumulated so far
-      const float alpha_hi = exp2f(m_hi - base_hi);
+      const float c = args.scale_log2;
+      const float base_lo = mx_lo == -INFINITY ? 0.0f : mx_lo * c;
+      const float base_hi = mx_hi == -INFINITY ? 0.0f : mx_hi * c;
+      // Rescales what was accumulated so far (m = -inf: nothing was, and the factor is 0).
+      const float alpha_lo = FastExp2(m_lo * c - base_lo);
+      const float alpha_hi = FastExp2(m_hi * c - base_hi);
       m_lo = mx_lo;
       m_hi = mx_hi;
 
       float sum_lo = 0.0f, sum_hi = 0.0f;
 #pragma unroll
       for (int nb = 0; nb < kNBlocks; ++nb) {
-        s[nb][0] = exp2f(s[nb][0] - base_lo);
-        s[nb][1] = exp2f(s[nb][1] - base_lo);
-        s[nb][2] = exp2f(s[nb][2] - base_hi);
-        s[nb][3] = exp2f(s[nb][3] - base_hi);
+        s[nb][0] = FastExp2(fmaf(s[nb][0], c, -base_lo));
+        s[nb][1] = FastExp2(fmaf(s[nb][1], c, -base_lo));
+        s[nb][2] = FastExp2(fmaf(s[nb][2], c, -base_hi));
+        s[nb][3] = FastExp2(fmaf(s[nb][3], c, -base_hi));
         sum_lo += s[nb][0] + s[nb][1];
         sum_hi += s[nb][2] + s[nb][3];
       }
