@@ -66,19 +66,23 @@ Status DispatchHeadDim(int head_dim, F&& f) {
   }
 }
 
-// Tile shape of the flash kernel. Each warp owns 16 query rows (one m16 MMA tile) of one query
-// head for the whole pass. A CTA holds kHeadsPerCta query heads that share one KV head (GQA), so
-// every K/V tile it loads serves all of them; kWarps / kHeadsPerCta warps per head give
-// kBlockM = 16 * kWarps / kHeadsPerCta query rows per tile. K/V stream through shared memory
-// kBlockN rows at a time, double-buffered.
-template <int kHeadDim_, int kWarps_, int kBlockN_, int kMinBlocks_, int kHeadsPerCta_>
+// Tile shape of the flash kernel. Each warp owns 16 * kMTiles query rows of one query head for
+// the whole pass. A CTA holds kHeadsPerCta query heads that share one KV head (GQA), so every K/V
+// tile it loads serves all of them; kWarps / kHeadsPerCta warps per head give
+// kBlockM = 16 * kMTiles * kWarps / kHeadsPerCta query rows per tile. K/V stream through shared
+// memory kBlockN rows at a time, double-buffered.
+template <int kHeadDim_, int kWarps_, int kBlockN_, int kMinBlocks_, int kHeadsPerCta_,
+          int kMTiles_ = 1>
 struct FlashConfig {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kWarps = kWarps_;
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kHeadsPerCta = kHeadsPerCta_;
   static constexpr int kWarpsPerHead = kWarps / kHeadsPerCta;
-  static constexpr int kBlockM = 16 * kWarpsPerHead;
+  // m16 MMA tiles (of 16 query rows) per warp: 2 halves shared-memory reads per MMA (each K/V
+  // fragment feeds two MMAs) at the cost of accumulator registers.
+  static constexpr int kMTiles = kMTiles_;
+  static constexpr int kBlockM = 16 * kMTiles * kWarpsPerHead;
   static constexpr int kBlockN = kBlockN_;
   static constexpr int kMinBlocks = kMinBlocks_;  // __launch_bounds__ occupancy hint
   // Shared-memory rows are padded by 16 bytes: the 8 row addresses of one ldmatrix 8x8 matrix

@@ -17,21 +17,29 @@ namespace attn {
 namespace {
 
 // Variants per head dim, in order of preference (the default is the first that supports the
-// GQA group). FlashConfig<head_dim, warps, block_n, min CTAs per SM, q heads per CTA>.
+// GQA group). FlashConfig<head_dim, warps, block_n, min CTAs per SM, q heads per CTA, m-tiles
+// per warp>.
 template <int kHeadDim>
 struct Variants;
 template <>
 struct Variants<32> {
-  using List = std::tuple<FlashConfig<32, 4, 64, 4, 1>, FlashConfig<32, 8, 64, 2, 2>>;
+  using List = std::tuple<FlashConfig<32, 4, 64, 4, 1, 1>, FlashConfig<32, 4, 64, 2, 1, 2>,
+                          FlashConfig<32, 8, 64, 2, 2, 1>>;
 };
 template <>
 struct Variants<64> {
-  using List = std::tuple<FlashConfig<64, 4, 64, 3, 1>, FlashConfig<64, 8, 64, 1, 2>>;
+  using List = std::tuple<FlashConfig<64, 4, 64, 2, 2, 2>, FlashConfig<64, 4, 64, 2, 1, 2>,
+                          FlashConfig<64, 4, 64, 3, 1, 1>, FlashConfig<64, 8, 64, 1, 2, 1>>;
 };
+// d = 128: two m-tiles per warp (BN = 64) is the FlashAttention-2 tile shape; ptxas spills
+// 40-56 bytes there (a few L1-resident loads per K/V tile), which the halved ldmatrix traffic
+// should outweigh. The no-spill one-m-tile variants stay for comparison (bench).
 template <>
 struct Variants<128> {
-  using List = std::tuple<FlashConfig<128, 8, 64, 1, 2>, FlashConfig<128, 4, 64, 2, 1>,
-                          FlashConfig<128, 8, 64, 1, 1>>;
+  using List = std::tuple<FlashConfig<128, 4, 64, 2, 2, 2>, FlashConfig<128, 4, 64, 2, 1, 2>,
+                          FlashConfig<128, 8, 64, 1, 2, 1>, FlashConfig<128, 4, 64, 2, 1, 1>,
+                          FlashConfig<128, 8, 64, 1, 1, 1>, FlashConfig<128, 4, 32, 2, 2, 2>,
+                          FlashConfig<128, 4, 32, 2, 1, 2>>;
 };
 
 // Calls f(Config{}) for variant `index` of head dim D (compile-time walk of the list).
@@ -111,7 +119,8 @@ std::string FlashVariantName(int head_dim, int variant) {
     return attn::WithVariant<decltype(d)::value>(variant, [&](auto cfg) -> Status {
       using Cfg = decltype(cfg);
       name = "w" + std::to_string(Cfg::kWarps) + " bm" + std::to_string(Cfg::kBlockM) + " bn" +
-             std::to_string(Cfg::kBlockN) + " hpc" + std::to_string(Cfg::kHeadsPerCta);
+             std::to_string(Cfg::kBlockN) + " hpc" + std::to_string(Cfg::kHeadsPerCta) + " mt" +
+             std::to_string(Cfg::kMTiles);
       return Status::Ok();
     });
   });

@@ -14,7 +14,8 @@ namespace petal::cuda {
 
 // Number of compiled variants for head_dim (0 if unsupported).
 int FlashVariantCount(int head_dim);
-// Short description, e.g. "w8 bm64 bn64 hpc2" (warps, query rows, key rows, heads per CTA).
+// Short description, e.g. "w8 bm64 bn64 hpc2 mt1" (warps, query rows and key rows per tile,
+// query heads per CTA, m16 tiles per warp).
 std::string FlashVariantName(int head_dim, int variant);
 // Whether the variant can run with this GQA group size (num_heads / num_kv_heads).
 bool FlashVariantSupports(int head_dim, int variant, int group);
