@@ -15,7 +15,7 @@ add_library(petal_attention_cuda STATIC
 target_link_libraries(petal_attention_cuda PUBLIC petal_common CUDA::cudart)
 target_include_directories(petal_attention_cuda PUBLIC ${CMAKE_SOURCE_DIR}/src)
 target_compile_options(petal_attention_cuda PRIVATE
-                       $<$<COMPILE_LANGUAGE:CUDA>:-O3 -lineinfo -Xptxas=-warn-spills>)
+                       $<$<COMPILE_LANGUAGE:CUDA>:-O3 -lineinfo>)
 # Consumers of the CUDA ops library get attention too.
 if(TARGET petal_kernels_cuda)
   target_link_libraries(petal_kernels_cuda PUBLIC petal_attention_cuda)
