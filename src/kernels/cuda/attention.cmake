@@ -1,5 +1,6 @@
 # Ragged attention kernels (flash + reference) as the static library petal_attention_cuda, its
-# GPU test (label gpu) and a micro-benchmark binary that CTest does not run. Included by
+# GPU test (label gpu), a CPU fragment-layout test, and a micro-benchmark binary that CTest does
+# not run. Included by
 # src/kernels (via kernels_cuda.cmake) when PETAL_CUDA is ON.
 set(PETAL_ATTN_DIR ${CMAKE_CURRENT_LIST_DIR})
 # CMake 3.25 does not know nvcc's C++20 flag; nvcc 12+ accepts -std=c++20 (same workaround as
@@ -21,6 +22,9 @@ if(TARGET petal_kernels_cuda)
   target_link_libraries(petal_kernels_cuda PUBLIC petal_attention_cuda)
 endif()
 
+# CPU-only: emulates ldmatrix/mma to check the kernel's fragment layouts (runs in CI).
+petal_test(attention_fragments_test SOURCES ${CMAKE_SOURCE_DIR}/tests/ops/attention_fragments_test.cc
+           LIBS petal_common)
 petal_test(attention_gpu_test SOURCES ${CMAKE_SOURCE_DIR}/tests/ops/attention_gpu_test.cu
            LIBS petal_attention_cuda petal_kernels_cpu LABELS gpu)
 

@@ -16,6 +16,7 @@
 #include <cmath>
 
 #include "kernels/cuda/attention_common.cuh"
+#include "kernels/cuda/attention_fragments.h"
 #include "kernels/cuda/attention_ptx.cuh"
 
 namespace petal::cuda::attn {
@@ -65,7 +66,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   const int kv_head = head0 / args.group;  // the same for all heads of the CTA (group % kHPC == 0)
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int g = lane / 4, t = lane % 4;
   // Warp w computes rows 16 * (w % kWarpsPerHead) .. +15 of head head0 + w / kWarpsPerHead.
   const int head = head0 + warp / Cfg::kWarpsPerHead;
 
@@ -99,7 +99,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   const int warp_row0 = q0 + (warp % Cfg::kWarpsPerHead) * 16 * kMT;
   const bool warp_active = warp_row0 < len;  // warps wholly past the sequence end only sync
   // Warp w's m-tile mt is rows 16 * (w * kMT + mt) .. +15 of the stacked Q tiles in smem.
-  const bf16* sq_warp = sq + (warp * kMT * 16 + (lane & 15)) * kStride + (lane >> 4) * 8;
+  const FragCoord lq = LdsmA(lane), lk = LdsmBKeyMajor(lane), lv = LdsmBTransposed(lane);
+  const bf16* sq_warp = sq + (warp * kMT * 16 + lq.row) * kStride + lq.col;
 
   // With one m-tile per warp the Q fragments stay in registers for the whole pass; with more,
   // registers are needed for the accumulators, so they are re-read from shared memory per tile.
@@ -159,11 +160,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         }
 #pragma unroll
         for (int nb = 0; nb < kNBlocks / 2; ++nb) {
-          // Matrices: (keys 16nb+0..7, dims 16kc+0..7), (same keys, dims +8), (keys +8, dims
-          // +0), (keys +8, dims +8) = b0,b1 of n-block 2nb then b0,b1 of n-block 2nb+1.
+          // Keys 16nb..16nb+15 x dims 16kc..16kc+15: b0,b1 of n-block 2nb, then of 2nb+1.
           uint32_t b[4];
-          LdMatrixX4(b, SmemAddr(skj + (nb * 16 + (lane & 7) + (lane >> 4) * 8) * kStride +
-                                 kc * 16 + ((lane >> 3) & 1) * 8));
+          LdMatrixX4(b, SmemAddr(skj + (nb * 16 + lk.row) * kStride + kc * 16 + lk.col));
 #pragma unroll
           for (int mt = 0; mt < kMT; ++mt) {
             MmaBf16(s[mt][2 * nb], qk[mt], b[0], b[1]);
@@ -182,8 +181,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           for (int nb = 0; nb < kNBlocks; ++nb) {
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-              const int col = k0 + nb * 8 + 2 * t + (e & 1);
-              const int row = warp_row0 + mt * 16 + g + (e >> 1) * 8;
+              const int col = k0 + nb * 8 + AccumCoord(lane, e).col;
+              const int row = warp_row0 + mt * 16 + AccumCoord(lane, e).row;
               if (col >= len || (kCausal && col > row)) s[mt][nb][e] = -INFINITY;
             }
           }
@@ -232,19 +231,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         uint32_t pa[kMT][4];
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt) {
-          pa[mt][0] = PackBf16(s[mt][2 * kc][0], s[mt][2 * kc][1]);
-          pa[mt][1] = PackBf16(s[mt][2 * kc][2], s[mt][2 * kc][3]);
-          pa[mt][2] = PackBf16(s[mt][2 * kc + 1][0], s[mt][2 * kc + 1][1]);
-          pa[mt][3] = PackBf16(s[mt][2 * kc + 1][2], s[mt][2 * kc + 1][3]);
+#pragma unroll
+          for (int r = 0; r < 4; ++r) {
+            const float* src = s[mt][2 * kc + PRegBlock(r)];
+            pa[mt][r] = PackBf16(src[PRegElem(r)], src[PRegElem(r) + 1]);
+          }
         }
 #pragma unroll
         for (int dp = 0; dp < D / 16; ++dp) {
-          // Matrices: (keys 16kc+0..7, dims 16dp+0..7), (keys +8, same dims), (keys +0, dims
-          // +8), (keys +8, dims +8), transposed = b0,b1 of d-block 2dp then of d-block 2dp+1.
+          // Keys 16kc..16kc+15 x dims 16dp..16dp+15, transposed: b0,b1 of d-block 2dp, then
+          // of 2dp+1.
           uint32_t b[4];
-          LdMatrixX4Trans(
-              b, SmemAddr(svj + (kc * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * kStride + dp * 16 +
-                          (lane >> 4) * 8));
+          LdMatrixX4Trans(b, SmemAddr(svj + (kc * 16 + lv.row) * kStride + dp * 16 + lv.col));
 #pragma unroll
           for (int mt = 0; mt < kMT; ++mt) {
             MmaBf16(o[mt][2 * dp], pa[mt], b[0], b[1]);
@@ -266,10 +264,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       sum += __shfl_xor_sync(0xffffffffu, sum, 1);
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
       const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-      const int row = warp_row0 + mt * 16 + g + 8 * h;
+      const FragCoord rc = AccumCoord(lane, 2 * h);  // elements 2h, 2h + 1: columns rc.col, +1
+      const int row = warp_row0 + mt * 16 + rc.row;
       if (row >= len) continue;
       bf16* dst = args.out + static_cast<int64_t>(seq_begin + row) * out_row +
-                  static_cast<int64_t>(head) * D + 2 * t;
+                  static_cast<int64_t>(head) * D + rc.col;
 #pragma unroll
       for (int db = 0; db < kDBlocks; ++db) {
         *reinterpret_cast<uint32_t*>(dst + db * 8) =
