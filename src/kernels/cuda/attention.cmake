@@ -25,9 +25,18 @@ endif()
 # CPU-only: emulates ldmatrix/mma to check the kernel's fragment layouts (runs in CI).
 petal_test(attention_fragments_test SOURCES ${CMAKE_SOURCE_DIR}/tests/ops/attention_fragments_test.cc
            LIBS petal_common)
+# CPU-only: the real kernels compiled as host code on an emulator (runs in CI). Deliberately not
+# linked with petal_attention_cuda: its device-kernel stubs share the kernels' mangled names.
+petal_test(attention_emulation_test
+           SOURCES ${CMAKE_SOURCE_DIR}/tests/ops/attention_emulation_test.cc
+           LIBS petal_kernels_cpu petal_common CUDA::cudart)
 petal_test(attention_gpu_test SOURCES ${CMAKE_SOURCE_DIR}/tests/ops/attention_gpu_test.cu
            LIBS petal_attention_cuda petal_kernels_cpu LABELS gpu)
 
 # Not registered with CTest: run by hand on the GPU machine (see docs/attention.md).
 add_executable(petal_attention_bench ${PETAL_ATTN_DIR}/attention_bench.cu)
 target_link_libraries(petal_attention_bench PRIVATE petal_attention_cuda)
+if(TARGET attention_emulation_test)
+  # The kernels' `#pragma unroll` means nothing to the host compiler.
+  target_compile_options(attention_emulation_test PRIVATE -Wno-unknown-pragmas -Wno-attributes)
+endif()

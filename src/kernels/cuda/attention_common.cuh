@@ -111,6 +111,31 @@ struct FlashArgs {
   float scale_log2;  // softmax scale * log2(e): scores go through exp2
 };
 
+// The flash kernel's arguments for these params and a planned workspace.
+inline FlashArgs MakeFlashArgs(const AttentionParams& p, const void* workspace) {
+  const auto* ws = static_cast<const char*>(workspace);
+  FlashArgs args;
+  args.q = p.q;
+  args.k = p.k;
+  args.v = p.v;
+  args.q_stride = p.q_stride;
+  args.k_stride = p.k_stride;
+  args.v_stride = p.v_stride;
+  args.out = p.out;
+  args.work_count = reinterpret_cast<const int*>(ws);
+  args.work_items = reinterpret_cast<const WorkItem*>(ws + kItemsOffset);
+  args.num_heads = p.num_heads;
+  args.group = p.num_heads / p.num_kv_heads;
+  args.scale_log2 = p.scale * 1.4426950408889634f;  // log2(e): scores go through exp2
+  return args;
+}
+
+// CTAs of the flash grid: a capacity bound on work items x head groups (capacity only).
+template <class Cfg>
+int64_t FlashGridBlocks(const AttentionParams& p) {
+  return MaxWorkItems(p.max_tokens, p.max_seqs, Cfg::kBlockM) * (p.num_heads / Cfg::kHeadsPerCta);
+}
+
 // Enqueues the plan kernel for query tiles of block_m rows (attention_plan.cu).
 Status EnqueuePlan(const AttentionParams& p, void* workspace, int block_m, cudaStream_t stream);
 

@@ -11,36 +11,11 @@
 #include "kernels/cuda/attention_common.cuh"
 #include "kernels/cuda/attention_flash.cuh"
 #include "kernels/cuda/attention_internal.h"
+#include "kernels/cuda/attention_variants.h"
 
 namespace petal::cuda {
 namespace attn {
 namespace {
-
-// Variants per head dim, in order of preference (the default is the first that supports the
-// GQA group). FlashConfig<head_dim, warps, block_n, min CTAs per SM, q heads per CTA, m-tiles
-// per warp>.
-template <int kHeadDim>
-struct Variants;
-template <>
-struct Variants<32> {
-  using List = std::tuple<FlashConfig<32, 4, 64, 4, 1, 1>, FlashConfig<32, 4, 64, 2, 1, 2>,
-                          FlashConfig<32, 8, 64, 2, 2, 1>>;
-};
-template <>
-struct Variants<64> {
-  using List = std::tuple<FlashConfig<64, 4, 64, 2, 2, 2>, FlashConfig<64, 4, 64, 2, 1, 2>,
-                          FlashConfig<64, 4, 64, 3, 1, 1>, FlashConfig<64, 8, 64, 1, 2, 1>>;
-};
-// d = 128: two m-tiles per warp (BN = 64) is the FlashAttention-2 tile shape; ptxas spills
-// 40-56 bytes there (a few L1-resident loads per K/V tile), which the halved ldmatrix traffic
-// should outweigh. The no-spill one-m-tile variants stay for comparison (bench).
-template <>
-struct Variants<128> {
-  using List = std::tuple<FlashConfig<128, 4, 64, 2, 2, 2>, FlashConfig<128, 4, 64, 2, 1, 2>,
-                          FlashConfig<128, 8, 64, 1, 2, 1>, FlashConfig<128, 4, 64, 2, 1, 1>,
-                          FlashConfig<128, 8, 64, 1, 1, 1>, FlashConfig<128, 4, 32, 2, 2, 2>,
-                          FlashConfig<128, 4, 32, 2, 1, 2>>;
-};
 
 // Calls f(Config{}) for variant `index` of head dim D (compile-time walk of the list).
 template <int D, size_t I = 0, class F>
@@ -62,27 +37,13 @@ Status LaunchFlash(const AttentionParams& p, const void* workspace, cudaStream_t
   // it also holds on whichever device is current.
   PETAL_ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              static_cast<int>(Cfg::kSmemBytes)));
-  const int64_t blocks =
-      MaxWorkItems(p.max_tokens, p.max_seqs, Cfg::kBlockM) * (p.num_heads / Cfg::kHeadsPerCta);
+  const int64_t blocks = FlashGridBlocks<Cfg>(p);
   if (blocks > INT_MAX) {
     return InvalidArgument("attention: capacity too large for one grid (" + std::to_string(blocks) +
                            " CTAs)");
   }
   if (blocks == 0) return Status::Ok();
-  const auto* ws = static_cast<const char*>(workspace);
-  FlashArgs args;
-  args.q = p.q;
-  args.k = p.k;
-  args.v = p.v;
-  args.q_stride = p.q_stride;
-  args.k_stride = p.k_stride;
-  args.v_stride = p.v_stride;
-  args.out = p.out;
-  args.work_count = reinterpret_cast<const int*>(ws);
-  args.work_items = reinterpret_cast<const WorkItem*>(ws + kItemsOffset);
-  args.num_heads = p.num_heads;
-  args.group = p.num_heads / p.num_kv_heads;
-  args.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
+  const FlashArgs args = MakeFlashArgs(p, workspace);
   kernel<<<static_cast<unsigned>(blocks), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(args);
   PETAL_ATTN_CUDA_CHECK(cudaGetLastError());
   return Status::Ok();

@@ -8,6 +8,10 @@
 
 #include <cstdint>
 
+// tests/ops/attention_emulation_test.cc compiles the kernels on the host with its own emulation
+// of these instructions (defined before including the kernel headers).
+#ifndef PETAL_ATTN_EMULATE
+
 namespace petal::cuda::attn {
 
 __device__ __forceinline__ uint32_t SmemAddr(const void* p) {
@@ -75,3 +79,5 @@ __device__ __forceinline__ float FastExp2(float x) {
 }
 
 }  // namespace petal::cuda::attn
+
+#endif  // PETAL_ATTN_EMULATE
