@@ -145,7 +145,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       float s[kMT][kNBlocks][4] = {};
       // With Q re-read from shared memory, a full unroll lets the scheduler hoist every load and
       // run out of registers; a partial one keeps them in check (qa is not indexed then).
-      constexpr int kQkUnroll = kQInRegs ? kDSteps : 2;
+      [[maybe_unused]] constexpr int kQkUnroll = kQInRegs ? kDSteps : 2;
 #pragma unroll kQkUnroll
       for (int kc = 0; kc < kDSteps; ++kc) {
         uint32_t qk[kMT][4];
