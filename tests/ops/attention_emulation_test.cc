@@ -81,6 +81,24 @@ std::vector<uint16_t> Emulate(const Case& c, const std::vector<uint16_t>& qkv,
                      reinterpret_cast<int*>(wsb),
                      reinterpret_cast<attn::WorkItem*>(wsb + attn::kItemsOffset));
   });
+  // The work list: every query tile of every sequence exactly once, longest sequences first.
+  const int count = *reinterpret_cast<const int*>(wsb);
+  const auto* items = reinterpret_cast<const attn::WorkItem*>(wsb + attn::kItemsOffset);
+  std::vector<int> expected, listed;
+  for (int s = 0; s < num_seqs; ++s) {
+    for (int q0 = 0; q0 < cu[s + 1] - cu[s]; q0 += Cfg::kBlockM) expected.push_back(cu[s] + q0);
+  }
+  for (int i = 0; i < count; ++i) {
+    listed.push_back(items[i].seq_begin + items[i].q_row0);
+    EXPECT_EQ(items[i].seq_len, cu[items[i].seq + 1] - cu[items[i].seq]);
+    if (i > 0) {
+      EXPECT_GE(items[i - 1].seq_len, items[i].seq_len) << "not longest-first";
+    }
+  }
+  std::sort(expected.begin(), expected.end());
+  std::sort(listed.begin(), listed.end());
+  EXPECT_EQ(listed, expected) << "work list does not cover every query tile once";
+
   const attn::FlashArgs args = attn::MakeFlashArgs(p, wsb);
   emu::M().smem = attn::smem_raw;
   emu::M().smem_size = Cfg::kSmemBytes;
