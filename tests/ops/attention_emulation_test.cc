@@ -46,6 +46,42 @@ struct Case {
   int max_tokens, max_seqs;
 };
 
+// Runs the plan kernel on the emulator into `ws` and checks the work list: every query tile of
+// every sequence exactly once, longest sequences first, causal tiles last-first.
+void EmulatePlan(const std::vector<int32_t>& cu, int32_t num_seqs, int max_seqs, int max_tokens,
+                 int block_m, bool causal, char* ws) {
+  emu::M().error.clear();
+  emu::M().smem = nullptr;
+  emu::M().smem_size = 0;
+  emu::RunCta(attn::kPlanThreads, 0, [&] {
+    attn::PlanKernel(cu.data(), &num_seqs, max_seqs, max_tokens, block_m, causal,
+                     attn::MaxWorkItems(max_tokens, max_seqs, block_m), reinterpret_cast<int*>(ws),
+                     reinterpret_cast<attn::WorkItem*>(ws + attn::kItemsOffset));
+  });
+  ASSERT_TRUE(emu::M().error.empty()) << "plan: " << emu::M().error;
+  const int count = *reinterpret_cast<const int*>(ws);
+  const auto* items = reinterpret_cast<const attn::WorkItem*>(ws + attn::kItemsOffset);
+  std::vector<int> expected, listed;
+  for (int s = 0; s < num_seqs; ++s) {
+    for (int q0 = 0; q0 < cu[s + 1] - cu[s]; q0 += block_m) expected.push_back(cu[s] + q0);
+  }
+  for (int i = 0; i < count; ++i) {
+    const attn::WorkItem& it = items[i];
+    listed.push_back(it.seq_begin + it.q_row0);
+    ASSERT_EQ(it.seq_len, cu[it.seq + 1] - cu[it.seq]);
+    ASSERT_EQ(it.seq_begin, cu[it.seq]);
+    if (i > 0 && items[i - 1].seq / attn::kPlanThreads == it.seq / attn::kPlanThreads) {
+      ASSERT_GE(items[i - 1].seq_len, it.seq_len) << "not longest-first within a pass";
+      if (items[i - 1].seq == it.seq) {
+        ASSERT_EQ(items[i - 1].q_row0 + (causal ? -block_m : block_m), it.q_row0);
+      }
+    }
+  }
+  std::sort(expected.begin(), expected.end());
+  std::sort(listed.begin(), listed.end());
+  ASSERT_EQ(listed, expected) << "work list does not cover every query tile once";
+}
+
 // Plans and runs variant Cfg on the emulator; returns the output ([max_tokens, hq, d] bf16).
 template <class Cfg, bool kCausal>
 std::vector<uint16_t> Emulate(const Case& c, const std::vector<uint16_t>& qkv,
@@ -73,32 +109,7 @@ std::vector<uint16_t> Emulate(const Case& c, const std::vector<uint16_t>& qkv,
   p.scale = 1.0f / std::sqrt(static_cast<float>(c.d));
 
   auto* wsb = reinterpret_cast<char*>(ws.data());
-  emu::M().smem = nullptr;
-  emu::M().smem_size = 0;
-  emu::RunCta(attn::kPlanThreads, 0, [&] {
-    attn::PlanKernel(p.cu_seqlens, p.num_seqs, p.max_seqs, p.max_tokens, Cfg::kBlockM, kCausal,
-                     attn::MaxWorkItems(p.max_tokens, p.max_seqs, Cfg::kBlockM),
-                     reinterpret_cast<int*>(wsb),
-                     reinterpret_cast<attn::WorkItem*>(wsb + attn::kItemsOffset));
-  });
-  // The work list: every query tile of every sequence exactly once, longest sequences first.
-  const int count = *reinterpret_cast<const int*>(wsb);
-  const auto* items = reinterpret_cast<const attn::WorkItem*>(wsb + attn::kItemsOffset);
-  std::vector<int> expected, listed;
-  for (int s = 0; s < num_seqs; ++s) {
-    for (int q0 = 0; q0 < cu[s + 1] - cu[s]; q0 += Cfg::kBlockM) expected.push_back(cu[s] + q0);
-  }
-  for (int i = 0; i < count; ++i) {
-    listed.push_back(items[i].seq_begin + items[i].q_row0);
-    EXPECT_EQ(items[i].seq_len, cu[items[i].seq + 1] - cu[items[i].seq]);
-    if (i > 0) {
-      EXPECT_GE(items[i - 1].seq_len, items[i].seq_len) << "not longest-first";
-    }
-  }
-  std::sort(expected.begin(), expected.end());
-  std::sort(listed.begin(), listed.end());
-  EXPECT_EQ(listed, expected) << "work list does not cover every query tile once";
-
+  EmulatePlan(cu, num_seqs, c.max_seqs, c.max_tokens, Cfg::kBlockM, kCausal, wsb);
   const attn::FlashArgs args = attn::MakeFlashArgs(p, wsb);
   emu::M().smem = attn::smem_raw;
   emu::M().smem_size = Cfg::kSmemBytes;
@@ -173,6 +184,20 @@ void RunAllVariants(bool causal) {
   using List = typename attn::Variants<D>::List;
   [&]<size_t... I>(std::index_sequence<I...>) { (check(std::tuple_element_t<I, List>{}), ...); }
   (std::make_index_sequence<std::tuple_size_v<List>>{});
+}
+
+// More sequences than one plan pass (1024), random lengths including 0, both orders.
+TEST(AttentionEmulation, PlanManySequences) {
+  std::mt19937 rng(9);
+  const int max_seqs = 2500, n = 2345;
+  std::vector<int32_t> cu(max_seqs + 1, 0);
+  for (int s = 0; s < n; ++s) cu[s + 1] = cu[s] + static_cast<int>(rng() % 200);
+  for (int s = n + 1; s <= max_seqs; ++s) cu[s] = -5;  // garbage past num_seqs
+  const int max_tokens = cu[n] + 100;
+  std::vector<int4> ws(attn::kItemsOffset / 16 + attn::MaxWorkItems(max_tokens, max_seqs, 64));
+  for (bool causal : {false, true}) {
+    EmulatePlan(cu, n, max_seqs, max_tokens, 64, causal, reinterpret_cast<char*>(ws.data()));
+  }
 }
 
 TEST(AttentionEmulation, HeadDim32) {
