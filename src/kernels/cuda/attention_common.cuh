@@ -40,7 +40,7 @@ struct WorkItem {
 static_assert(sizeof(WorkItem) == 16);
 
 // Smallest query tile of any configuration; bounds the work list for every head_dim.
-constexpr int kMinBlockM = 64;
+constexpr int kMinBlockM = 32;
 // Workspace: [int count | pad to 256 B | WorkItem items[kMaxItems]].
 constexpr size_t kItemsOffset = 256;
 

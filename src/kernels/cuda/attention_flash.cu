@@ -99,13 +99,39 @@ bool FlashVariantSupports(int head_dim, int variant, int group) {
   return ok;
 }
 
+int64_t FlashVariantCtas(const AttentionParams& p, int variant) {
+  int64_t ctas = 0;
+  (void)attn::DispatchHeadDim(p.head_dim, [&](auto d) -> Status {
+    return attn::WithVariant<decltype(d)::value>(variant, [&](auto cfg) -> Status {
+      ctas = attn::FlashGridBlocks<decltype(cfg)>(p);
+      return Status::Ok();
+    });
+  });
+  return ctas;
+}
+
 int DefaultFlashVariant(const AttentionParams& p) {
-  if (p.num_kv_heads <= 0) return 0;
+  if (p.num_kv_heads <= 0 || p.num_heads % p.num_kv_heads != 0) return 0;
   const int group = p.num_heads / p.num_kv_heads;
-  for (int v = 0; v < FlashVariantCount(p.head_dim); ++v) {
-    if (FlashVariantSupports(p.head_dim, v, group)) return v;
+  // Depends on capacity and the device only, so Plan and Run agree and graphs stay valid.
+  int device = 0, sms = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    sms = 132;
   }
-  return 0;
+  int best = 0;
+  int64_t best_ctas = -1;
+  for (int v = 0; v < FlashVariantCount(p.head_dim); ++v) {
+    if (!FlashVariantSupports(p.head_dim, v, group)) continue;
+    const int64_t ctas = FlashVariantCtas(p, v);
+    if (ctas >= 2 * static_cast<int64_t>(sms)) return v;
+    if (ctas > best_ctas) {
+      best = v;
+      best_ctas = ctas;
+    }
+  }
+  return best;
 }
 
 Status PlanRaggedAttentionVariant(const AttentionParams& p, int variant, void* workspace,

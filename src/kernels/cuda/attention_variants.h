@@ -9,8 +9,10 @@
 
 namespace petal::cuda::attn {
 
-// FlashConfig<head_dim, warps, block_n, min CTAs per SM, q heads per CTA, m-tiles
-// per warp>.
+// FlashConfig<head_dim, warps, block_n, min CTAs per SM, q heads per CTA, m-tiles per warp>.
+// The default is the first variant that supports the GQA group and whose capacity grid has at
+// least two CTAs per SM; when none has, the one with the most CTAs (the 32-row tiles listed last
+// exist for these small, latency-bound batches, e.g. one 512-token sequence).
 template <int kHeadDim>
 struct Variants;
 template <>
@@ -21,7 +23,8 @@ struct Variants<32> {
 template <>
 struct Variants<64> {
   using List = std::tuple<FlashConfig<64, 4, 64, 2, 2, 2>, FlashConfig<64, 4, 64, 2, 1, 2>,
-                          FlashConfig<64, 4, 64, 3, 1, 1>, FlashConfig<64, 8, 64, 1, 2, 1>>;
+                          FlashConfig<64, 4, 64, 3, 1, 1>, FlashConfig<64, 8, 64, 1, 2, 1>,
+                          FlashConfig<64, 4, 64, 3, 2, 1>>;
 };
 // d = 128: two m-tiles per warp (BN = 64) is the FlashAttention-2 tile shape; ptxas spills
 // 40-56 bytes there (a few L1-resident loads per K/V tile), which the halved ldmatrix traffic
@@ -31,7 +34,7 @@ struct Variants<128> {
   using List = std::tuple<FlashConfig<128, 4, 64, 2, 2, 2>, FlashConfig<128, 4, 64, 2, 1, 2>,
                           FlashConfig<128, 8, 64, 1, 2, 1>, FlashConfig<128, 4, 64, 2, 1, 1>,
                           FlashConfig<128, 8, 64, 1, 1, 1>, FlashConfig<128, 4, 32, 2, 2, 2>,
-                          FlashConfig<128, 4, 32, 2, 1, 2>>;
+                          FlashConfig<128, 4, 32, 2, 1, 2>, FlashConfig<128, 4, 64, 2, 2, 1>>;
 };
 
 }  // namespace petal::cuda::attn
