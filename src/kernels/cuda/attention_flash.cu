@@ -49,8 +49,11 @@ Status LaunchFlash(const AttentionParams& p, const void* workspace, cudaStream_t
   return Status::Ok();
 }
 
-Status CheckVariant(const AttentionParams& p, int variant) {
+Status CheckVariant(const AttentionParams& p, int variant, const void* workspace) {
   PETAL_RETURN_IF_ERROR(ValidateAttentionParams(p));
+  if (workspace == nullptr || reinterpret_cast<uintptr_t>(workspace) % 16 != 0) {
+    return InvalidArgument("attention: workspace must be non-null and 16-byte aligned");
+  }
   if (variant < 0 || variant >= FlashVariantCount(p.head_dim)) {
     return InvalidArgument("attention: no flash variant " + std::to_string(variant) +
                            " for head_dim " + std::to_string(p.head_dim));
@@ -136,7 +139,7 @@ int DefaultFlashVariant(const AttentionParams& p) {
 
 Status PlanRaggedAttentionVariant(const AttentionParams& p, int variant, void* workspace,
                                   cudaStream_t stream) {
-  PETAL_RETURN_IF_ERROR(attn::CheckVariant(p, variant));
+  PETAL_RETURN_IF_ERROR(attn::CheckVariant(p, variant, workspace));
   return attn::DispatchHeadDim(p.head_dim, [&](auto d) -> Status {
     return attn::WithVariant<decltype(d)::value>(variant, [&](auto cfg) -> Status {
       return attn::EnqueuePlan(p, workspace, decltype(cfg)::kBlockM, stream);
@@ -146,8 +149,7 @@ Status PlanRaggedAttentionVariant(const AttentionParams& p, int variant, void* w
 
 Status RunRaggedAttentionVariant(const AttentionParams& p, int variant, const void* workspace,
                                  cudaStream_t stream) {
-  PETAL_RETURN_IF_ERROR(attn::CheckVariant(p, variant));
-  if (workspace == nullptr) return InvalidArgument("attention: null workspace");
+  PETAL_RETURN_IF_ERROR(attn::CheckVariant(p, variant, workspace));
   return attn::DispatchHeadDim(p.head_dim, [&](auto d) -> Status {
     return attn::WithVariant<decltype(d)::value>(variant, [&](auto cfg) -> Status {
       using Cfg = decltype(cfg);
