@@ -94,42 +94,86 @@ void Rope(float* x, int row_stride, int heads, int head_dim, const int32_t* cu_s
   }
 }
 
+namespace {
+
+// o[0:dim) = sum_j p[j] * v[j * v_stride + 0:dim), summed in j order. With the dimension a
+// compile-time constant (kDim > 0) the accumulator stays in registers instead of being stored
+// and reloaded for every j, which dominated the attention profile.
+template <int kDim>
+void WeightedRows(const float* p, int n, const float* v, int v_stride, int dim, float* o) {
+  if constexpr (kDim > 0) {
+    float acc[kDim] = {};
+    for (int j = 0; j < n; ++j) {
+      const float pj = p[j];
+      const float* vj = v + static_cast<int64_t>(j) * v_stride;
+      for (int d = 0; d < kDim; ++d) acc[d] += pj * vj[d];
+    }
+    std::copy(acc, acc + kDim, o);
+  } else {
+    std::fill(o, o + dim, 0.0f);
+    for (int j = 0; j < n; ++j) {
+      const float pj = p[j];
+      const float* vj = v + static_cast<int64_t>(j) * v_stride;
+      for (int d = 0; d < dim; ++d) o[d] += pj * vj[d];
+    }
+  }
+}
+
+}  // namespace
+
 void Attention(const float* q, int q_stride, const float* k, int k_stride, const float* v,
                int v_stride, float* out, const int32_t* cu_seqlens, int num_seqs, int num_heads,
                int num_kv_heads, int head_dim, bool causal, float scale) {
   const int group = num_heads / num_kv_heads;
-  for (int s = 0; s < num_seqs; ++s) {
-    const int begin = cu_seqlens[s], len = cu_seqlens[s + 1] - cu_seqlens[s];
-    if (len <= 0) continue;
+  const int64_t items = static_cast<int64_t>(num_seqs) * num_heads;
+  // One parallel region over every (sequence, head) pair: a region per sequence cost more in
+  // fork/join (and idle-thread spinning) than short sequences cost to compute.
 #pragma omp parallel
-    {
-      std::vector<float> scores(len);
-#pragma omp for collapse(2) schedule(dynamic, 4)
-      for (int h = 0; h < num_heads; ++h) {
-        for (int i = 0; i < len; ++i) {
-          const int kvh = h / group;
-          const float* qi = q + static_cast<int64_t>(begin + i) * q_stride + h * head_dim;
-          const int kmax = causal ? i + 1 : len;
-          float mx = -INFINITY;
-          for (int j = 0; j < kmax; ++j) {
-            const float* kj = k + static_cast<int64_t>(begin + j) * k_stride + kvh * head_dim;
-            float dot = 0;
-            for (int d = 0; d < head_dim; ++d) dot += qi[d] * kj[d];
-            scores[j] = dot * scale;
-            mx = std::max(mx, scores[j]);
-          }
-          float sum = 0;
-          for (int j = 0; j < kmax; ++j) {
-            scores[j] = std::exp(scores[j] - mx);
-            sum += scores[j];
-          }
-          float* o = out + (static_cast<int64_t>(begin + i) * num_heads + h) * head_dim;
-          std::fill(o, o + head_dim, 0.0f);
-          for (int j = 0; j < kmax; ++j) {
-            const float p = scores[j] / sum;
-            const float* vj = v + static_cast<int64_t>(begin + j) * v_stride + kvh * head_dim;
-            for (int d = 0; d < head_dim; ++d) o[d] += p * vj[d];
-          }
+  {
+    std::vector<float> kt, scores;
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t item = 0; item < items; ++item) {
+      const int s = static_cast<int>(item / num_heads), h = static_cast<int>(item % num_heads);
+      const int kvh = h / group;
+      const int begin = cu_seqlens[s], len = cu_seqlens[s + 1] - cu_seqlens[s];
+      if (len <= 0) continue;
+      // This head's keys transposed to [head_dim, len]: a query's scores then accumulate as
+      // head_dim multiply-adds over contiguous j, which vectorise, where a dot product per key
+      // does not (float reductions may not be reordered). Each score still sums its terms in
+      // dimension order, so results equal the dot-product form.
+      kt.resize(static_cast<size_t>(head_dim) * len);
+      scores.resize(len);
+      for (int j = 0; j < len; ++j) {
+        const float* kj = k + static_cast<int64_t>(begin + j) * k_stride + kvh * head_dim;
+        for (int d = 0; d < head_dim; ++d) kt[static_cast<size_t>(d) * len + j] = kj[d];
+      }
+      for (int i = 0; i < len; ++i) {
+        const float* qi = q + static_cast<int64_t>(begin + i) * q_stride + h * head_dim;
+        const int kmax = causal ? i + 1 : len;
+        std::fill(scores.begin(), scores.begin() + kmax, 0.0f);
+        for (int d = 0; d < head_dim; ++d) {
+          const float qd = qi[d];
+          const float* row = kt.data() + static_cast<size_t>(d) * len;
+          for (int j = 0; j < kmax; ++j) scores[j] += qd * row[j];
+        }
+        float mx = -INFINITY;
+        for (int j = 0; j < kmax; ++j) {
+          scores[j] *= scale;
+          mx = std::max(mx, scores[j]);
+        }
+        float sum = 0;
+        for (int j = 0; j < kmax; ++j) {
+          scores[j] = std::exp(scores[j] - mx);
+          sum += scores[j];
+        }
+        for (int j = 0; j < kmax; ++j) scores[j] /= sum;
+        const float* vh = v + static_cast<int64_t>(begin) * v_stride + kvh * head_dim;
+        float* o = out + (static_cast<int64_t>(begin + i) * num_heads + h) * head_dim;
+        switch (head_dim) {
+          case 32: WeightedRows<32>(scores.data(), kmax, vh, v_stride, 32, o); break;
+          case 64: WeightedRows<64>(scores.data(), kmax, vh, v_stride, 64, o); break;
+          case 128: WeightedRows<128>(scores.data(), kmax, vh, v_stride, 128, o); break;
+          default: WeightedRows<0>(scores.data(), kmax, vh, v_stride, head_dim, o); break;
         }
       }
     }
