@@ -1,4 +1,4 @@
-// `petal embed`: embeds texts (or pre-tokenized id arrays) with the CPU engine and prints one
+// `petal embed`: embeds texts (or pre-tokenized id arrays) with an engine (--backend) and prints one
 // JSON array of floats per input, one per line. With no TEXT arguments it reads JSON Lines from
 // stdin and answers line by line, flushing each answer, so that it can sit behind a pipe.
 // Inputs that are already waiting are packed into one ragged batch; a lone interactive line is
@@ -8,6 +8,7 @@
 #include <simdjson.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -15,7 +16,7 @@
 #include <vector>
 
 #include "cli/command.h"
-#include "engine/cpu_engine.h"
+#include "engine/engine_factory.h"
 
 #if __has_include("tokenizer/tokenizer.h")
 #include "tokenizer/tokenizer.h"
@@ -32,6 +33,8 @@ struct EmbedOptions {
   int max_batch_texts = 64;
   int max_batch_tokens = 8192;
   std::vector<std::string> texts;
+  std::string backend = "auto";
+  int device = 0;
 };
 
 // Splits a file descriptor into lines. Next() with wait=false returns only a line that can be
@@ -87,7 +90,7 @@ struct Item {
 
 class Embedder {
  public:
-  Embedder(const EmbedOptions& opts, std::unique_ptr<CpuEngine> engine)
+  Embedder(const EmbedOptions& opts, std::unique_ptr<Engine> engine)
       : opts_(opts), engine_(std::move(engine)) {}
 
   Status Init() {
@@ -225,7 +228,7 @@ class Embedder {
   }
 
   const EmbedOptions& opts_;
-  std::unique_ptr<CpuEngine> engine_;
+  std::unique_ptr<Engine> engine_;
   simdjson::dom::parser parser_;
   bool failed_ = false;
 #ifdef PETAL_EMBED_HAS_TOKENIZER
@@ -234,7 +237,13 @@ class Embedder {
 };
 
 int RunEmbed(const EmbedOptions& opts) {
-  auto engine = CpuEngine::Load(opts.model_dir);
+  EngineOptions eo;
+  eo.backend = opts.backend;
+  eo.cuda.device = opts.device;
+  // A batch may end one input past --max-batch-tokens; leave room for a long last input.
+  eo.cuda.max_tokens = std::max(2 * opts.max_batch_tokens, 16384);
+  eo.cuda.max_seqs = opts.max_batch_texts + 1;
+  auto engine = CreateEngine(opts.model_dir, eo);
   if (!engine.ok()) {
     std::fprintf(stderr, "petal embed: %s\n", engine.status().ToString().c_str());
     return 1;
@@ -282,6 +291,10 @@ std::function<int()> SetupEmbed(CLI::App* sub) {
   sub->add_option(
       "--dimensions", opts->dimensions,
       "Matryoshka: keep the first N dimensions (re-normalised if the model normalises)");
+  sub->add_option("--backend", opts->backend, "Engine backend: auto (cuda if a GPU is visible), cpu, cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
+  sub->add_option("--device", opts->device, "CUDA device index")->capture_default_str();
   sub->add_flag("--ids", opts->ids,
                 "Inputs are JSON arrays of token ids (pre-tokenized, special tokens included)");
   sub->add_option("--max-batch-texts", opts->max_batch_texts, "Most inputs per batch")
