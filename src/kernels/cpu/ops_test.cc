@@ -88,6 +88,23 @@ TEST(CpuOpsTest, AttentionMatchesNaive) {
   }
 }
 
+TEST(CpuOpsTest, GeluMatchesErfDefinition) {
+  std::vector<float> x;
+  for (double v = -12; v <= 12; v += 1.0 / 1024) x.push_back(static_cast<float>(v));
+  for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 1e30f, -1e30f}) x.push_back(v);
+  std::vector<float> y = x;
+  Gelu(y.data(), static_cast<int64_t>(y.size()));
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i], ref = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+    const double err = std::abs(y[i] - ref) / std::max(1.0, std::abs(v));
+    worst = std::max(worst, err);
+    ASSERT_LE(err, 3e-7) << "x = " << v << " gelu = " << y[i] << " ref = " << ref;
+  }
+  EXPECT_EQ(y[x.size() - 2], 1e30f);  // saturates exactly
+  EXPECT_EQ(y[x.size() - 1], -0.0f);
+}
+
 TEST(CpuOpsTest, PoolingModes) {
   const int dim = 3;
   const std::vector<float> h = {1, 2, 3, 3, 4, 5, 10, 0, 0};
