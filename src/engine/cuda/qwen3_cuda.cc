@@ -3,11 +3,12 @@
 //   x = RmsNorm(r); qkv = x Wqkv; q,k = rope(RmsNorm_head(q,k)); r += attn(q,k,v) Wo;
 //   x = RmsNorm(r); r += (silu(x Wg) * x Wu) Wd;   final: RmsNorm(r), pooled.
 // The residual adds are folded into the o_proj and down_proj GEMMs (their addend, in place).
+#include <algorithm>
 #include <cmath>
 
 #include "engine/cuda/cuda_model.h"
 #include "engine/cuda/device_weights.h"
-#include "kernels/cuda/attention.h"
+#include "engine/cuda/attention_runner.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/ops.h"
 #include "model/qwen3.h"
@@ -54,8 +55,14 @@ class Qwen3CudaModel final : public CudaModel {
     PETAL_RETURN_IF_ERROR(gate_up_.Allocate(T * 2 * I));
     PETAL_RETURN_IF_ERROR(act_.Allocate(T * I));
     PETAL_RETURN_IF_ERROR(positions_.Allocate(T));
-    PETAL_RETURN_IF_ERROR(attn_ws_.Allocate(AttentionWorkspaceBytes(cap_.max_tokens, cap_.max_seqs)));
-    bytes_ += TotalBytes(r_, x_, qkv_, attn_, gate_up_, act_, positions_, attn_ws_);
+    // Rotary (cos, sin) for every position a sequence may reach, computed once in fp64.
+    rope_rows_ = std::min(config_.max_position_embeddings, cap_.max_tokens);
+    const std::vector<float2> table = RopeTable(rope_rows_, config_.head_dim, config_.rope_theta);
+    PETAL_RETURN_IF_ERROR(rope_table_.Allocate(table.size()));
+    PETAL_RETURN_IF_ERROR(rope_table_.CopyFromHost(table.data(), table.size()));
+    bytes_ += rope_table_.bytes();
+    PETAL_RETURN_IF_ERROR(attention_.Init(cap_.max_tokens, cap_.max_seqs, config_.head_dim));
+    bytes_ += TotalBytes(r_, x_, qkv_, attn_, gate_up_, act_, positions_) + attention_.bytes();
     PETAL_ASSIGN_OR_RETURN(gemm_, Gemm::Create());
     return Status::Ok();
   }
@@ -86,7 +93,7 @@ class Qwen3CudaModel final : public CudaModel {
     ap.head_dim = D;
     ap.causal = config_.mask == AttentionMask::kCausal;
     ap.scale = 1.0f / std::sqrt(static_cast<float>(D));
-    PETAL_RETURN_IF_ERROR(PlanRaggedAttention(ap, attn_ws_.get(), stream));
+    PETAL_RETURN_IF_ERROR(attention_.Plan(ap, stream));
 
     QkNormRopeParams rp;
     rp.qkv = qkv_.get();
@@ -98,6 +105,8 @@ class Qwen3CudaModel final : public CudaModel {
     rp.eps = config_.norm_eps;
     rp.positions = positions_.get();
     rp.theta = config_.rope_theta;
+    rp.rope_table = rope_table_.get();
+    rp.rope_table_rows = rope_rows_;
 
     for (const auto& L : layers_) {
       PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm({nullptr, r_.get(), L.in_norm.get(), config_.norm_eps, x_.get(), T, H}, stream));
@@ -105,7 +114,7 @@ class Qwen3CudaModel final : public CudaModel {
       rp.q_norm_weight = L.q_norm.get();
       rp.k_norm_weight = L.k_norm.get();
       PETAL_RETURN_IF_ERROR(LaunchQkNormRope(rp, stream));
-      PETAL_RETURN_IF_ERROR(RunRaggedAttention(ap, attn_ws_.get(), stream));
+      PETAL_RETURN_IF_ERROR(attention_.Run(ap, stream));
       PETAL_RETURN_IF_ERROR(gemm_->Run({attn_.get(), L.o.get(), L.o_b.get(), r_.get(), r_.get(), T, H, Q}, stream));
       PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm({nullptr, r_.get(), L.post_norm.get(), config_.norm_eps, x_.get(), T, H}, stream));
       PETAL_RETURN_IF_ERROR(gemm_->Run({x_.get(), L.gate_up.get(), nullptr, nullptr, gate_up_.get(), T, 2 * I, H}, stream));
@@ -132,7 +141,9 @@ class Qwen3CudaModel final : public CudaModel {
   std::vector<Qwen3LayerDev> layers_;
   DeviceBuffer<bf16> r_, x_, qkv_, attn_, gate_up_, act_;
   DeviceBuffer<int32_t> positions_;
-  DeviceBuffer<uint8_t> attn_ws_;
+  DeviceBuffer<float2> rope_table_;
+  int rope_rows_ = 0;
+  AttentionRunner attention_;
   std::unique_ptr<Gemm> gemm_;
 };
 
