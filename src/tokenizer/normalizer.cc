@@ -159,15 +159,16 @@ void UnicodeNormalize(std::string_view in, NormStep::Kind kind, std::string* out
     out->append(in);
     return;
   }
-  // tokenizers' decomposition tables predate U+11938's (DIVES AKURU VOWEL SIGN O, Unicode 13):
-  // it stays whole there. It is a starter, so normalising around it piecewise is exact.
-  constexpr std::string_view kDivesAkuruO = "\xF0\x91\xA4\xB8";
-  if (kind == NormStep::Kind::kNfd || kind == NormStep::Kind::kNfkd) {
-    size_t hit = in.find(kDivesAkuruO);
-    if (hit != std::string_view::npos) {
-      UnicodeNormalize(in.substr(0, hit), kind, out, buf);
-      out->append(kDivesAkuruO);
-      UnicodeNormalize(in.substr(hit + kDivesAkuruO.size()), kind, out, buf);
+  // Code points tokenizers' older Unicode tables do not know have combining class 0 and no
+  // (de)composition there: nothing reorders or composes across them. Normalising the text
+  // between them piecewise reproduces that exactly.
+  for (size_t i = 0; i < in.size();) {
+    size_t start = i;
+    char32_t c = DecodeUtf8(in, &i);
+    if (c >= 0x7FD && (CharFlags(c) & kFlagNormInert)) {
+      UnicodeNormalize(in.substr(0, start), kind, out, buf);
+      out->append(in.substr(start, i - start));
+      UnicodeNormalize(in.substr(i), kind, out, buf);
       return;
     }
   }

@@ -73,6 +73,7 @@ const std::vector<uint16_t>& FlagTable() {
     MarkRanges(kBertPunctuation, kFlagPunct, &t);
     MarkRanges(kRegexLetter, kFlagLetter, &t);
     MarkRanges(kRegexNumber, kFlagNumber, &t);
+    MarkRanges(kNormInert, kFlagNormInert, &t);
     return t;
   }();
   return table;

@@ -24,6 +24,7 @@ enum CharFlag : uint16_t {
   kFlagMn = 1 << 5,          // Nonspacing mark (Mn), removed by accent stripping.
   kFlagCjk = 1 << 6,         // BERT's "Chinese character" blocks.
   kFlagNewline = 1 << 7,     // \r or \n.
+  kFlagNormInert = 1 << 8,   // Unassigned as far as tokenizers' NFC/NFD know (see tables).
 };
 
 // Returns the CharFlag bits for `cp` (0 for code points outside Unicode).
