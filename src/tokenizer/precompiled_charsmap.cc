@@ -83,6 +83,15 @@ const char* PrecompiledCharsmap::Transform(std::string_view key, size_t* out_len
   return nullptr;
 }
 
+namespace {
+// Grapheme rule GB4: a cluster always ends after a control character, CR or LF.
+bool BreaksAfter(char32_t c) {
+  int b = utf8proc_get_property(static_cast<utf8proc_int32_t>(c))->boundclass;
+  return b == UTF8PROC_BOUNDCLASS_CR || b == UTF8PROC_BOUNDCLASS_LF ||
+         b == UTF8PROC_BOUNDCLASS_CONTROL;
+}
+}  // namespace
+
 void PrecompiledCharsmap::Normalize(std::string_view in, std::string* out) const {
   out->clear();
   size_t i = 0;
@@ -95,8 +104,10 @@ void PrecompiledCharsmap::Normalize(std::string_view in, std::string* out) const
     while (g_end < in.size()) {
       size_t next = g_end;
       char32_t c = DecodeUtf8(in, &next);
+      // utf8proc's Unicode predates a few extending marks tokenizers knows (see tables).
       if (utf8proc_grapheme_break_stateful(static_cast<utf8proc_int32_t>(prev),
-                                           static_cast<utf8proc_int32_t>(c), &state)) {
+                                           static_cast<utf8proc_int32_t>(c), &state) &&
+          !((CharFlags(c) & kFlagGraphemeJoin) && !BreaksAfter(prev))) {
         break;
       }
       prev = c;

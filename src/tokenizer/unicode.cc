@@ -74,6 +74,7 @@ const std::vector<uint16_t>& FlagTable() {
     MarkRanges(kRegexLetter, kFlagLetter, &t);
     MarkRanges(kRegexNumber, kFlagNumber, &t);
     MarkRanges(kNormInert, kFlagNormInert, &t);
+    MarkRanges(kGraphemeJoin, kFlagGraphemeJoin, &t);
     return t;
   }();
   return table;

@@ -16,15 +16,16 @@ namespace petal::tok {
 
 // Bit flags describing one code point; see CharFlags().
 enum CharFlag : uint16_t {
-  kFlagWhitespace = 1 << 0,  // Rust char::is_whitespace == Oniguruma \s (White_Space).
-  kFlagLetter = 1 << 1,      // \p{L}: Lu Ll Lt Lm Lo.
-  kFlagNumber = 1 << 2,      // \p{N}: Nd Nl No.
-  kFlagPunct = 1 << 3,       // General category P* (or ASCII punctuation, BERT's rule).
-  kFlagControl = 1 << 4,     // BERT "control": Cc Cf Cn Co Cs except \t \n \r.
-  kFlagMn = 1 << 5,          // Nonspacing mark (Mn), removed by accent stripping.
-  kFlagCjk = 1 << 6,         // BERT's "Chinese character" blocks.
-  kFlagNewline = 1 << 7,     // \r or \n.
-  kFlagNormInert = 1 << 8,   // Unassigned as far as tokenizers' NFC/NFD know (see tables).
+  kFlagWhitespace = 1 << 0,    // Rust char::is_whitespace == Oniguruma \s (White_Space).
+  kFlagLetter = 1 << 1,        // \p{L}: Lu Ll Lt Lm Lo.
+  kFlagNumber = 1 << 2,        // \p{N}: Nd Nl No.
+  kFlagPunct = 1 << 3,         // General category P* (or ASCII punctuation, BERT's rule).
+  kFlagControl = 1 << 4,       // BERT "control": Cc Cf Cn Co Cs except \t \n \r.
+  kFlagMn = 1 << 5,            // Nonspacing mark (Mn), removed by accent stripping.
+  kFlagCjk = 1 << 6,           // BERT's "Chinese character" blocks.
+  kFlagNewline = 1 << 7,       // \r or \n.
+  kFlagNormInert = 1 << 8,     // Unassigned as far as tokenizers' NFC/NFD know (see tables).
+  kFlagGraphemeJoin = 1 << 9,  // Extends a grapheme cluster in tokenizers, not in utf8proc.
 };
 
 // Returns the CharFlag bits for `cp` (0 for code points outside Unicode).
