@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
+#include <new>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -96,6 +98,46 @@ INSTANTIATE_TEST_SUITE_P(Tokenizers, FixtureTest,
                          ::testing::Values("all-MiniLM-L6-v2", "Qwen3-tokenizer",
                                            "multilingual-e5-small-tokenizer"));
 
+// The Qwen3-Embedding tokenizer.json is Qwen3's with a TemplateProcessing post-processor that
+// appends <|endoftext|>; build it from the Qwen3 file and check the template and truncation.
+TEST(TokenizerTest, Qwen3EmbeddingTemplateAppendsEndOfText) {
+  const std::string path = SourceDir() + "/models/Qwen3-tokenizer/tokenizer.json";
+  if (!FileExists(path)) GTEST_SKIP() << path << " is absent (run scripts/setup.sh)";
+  auto json = ReadFile(path);
+  ASSERT_TRUE(json.ok());
+  size_t key = json->find("\"post_processor\"");
+  ASSERT_NE(key, std::string::npos);
+  size_t open = json->find('{', key), close = open;
+  for (int depth = 0; close < json->size(); ++close) {
+    if ((*json)[close] == '{') ++depth;
+    if ((*json)[close] == '}' && --depth == 0) break;
+  }
+  json->replace(open, close + 1 - open, R"({"type": "TemplateProcessing",
+      "single": [{"Sequence": {"id": "A", "type_id": 0}},
+                 {"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}}],
+      "pair": [{"Sequence": {"id": "A", "type_id": 0}},
+               {"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}},
+               {"Sequence": {"id": "B", "type_id": 1}},
+               {"SpecialToken": {"id": "<|endoftext|>", "type_id": 1}}],
+      "special_tokens": {"<|endoftext|>": {"id": "<|endoftext|>", "ids": [151643],
+                                           "tokens": ["<|endoftext|>"]}}})");
+  auto tok = Tokenizer::FromJson(*json);
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  EXPECT_EQ((*tok)->num_special_tokens(), 1);
+  auto rows = LoadFixture(SourceDir() + "/src/tokenizer/testdata/Qwen3-tokenizer.jsonl");
+  ASSERT_FALSE(rows.empty());
+  for (const FixtureRow& r : rows) {
+    std::vector<int32_t> want = r.no_special;
+    want.push_back(151643);
+    EXPECT_EQ(*(*tok)->Encode(r.text, EncodeOptions()), want);
+    EncodeOptions o;
+    o.max_length = 8;
+    auto cut = *(*tok)->Encode(r.text, o);
+    ASSERT_LE(cut.size(), 8u);
+    EXPECT_EQ(cut.back(), 151643);
+  }
+}
+
 std::vector<std::string> QwenSplit(std::string_view s) {
   tok::Words w;
   tok::SplitQwen(s, &w);
@@ -179,3 +221,43 @@ TEST(TokenizerTest, BatchMatchesSequential) {
 
 }  // namespace
 }  // namespace petal
+
+// Counts heap allocations so that the steady-state claim (no allocation once the scratch and the
+// output vector have grown) is checked, not just stated.
+namespace {
+std::atomic<long> g_allocs{0};
+}  // namespace
+
+namespace petal {
+namespace {
+
+TEST(TokenizerTest, SteadyStateEncodingDoesNotAllocate) {
+  for (const char* name :
+       {"all-MiniLM-L6-v2", "Qwen3-tokenizer", "multilingual-e5-small-tokenizer"}) {
+    const std::string dir = SourceDir() + "/models/" + name;
+    if (!FileExists(dir + "/tokenizer.json")) continue;
+    auto tok = Tokenizer::FromModelDir(dir);
+    ASSERT_TRUE(tok.ok());
+    auto rows = LoadFixture(SourceDir() + "/src/tokenizer/testdata/" + name + ".jsonl");
+    EncodeScratch scratch;
+    std::vector<int32_t> ids;
+    for (int pass = 0; pass < 2; ++pass) {
+      long before = g_allocs.load();
+      for (const FixtureRow& r : rows)
+        ASSERT_TRUE((*tok)->EncodeInto(r.text, EncodeOptions(), &scratch, &ids).ok());
+      if (pass == 0) EXPECT_GT(g_allocs.load() - before, 0) << "the counter must see warm-up";
+      if (pass == 1) EXPECT_EQ(g_allocs.load() - before, 0) << name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace petal
+
+void* operator new(std::size_t n) {
+  g_allocs.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
