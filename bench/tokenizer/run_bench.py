@@ -28,8 +28,8 @@ import gen_corpus  # noqa: E402
 
 SIZES = {32: 3000, 128: 1500, 512: 600, 8192: 60}
 DEFAULT = ["MiniLM-WordPiece=models/all-MiniLM-L6-v2/tokenizer.json",
-           "Qwen3-BPE=models/Qwen3-tokenizer/tokenizer.json",
-           "mE5-Unigram=models/multilingual-e5-small-tokenizer/tokenizer.json"]
+           "Qwen3-BPE=models/tokenizers/qwen3/tokenizer.json",
+           "mE5-Unigram=models/tokenizers/multilingual-e5-small/tokenizer.json"]
 
 
 def natural_text(rng, n_chars):

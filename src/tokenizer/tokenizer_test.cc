@@ -56,11 +56,23 @@ std::vector<FixtureRow> LoadFixture(const std::string& path) {
   return rows;
 }
 
-class FixtureTest : public ::testing::TestWithParam<std::string> {};
+// (folder under models/, fixture name under src/tokenizer/testdata/).
+struct TokenizerFiles {
+  const char* dir;
+  const char* fixture;
+  const char* test_name;
+};
+constexpr TokenizerFiles kTokenizers[] = {
+    {"all-MiniLM-L6-v2", "all-MiniLM-L6-v2", "MiniLM"},
+    {"tokenizers/qwen3", "qwen3", "Qwen3"},
+    {"tokenizers/multilingual-e5-small", "multilingual-e5-small", "MultilingualE5"},
+};
+
+class FixtureTest : public ::testing::TestWithParam<TokenizerFiles> {};
 
 TEST_P(FixtureTest, MatchesHuggingFace) {
-  const std::string name = GetParam();
-  const std::string dir = SourceDir() + "/models/" + name;
+  const std::string name = GetParam().fixture;
+  const std::string dir = SourceDir() + "/models/" + GetParam().dir;
   if (!FileExists(dir + "/tokenizer.json")) {
     GTEST_SKIP() << dir << "/tokenizer.json is absent (run scripts/setup.sh to fetch it)";
   }
@@ -94,14 +106,13 @@ TEST_P(FixtureTest, MatchesHuggingFace) {
   EXPECT_EQ(mismatches, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Tokenizers, FixtureTest,
-                         ::testing::Values("all-MiniLM-L6-v2", "Qwen3-tokenizer",
-                                           "multilingual-e5-small-tokenizer"));
+INSTANTIATE_TEST_SUITE_P(Tokenizers, FixtureTest, ::testing::ValuesIn(kTokenizers),
+                         [](const auto& info) { return std::string(info.param.test_name); });
 
 // The Qwen3-Embedding tokenizer.json is Qwen3's with a TemplateProcessing post-processor that
 // appends <|endoftext|>; build it from the Qwen3 file and check the template and truncation.
 TEST(TokenizerTest, Qwen3EmbeddingTemplateAppendsEndOfText) {
-  const std::string path = SourceDir() + "/models/Qwen3-tokenizer/tokenizer.json";
+  const std::string path = SourceDir() + "/models/tokenizers/qwen3/tokenizer.json";
   if (!FileExists(path)) GTEST_SKIP() << path << " is absent (run scripts/setup.sh)";
   auto json = ReadFile(path);
   ASSERT_TRUE(json.ok());
@@ -124,7 +135,7 @@ TEST(TokenizerTest, Qwen3EmbeddingTemplateAppendsEndOfText) {
   auto tok = Tokenizer::FromJson(*json);
   ASSERT_TRUE(tok.ok()) << tok.status().ToString();
   EXPECT_EQ((*tok)->num_special_tokens(), 1);
-  auto rows = LoadFixture(SourceDir() + "/src/tokenizer/testdata/Qwen3-tokenizer.jsonl");
+  auto rows = LoadFixture(SourceDir() + "/src/tokenizer/testdata/qwen3.jsonl");
   ASSERT_FALSE(rows.empty());
   for (const FixtureRow& r : rows) {
     std::vector<int32_t> want = r.no_special;
@@ -232,9 +243,9 @@ namespace petal {
 namespace {
 
 TEST(TokenizerTest, SteadyStateEncodingDoesNotAllocate) {
-  for (const char* name :
-       {"all-MiniLM-L6-v2", "Qwen3-tokenizer", "multilingual-e5-small-tokenizer"}) {
-    const std::string dir = SourceDir() + "/models/" + name;
+  for (const TokenizerFiles& f : kTokenizers) {
+    const std::string name = f.fixture;
+    const std::string dir = SourceDir() + "/models/" + f.dir;
     if (!FileExists(dir + "/tokenizer.json")) continue;
     auto tok = Tokenizer::FromModelDir(dir);
     ASSERT_TRUE(tok.ok());
