@@ -67,6 +67,11 @@ void BpeModel::Tokenize(std::string_view word, ModelScratch* s, std::vector<int3
     out->push_back(byte_id_[static_cast<unsigned char>(word[0])]);
     return;
   }
+  Merge(word, s, out);
+}
+
+void BpeModel::Merge(std::string_view word, ModelScratch* s, std::vector<int32_t>* out) const {
+  const size_t n = word.size();
   if (ignore_merges_) {
     std::string& mapped = s->str;
     mapped.clear();

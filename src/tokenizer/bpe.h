@@ -48,6 +48,9 @@ class BpeModel : public Model {
     }
   }
 
+  // Merges one word (no cache).
+  void Merge(std::string_view word, ModelScratch* scratch, std::vector<int32_t>* out) const;
+
   std::array<int32_t, 256> byte_id_{};
   std::vector<MergeSlot> merges_;
   size_t merge_mask_ = 0;

@@ -9,7 +9,30 @@ namespace petal::tok {
 namespace {
 
 // BertNormalizer, in the order tokenizers applies it: clean, CJK spacing, accents, lowercase.
+// ASCII-only input: one pass (no CJK, no accents; controls dropped, whitespace to ' ', lowercase).
+void BertNormalizeAscii(const NormStep& st, std::string_view in, std::string* out) {
+  out->resize(in.size());
+  char* w = out->data();
+  for (char ch : in) {
+    unsigned char b = static_cast<unsigned char>(ch);
+    if (st.clean_text) {
+      uint16_t f = CharFlags(b);
+      if (b == 0 || (f & kFlagControl)) continue;
+      if (f & kFlagWhitespace) {
+        *w++ = ' ';
+        continue;
+      }
+    }
+    *w++ = static_cast<char>(st.lowercase && b >= 'A' && b <= 'Z' ? b + 32 : b);
+  }
+  out->resize(w - out->data());
+}
+
 void BertNormalize(const NormStep& st, std::string_view in, std::string* out, NormScratch* s) {
+  if (IsAscii(in)) {
+    BertNormalizeAscii(st, in, out);
+    return;
+  }
   out->clear();
   // Pass 1: clean text and CJK spacing (code point level, no decomposition needed).
   std::string& a = s->tmp;

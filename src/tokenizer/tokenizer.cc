@@ -77,7 +77,7 @@ Status Tokenizer::EncodeContent(std::string_view text, const EncodeOptions& opts
       t.pre_tokenizer.Run(norm.substr(sub.begin, sub.end - sub.begin),
                           seg.begin == 0 && sub.begin == 0, &s->words, &s->words_tmp);
       for (size_t w = 0; w < s->words.size(); ++w) {
-        t.model->Tokenize(s->words[w], &s->model, content);
+        t.model->TokenizeCached(s->words[w], &s->model, content);
       }
     }
   }

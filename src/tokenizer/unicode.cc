@@ -82,10 +82,9 @@ const std::vector<uint16_t>& FlagTable() {
 
 }  // namespace
 
-uint16_t CharFlags(char32_t cp) {
-  static const uint16_t* table = FlagTable().data();
-  return cp <= kMaxCodePoint ? table[cp] : 0;
-}
+namespace detail {
+const uint16_t* const g_char_flags = FlagTable().data();
+}  // namespace detail
 
 char32_t ToLowerSimple(char32_t cp) {
   static const std::vector<char32_t>& table = *[] {

@@ -28,8 +28,14 @@ enum CharFlag : uint16_t {
   kFlagGraphemeJoin = 1 << 9,  // Extends a grapheme cluster in tokenizers, not in utf8proc.
 };
 
+namespace detail {
+// One uint16 of CharFlag bits per code point 0..U+10FFFF, built during static initialisation
+// (before main) so that the lookup below is a plain inline load.
+extern const uint16_t* const g_char_flags;
+}  // namespace detail
+
 // Returns the CharFlag bits for `cp` (0 for code points outside Unicode).
-uint16_t CharFlags(char32_t cp);
+inline uint16_t CharFlags(char32_t cp) { return cp <= 0x10FFFF ? detail::g_char_flags[cp] : 0; }
 
 // Number of bytes of the UTF-8 sequence starting with lead byte `b` (1 for invalid leads).
 inline int Utf8SeqLen(unsigned char b) {
