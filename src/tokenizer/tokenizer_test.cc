@@ -215,6 +215,35 @@ TEST(TokenizerTest, WordPieceBasics) {
   EXPECT_EQ((*t)->num_special_tokens(), 2);
 }
 
+// A tiny Unigram tokenizer exercising added-token options (lstrip, rstrip, single_word,
+// normalized), Lowercase + Replace, Metaspace and RobertaProcessing. The expected ids were
+// produced by HF tokenizers 0.23.3 from this same JSON.
+constexpr const char* kTinyUnigram =
+    R"JSON({"version": "1.0", "truncation": null, "padding": null, "added_tokens": [{"id": 0, "content": "<s>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true}, {"id": 1, "content": "</s>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true}, {"id": 2, "content": "<unk>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true}, {"id": 3, "content": "<mask>", "single_word": false, "lstrip": true, "rstrip": false, "normalized": false, "special": true}, {"id": 4, "content": "<sep>", "single_word": false, "lstrip": false, "rstrip": true, "normalized": false, "special": false}, {"id": 5, "content": "cat", "single_word": true, "lstrip": false, "rstrip": false, "normalized": true, "special": false}], "normalizer": {"type": "Sequence", "normalizers": [{"type": "Lowercase"}, {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}]}, "pre_tokenizer": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": true}, "post_processor": {"type": "RobertaProcessing", "sep": ["</s>", 1], "cls": ["<s>", 0], "trim_offsets": true, "add_prefix_space": true}, "decoder": null, "model": {"type": "Unigram", "unk_id": 2, "byte_fallback": false, "vocab": [["<s>", 0.0], ["</s>", 0.0], ["<unk>", 0.0], ["<mask>", 0.0], ["<sep>", 0.0], ["cat", 0.0], ["▁", -2.0], ["a", -3.0], ["b", -3.0], ["c", -3.0], ["t", -3.0], ["▁a", -2.5], ["ab", -2.0], ["▁ab", -1.0], ["abc", -4.5], ["▁cat", -1.5], ["s", -3.0], ["<", -5.0], [">", -5.0]]}})JSON";
+
+TEST(TokenizerTest, UnigramAddedTokenOptionsMatchHuggingFace) {
+  auto t = Tokenizer::FromJson(kTinyUnigram);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ((*t)->model_type(), TokenizerModel::kUnigram);
+  const std::vector<std::pair<std::string, std::vector<int32_t>>> cases = {
+      {"ab abc", {0, 13, 13, 9, 1}},
+      {"AB  cat cats", {0, 13, 6, 5, 15, 16, 1}},
+      {"x <mask> ab", {0, 6, 2, 3, 13, 1}},
+      {"ab<mask>", {0, 13, 3, 1}},
+      {"<sep>   ab", {0, 4, 13, 1}},
+      {"concat cat", {0, 6, 9, 2, 5, 6, 5, 1}},
+      {"abzzc", {0, 13, 2, 9, 1}},
+      {"  <s>ab</s>", {0, 6, 0, 13, 1, 1}},
+      {"", {0, 1}},
+  };
+  for (const auto& [text, want] : cases) {
+    EXPECT_EQ(*(*t)->Encode(text, EncodeOptions()), want) << text;
+  }
+  EncodeOptions o;
+  o.split_special_tokens = true;
+  EXPECT_EQ(*(*t)->Encode("x <mask> ab", o), (std::vector<int32_t>{0, 6, 2, 6, 3, 13, 1}));
+}
+
 TEST(TokenizerTest, BatchMatchesSequential) {
   auto t = Tokenizer::FromJson(kTinyBert);
   ASSERT_TRUE(t.ok());
