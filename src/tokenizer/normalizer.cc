@@ -8,6 +8,10 @@
 namespace petal::tok {
 namespace {
 
+// utf8proc normalisation of `in`, appended to *out.
+void UnicodeNormalizeRun(std::string_view in, NormStep::Kind kind, std::string* out,
+                         std::vector<int32_t>* buf);
+
 // BertNormalizer, in the order tokenizers applies it: clean, CJK spacing, accents, lowercase.
 // ASCII-only input: one pass (no CJK, no accents; controls dropped, whitespace to ' ', lowercase).
 void BertNormalizeAscii(const NormStep& st, std::string_view in, std::string* out) {
@@ -195,6 +199,32 @@ void UnicodeNormalize(std::string_view in, NormStep::Kind kind, std::string* out
       return;
     }
   }
+  if (kind == NormStep::Kind::kNfd) {
+    // Stable code points (class 0, no decomposition) are copied: only the runs between them,
+    // which hold decomposable characters or marks, go through utf8proc.
+    size_t i = 0, run = std::string_view::npos;
+    while (i < in.size()) {
+      size_t start = i;
+      char32_t c = DecodeUtf8(in, &i);
+      if (CharFlags(c) & kFlagNfdStable) {
+        if (run != std::string_view::npos) {
+          UnicodeNormalizeRun(in.substr(run, start - run), kind, out, buf);
+          run = std::string_view::npos;
+        }
+        out->append(in.substr(start, i - start));
+      } else if (run == std::string_view::npos) {
+        run = start;
+      }
+    }
+    if (run != std::string_view::npos) UnicodeNormalizeRun(in.substr(run), kind, out, buf);
+    return;
+  }
+  UnicodeNormalizeRun(in, kind, out, buf);
+}
+
+namespace {
+void UnicodeNormalizeRun(std::string_view in, NormStep::Kind kind, std::string* out,
+                         std::vector<int32_t>* buf) {
   int options = UTF8PROC_STABLE;
   switch (kind) {
     case NormStep::Kind::kNfc:
@@ -227,6 +257,7 @@ void UnicodeNormalize(std::string_view in, NormStep::Kind kind, std::string* out
   n = utf8proc_normalize_utf32(buf->data(), n, opts);
   for (utf8proc_ssize_t k = 0; k < n; ++k) AppendUtf8(static_cast<char32_t>((*buf)[k]), out);
 }
+}  // namespace
 
 void Normalizer::Normalize(std::string_view in, std::string* out, NormScratch* scratch) const {
   out->assign(in);

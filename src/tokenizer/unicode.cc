@@ -1,6 +1,8 @@
 // Character-class table and UTF-8 validation for the tokenizer (see unicode.h).
 #include "tokenizer/unicode.h"
 
+#include <utf8proc.h>
+
 #include <cstring>
 #include <vector>
 
@@ -60,6 +62,13 @@ uint16_t ComputeFlags(char32_t c) {
   if (IsWhitespaceCp(c)) f |= kFlagWhitespace;
   if (c == '\r' || c == '\n') f |= kFlagNewline;
   if (IsCjkCp(c)) f |= kFlagCjk;
+  if (c < 0xD800 || c > 0xDFFF) {
+    const utf8proc_property_t* p = utf8proc_get_property(static_cast<utf8proc_int32_t>(c));
+    bool hangul_syllable = c >= 0xAC00 && c <= 0xD7A3;
+    if (p->combining_class == 0 && p->decomp_seqindex == UINT16_MAX && !hangul_syllable) {
+      f |= kFlagNfdStable;
+    }
+  }
   return f;
 }
 

@@ -26,6 +26,8 @@ enum CharFlag : uint16_t {
   kFlagNewline = 1 << 7,       // \r or \n.
   kFlagNormInert = 1 << 8,     // Unassigned as far as tokenizers' NFC/NFD know (see tables).
   kFlagGraphemeJoin = 1 << 9,  // Extends a grapheme cluster in tokenizers, not in utf8proc.
+  kFlagNfdStable = 1 << 10,    // Canonical class 0 and no canonical decomposition: NFD keeps it
+                               // and nothing reorders across it.
 };
 
 namespace detail {
