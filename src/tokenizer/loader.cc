@@ -166,8 +166,8 @@ Status ParsePreTokenizer(element p, const std::string& path, std::vector<PreTokS
     if (Bool(p, "invert", false)) return Unsupported(path + ".invert", "true");
     st.kind = PreTokStep::Kind::kQwenSplit;
   } else if (type == "ByteLevel") {
-    if (Bool(p, "use_regex", true)) return Unsupported(path + ".use_regex", "true (GPT-2 regex)");
     st.kind = PreTokStep::Kind::kByteLevel;
+    st.use_regex = Bool(p, "use_regex", true);
     st.add_prefix_space = Bool(p, "add_prefix_space", false);
   } else if (type == "Metaspace") {
     st.kind = PreTokStep::Kind::kMetaspace;

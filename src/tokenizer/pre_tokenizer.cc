@@ -128,6 +128,50 @@ size_t MatchQwen(std::string_view s, size_t i) {
   return q;                               // \s+
 }
 
+// End of the match of the GPT-2 pattern that starts at i (alternatives tried in order):
+//   's|'t|'re|'ve|'m|'ll|'d | ?\p{L}+ | ?\p{N}+ | ?[^\s\p{L}\p{N}]+ | \s+(?!\S) | \s+
+size_t MatchGpt2(std::string_view s, size_t i) {
+  const size_t n = s.size();
+  if (s[i] == '\'' && i + 1 < n) {
+    char d = s[i + 1];
+    if (d == 's' || d == 't' || d == 'm' || d == 'd') return i + 2;
+    if (i + 2 < n && ((d == 'r' && s[i + 2] == 'e') || (d == 'v' && s[i + 2] == 'e') ||
+                      (d == 'l' && s[i + 2] == 'l'))) {
+      return i + 3;
+    }
+  }
+  constexpr uint16_t kNotPunct = kFlagWhitespace | kFlagLetter | kFlagNumber;
+  size_t p = i;
+  if (s[i] == ' ' && i + 1 < n) p = i + 1;  // The optional leading space of alternatives 2-4.
+  size_t q;
+  uint16_t f = CharFlags(Peek(s, p, &q));
+  auto run = [&](uint16_t want_any, bool negate) {
+    size_t e = p;
+    while (e < n) {
+      size_t r;
+      uint16_t g = CharFlags(Peek(s, e, &r));
+      if (negate ? (g & want_any) != 0 : (g & want_any) == 0) break;
+      e = r;
+    }
+    return e;
+  };
+  if (p > i || !(f & kFlagWhitespace)) {
+    if (f & kFlagLetter) return run(kFlagLetter, false);
+    if (f & kFlagNumber) return run(kFlagNumber, false);
+    if (!(f & kNotPunct)) return run(kNotPunct, true);
+  }
+  // Whitespace run from i (a lone space before whitespace, or any other whitespace).
+  size_t e = i, last_start = i;
+  while (e < n) {
+    size_t r;
+    if (!(CharFlags(Peek(s, e, &r)) & kFlagWhitespace)) break;
+    last_start = e;
+    e = r;
+  }
+  if (e == n || last_start == i) return e;  // \s+ at the end, or a single character.
+  return last_start;                        // \s+(?!\S): leave the last one to the next word.
+}
+
 void Metaspace(const PreTokStep& st, std::string_view s, bool at_origin, Words* out,
                std::string* tmp) {
   tmp->clear();
@@ -175,6 +219,15 @@ void SplitQwen(std::string_view s, Words* out) {
   }
 }
 
+void SplitGpt2(std::string_view s, Words* out) {
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t j = MatchGpt2(s, i);
+    out->Add(s.substr(i, j - i));
+    i = j;
+  }
+}
+
 void PreTokenizer::Run(std::string_view text, bool first_piece, Words* out, Words* tmp) const {
   out->clear();
   if (steps_.empty()) {
@@ -210,15 +263,20 @@ void PreTokenizer::Run(std::string_view text, bool first_piece, Words* out, Word
         case PreTokStep::Kind::kWhitespaceSplit:
           SplitWhitespace(piece, out);
           break;
-        case PreTokStep::Kind::kByteLevel:
+        case PreTokStep::Kind::kByteLevel: {
+          std::string_view p = piece;
           if (st.add_prefix_space && piece[0] != ' ') {
             meta_buf.assign(" ");
             meta_buf.append(piece);
-            out->Add(meta_buf);
+            p = meta_buf;
+          }
+          if (st.use_regex) {
+            SplitGpt2(p, out);
           } else {
-            out->Add(piece);
+            out->Add(p);
           }
           break;
+        }
         case PreTokStep::Kind::kMetaspace:
           Metaspace(st, piece, at_origin, out, &meta_buf);
           break;

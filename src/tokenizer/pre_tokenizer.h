@@ -1,6 +1,7 @@
 // Pre-tokenizers of a Hugging Face tokenizer.json: BertPreTokenizer, the Qwen2/Qwen3 split
-// pattern (hand-written scanner, no regex engine), ByteLevel, Metaspace, WhitespaceSplit, and a
-// Sequence of them. They cut normalised text into words the model then encodes one at a time.
+// pattern and GPT-2's ByteLevel pattern (hand-written scanners, no regex engine), ByteLevel,
+// Metaspace, WhitespaceSplit, and a Sequence of them. They cut normalised text into words the model
+// then encodes one at a time.
 //
 // Thread-safety: a PreTokenizer is immutable after load; Run() is const and may run concurrently
 // with caller-owned Words buffers.
@@ -40,8 +41,10 @@ struct Words {
 struct PreTokStep {
   enum class Kind { kBert, kQwenSplit, kByteLevel, kMetaspace, kWhitespaceSplit };
   Kind kind = Kind::kBert;
-  // kByteLevel: prepend a space to each piece that does not start with one.
+  // kByteLevel: prepend a space to each piece that does not start with one; with use_regex,
+  // split with the GPT-2 pattern.
   bool add_prefix_space = false;
+  bool use_regex = false;
   // kMetaspace.
   std::string replacement = "\xE2\x96\x81";  // U+2581
   enum class Prepend { kAlways, kFirst, kNever } prepend = Prepend::kAlways;
@@ -63,5 +66,7 @@ class PreTokenizer {
 
 // Appends the Qwen2 split pattern's matches over `s` to *out (exposed for tests).
 void SplitQwen(std::string_view s, Words* out);
+// Appends the GPT-2 ByteLevel pattern's matches over `s` to *out (exposed for tests).
+void SplitGpt2(std::string_view s, Words* out);
 
 }  // namespace petal::tok

@@ -170,6 +170,26 @@ TEST(QwenSplitTest, FollowsThePatternsAlternatives) {
   EXPECT_EQ(QwenSplit("'\xC5\xBF"), (V{"'\xC5\xBF"}));  // ' + long s folds to 's.
 }
 
+std::vector<std::string> Gpt2Split(std::string_view s) {
+  tok::Words w;
+  tok::SplitGpt2(s, &w);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < w.size(); ++i) out.emplace_back(w[i]);
+  return out;
+}
+
+// Expected pieces: HF tokenizers' ByteLevel(use_regex=True) on the same strings.
+TEST(Gpt2SplitTest, FollowsThePatternsAlternatives) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(Gpt2Split("I'M fine"), (V{"I", "'", "M", " fine"}));
+  EXPECT_EQ(Gpt2Split("we'll  x"), (V{"we", "'ll", " ", " x"}));
+  EXPECT_EQ(Gpt2Split("a\n\n b"), (V{"a", "\n\n", " b"}));
+  EXPECT_EQ(Gpt2Split("12345abc"), (V{"12345", "abc"}));
+  EXPECT_EQ(Gpt2Split(" ?!\n\nz"), (V{" ?!", "\n", "\n", "z"}));
+  EXPECT_EQ(Gpt2Split("\tword"), (V{"\t", "word"}));
+  EXPECT_EQ(Gpt2Split("'s'S"), (V{"'s", "'", "S"}));
+}
+
 TEST(TokenizerLoadTest, UnsupportedFieldIsNamed) {
   auto t =
       Tokenizer::FromJson(R"({"model": {"type": "WordLevel", "vocab": {}}, "normalizer": null})");
