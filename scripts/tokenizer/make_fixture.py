@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes a small parity fixture for the C++ unit test: texts and the ids Hugging Face
 `tokenizers` gives them, with and without special tokens, with special-token strings split,
-and truncated right and left.
+truncated right and left, and as pairs (each text with the next) with the pair template.
 
 Usage: make_fixture.py --tokenizer models/NAME/tokenizer.json --out src/tokenizer/testdata/NAME.jsonl
                        [--count 300] [--seed 7]
@@ -31,6 +31,17 @@ def encode(path, texts, special=True, split_special=False, truncate=0, left=Fals
     return [e.ids for e in tok.encode_batch(texts, add_special_tokens=special)]
 
 
+def encode_pairs(path, texts, truncate=0):
+    tok = Tokenizer.from_file(path)
+    tok.no_padding()
+    if truncate:
+        tok.enable_truncation(truncate)
+    else:
+        tok.no_truncation()
+    pairs = [(texts[i], texts[(i + 1) % len(texts)]) for i in range(len(texts))]
+    return [e.ids for e in tok.encode_batch(pairs)]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--tokenizer", required=True)
@@ -51,11 +62,15 @@ def main():
         "ids_split_special": encode(p, texts, split_special=True),
         "ids_trunc": encode(p, texts, truncate=TRUNCATE),
         "ids_trunc_left": encode(p, texts, truncate=TRUNCATE, left=True),
+        # Pair (this text, next text) with the pair template, untruncated and truncated.
+        "ids_pair": encode_pairs(p, texts),
+        "ids_pair_trunc": encode_pairs(p, texts, truncate=TRUNCATE + 8),
     }
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
         for i, t in enumerate(texts):
-            row = {"text": t, "truncate": TRUNCATE} | {k: v[i] for k, v in cols.items()}
+            row = {"text": t, "truncate": TRUNCATE, "pair_truncate": TRUNCATE + 8} | {
+                k: v[i] for k, v in cols.items()}
             f.write(json.dumps(row) + "\n")
 
 

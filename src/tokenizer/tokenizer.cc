@@ -133,14 +133,29 @@ StatusOr<std::vector<int32_t>> Tokenizer::EncodePair(std::string_view a, std::st
   if (opts.max_length > 0) {
     if (opts.max_length < added) return InvalidArgument("max_length is smaller than the template");
     size_t limit = static_cast<size_t>(opts.max_length - added);
-    // Longest first: remove one token at a time from whichever sequence is longer.
-    while (first.size() + second.size() > limit) {
-      std::vector<int32_t>& v = first.size() >= second.size() ? first : second;
-      if (opts.truncate_left) {
-        v.erase(v.begin());
-      } else {
-        v.pop_back();
+    // Longest first, as tokenizers computes it: if only the longer one must shrink, it keeps
+    // what the shorter leaves; otherwise both get half, and the odd token goes to the longer
+    // (to the second when they are equally long).
+    if (first.size() + second.size() > limit) {
+      size_t n1 = first.size(), n2 = second.size();
+      const bool swap = n1 > n2;
+      if (swap) std::swap(n1, n2);
+      n2 = n1 > limit ? n1 : std::max(n1, limit - n1);
+      if (n1 + n2 > limit) {
+        n1 = limit / 2;
+        n2 = n1 + limit % 2;
       }
+      if (swap) std::swap(n1, n2);
+      auto cut = [&](std::vector<int32_t>& v, size_t n) {
+        if (v.size() <= n) return;
+        if (opts.truncate_left) {
+          v.erase(v.begin(), v.end() - n);
+        } else {
+          v.resize(n);
+        }
+      };
+      cut(first, n1);
+      cut(second, n2);
     }
   }
   std::vector<int32_t> ids;

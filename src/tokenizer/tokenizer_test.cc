@@ -27,8 +27,8 @@ std::string SourceDir() {
 
 struct FixtureRow {
   std::string text;
-  int truncate = 0;
-  std::vector<int32_t> ids, no_special, split_special, trunc, trunc_left;
+  int truncate = 0, pair_truncate = 0;
+  std::vector<int32_t> ids, no_special, split_special, trunc, trunc_left, pair, pair_trunc;
 };
 
 std::vector<FixtureRow> LoadFixture(const std::string& path) {
@@ -51,6 +51,9 @@ std::vector<FixtureRow> LoadFixture(const std::string& path) {
     r.split_special = ids_of(row, "ids_split_special");
     r.trunc = ids_of(row, "ids_trunc");
     r.trunc_left = ids_of(row, "ids_trunc_left");
+    r.pair_truncate = static_cast<int>(int64_t(row["pair_truncate"]));
+    r.pair = ids_of(row, "ids_pair");
+    r.pair_trunc = ids_of(row, "ids_pair_trunc");
     rows.push_back(std::move(r));
   }
   return rows;
@@ -102,6 +105,21 @@ TEST_P(FixtureTest, MatchesHuggingFace) {
     check(r, o, r.trunc, "truncated right");
     o.truncate_left = true;
     check(r, o, r.trunc_left, "truncated left");
+  }
+  // Pairs: each text with the next one, untruncated and longest-first truncated.
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const std::string& a = rows[i].text;
+    const std::string& b = rows[(i + 1) % rows.size()].text;
+    EncodeOptions o;
+    auto got = (*tok)->EncodePair(a, b, o);
+    ASSERT_TRUE(got.ok());
+    if (*got != rows[i].pair && ++mismatches <= 5) ADD_FAILURE() << "pair " << i << " differs";
+    o.max_length = rows[i].pair_truncate;
+    got = (*tok)->EncodePair(a, b, o);
+    ASSERT_TRUE(got.ok());
+    if (*got != rows[i].pair_trunc && ++mismatches <= 5) {
+      ADD_FAILURE() << "truncated pair " << i << " differs";
+    }
   }
   EXPECT_EQ(mismatches, 0);
 }
