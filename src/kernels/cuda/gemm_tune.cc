@@ -1,0 +1,200 @@
+// Gemm's autotuner (policy in gemm.h and docs/kernels.md): candidates are the heuristic's top
+// results plus split-K variants of the best few for small M (where one wave of output tiles
+// leaves most SMs idle and the problem is streaming the weights), each timed on the caller's
+// stream with events (warm-up, then the median of timed runs, the L2 evicted before each), the
+// output going to a private scratch with the real output's alignment. All candidates are enqueued
+// first and the stream is synchronised once.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cuda/gemm.h"
+#include "kernels/cuda/gemm_flush.h"
+#include "kernels/cuda/gemm_plan.h"
+
+namespace petal::cuda {
+namespace {
+
+using Algo = cublasLtMatmulAlgo_t;
+
+bool SameAlgo(const Algo& a, const Algo& b) { return std::memcmp(&a, &b, sizeof(Algo)) == 0; }
+
+bool Contains(const std::vector<Algo>& v, const Algo& a) {
+  for (const Algo& x : v)
+    if (SameAlgo(x, a)) return true;
+  return false;
+}
+
+// Split-K partial sums must be reduced in fp32 (COMPUTE_TYPE): the INPLACE and OUTPUT_TYPE
+// schemes add the parts in bf16, which would cost up to log2(splits) extra roundings.
+bool ReductionOk(const Algo& a) {
+  if (AlgoSplitK(a) <= 1) return true;
+  const int r = AlgoReduction(a);
+  return r == CUBLASLT_REDUCTION_SCHEME_NONE || r == CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+}
+
+// Destroys the events of one tuning pass on every exit path.
+struct Events {
+  std::vector<cudaEvent_t> ev;
+  ~Events() {
+    for (cudaEvent_t e : ev) cudaEventDestroy(e);
+  }
+};
+
+float Median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+Status Gemm::MaybeTune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t stream) {
+  if (plan.state != Plan::State::kUntuned || !options_.autotune) return Status::Ok();
+  // Tuning synchronises, which would invalidate a capture: leave the plan on the heuristic's
+  // choice and tune at its next use outside capture. An error here (the legacy stream while
+  // another stream captures in global mode) also means "do not synchronise now"; it is not
+  // sticky, so clear it rather than let a later check report it.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return Status::Ok();
+  }
+  if (capture != cudaStreamCaptureStatusNone) return Status::Ok();
+  const auto t0 = std::chrono::steady_clock::now();
+  const Status s = Tune(plan, key, p, stream);
+  tune_ms_ +=
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return s;
+}
+
+Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t stream) {
+  const size_t out_bytes = static_cast<size_t>(p.m) * p.n * sizeof(__nv_bfloat16);
+  if (out_bytes + 512 > options_.tune_scratch_bytes) {
+    plan.state = Plan::State::kTooLarge;
+    return Status::Ok();
+  }
+  if (scratch_.get() == nullptr) {
+    if (!scratch_.Allocate(options_.tune_scratch_bytes).ok()) {
+      (void)cudaGetLastError();  // out of memory is not sticky: run untuned rather than fail
+      plan.state = Plan::State::kFailed;
+      return Status::Ok();
+    }
+    // Zeroed once so a scratch addend (in-place problems) holds finite values.
+    PETAL_CUDA_CHECK(cudaMemsetAsync(scratch_.get(), 0, scratch_.bytes(), stream));
+  }
+  // The scratch output gets exactly the real output's alignment (the scratch itself is 256-byte
+  // aligned), so every candidate runs under the conditions the plan was chosen for. An in-place
+  // addend (c == out) must not be read from the caller's buffer either: it becomes the scratch.
+  GemmParams t = p;
+  t.out = reinterpret_cast<__nv_bfloat16*>(scratch_.get() + (key.align_out % 256));
+  if (p.c == p.out) t.c = t.out;
+
+  // Candidates: the current choice first, then the heuristic's list, then split-K variants.
+  std::vector<Algo> cands{plan.first};
+  std::vector<cublasLtMatmulHeuristicResult_t> heur;
+  PETAL_RETURN_IF_ERROR(Heuristic(plan, key, options_.max_candidates, &heur));
+  for (const auto& r : heur) {
+    Algo a = r.algo;
+    if (!ReductionOk(a)) {
+      const uint32_t red = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+      cublasLtMatmulHeuristicResult_t check{};
+      if (cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &red,
+                                               sizeof(red)) != CUBLAS_STATUS_SUCCESS ||
+          cublasLtMatmulAlgoCheck(handle_, plan.desc, plan.layout_w, plan.layout_a, plan.layout_out,
+                                  plan.layout_out, &a, &check) != CUBLAS_STATUS_SUCCESS ||
+          check.workspaceSize > workspace_.bytes())
+        continue;
+    }
+    if (!Contains(cands, a)) cands.push_back(a);
+  }
+  if (p.m <= options_.split_k_max_m) {
+    const size_t bases = std::min<size_t>(cands.size(), 4);
+    for (size_t b = 0; b < bases; ++b) {
+      if (AlgoSplitK(cands[b]) > 1) continue;
+      int32_t splitk_ok = 0;
+      uint32_t red_mask = 0;
+      size_t written = 0;
+      if (cublasLtMatmulAlgoCapGetAttribute(&cands[b], CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &splitk_ok,
+                                            sizeof(splitk_ok), &written) != CUBLAS_STATUS_SUCCESS ||
+          !splitk_ok ||
+          cublasLtMatmulAlgoCapGetAttribute(&cands[b], CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK,
+                                            &red_mask, sizeof(red_mask),
+                                            &written) != CUBLAS_STATUS_SUCCESS ||
+          !(red_mask & CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE))
+        continue;
+      for (int32_t s : {2, 3, 4, 6, 8, 12, 16}) {
+        if (p.k / s < 128) break;  // slices thinner than a few k-tiles only add reduction work
+        Algo a = cands[b];
+        const uint32_t red = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+        cublasLtMatmulHeuristicResult_t check{};
+        if (cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &s,
+                                                 sizeof(s)) != CUBLAS_STATUS_SUCCESS ||
+            cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &red,
+                                                 sizeof(red)) != CUBLAS_STATUS_SUCCESS ||
+            cublasLtMatmulAlgoCheck(handle_, plan.desc, plan.layout_w, plan.layout_a,
+                                    plan.layout_out, plan.layout_out, &a,
+                                    &check) != CUBLAS_STATUS_SUCCESS ||
+            check.workspaceSize > workspace_.bytes())
+          continue;
+        if (!Contains(cands, a)) cands.push_back(a);
+      }
+    }
+  }
+
+  // Enqueue everything, then synchronise once. A candidate that cuBLASLt refuses at enqueue time
+  // (a launch-time check the heuristic did not make) is dropped, except the first, whose failure
+  // would fail the real call too.
+  const int timed = options_.timed_runs;
+  Events events;
+  events.ev.resize(cands.size() * timed * 2, nullptr);
+  for (cudaEvent_t& e : events.ev) PETAL_CUDA_CHECK(cudaEventCreate(&e));
+  uint32_t* sink = reinterpret_cast<uint32_t*>(scratch_.get() + scratch_.bytes() - 256);
+  const size_t flush_bytes = (scratch_.bytes() - 256) & ~size_t{15};
+  std::vector<bool> ok(cands.size(), true);
+  for (size_t i = 0; i < cands.size(); ++i) {
+    for (int r = 0; r < options_.warmup_runs && ok[i]; ++r) {
+      const Status s = Enqueue(plan, cands[i], t, stream);
+      if (!s.ok() && i == 0) return s;
+      ok[i] = s.ok();
+    }
+    for (int r = 0; r < timed && ok[i]; ++r) {
+      if (options_.cold_l2)
+        PETAL_RETURN_IF_ERROR(LaunchL2Flush(scratch_.get(), flush_bytes, sink, stream));
+      PETAL_CUDA_CHECK(cudaEventRecord(events.ev[(i * timed + r) * 2], stream));
+      const Status s = Enqueue(plan, cands[i], t, stream);
+      PETAL_CUDA_CHECK(cudaEventRecord(events.ev[(i * timed + r) * 2 + 1], stream));
+      if (!s.ok() && i == 0) return s;
+      ok[i] = s.ok();
+    }
+  }
+  PETAL_CUDA_CHECK(cudaStreamSynchronize(stream));
+  PETAL_CUDA_CHECK(cudaGetLastError());
+
+  size_t best = 0;
+  float best_us = 0, first_us = 0;
+  int valid = 0;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (!ok[i]) continue;
+    std::vector<float> us(timed);
+    for (int r = 0; r < timed; ++r) {
+      PETAL_CUDA_CHECK(cudaEventElapsedTime(&us[r], events.ev[(i * timed + r) * 2],
+                                            events.ev[(i * timed + r) * 2 + 1]));
+      us[r] *= 1000.f;
+    }
+    const float med = Median(us);
+    ++valid;
+    if (i == 0) first_us = best_us = med;
+    // Switching away from the heuristic's choice must pay off by more than timing noise.
+    else if (med < best_us && med < (1.f - options_.min_gain) * first_us)
+      best = i, best_us = med;
+  }
+  plan.algo = cands[best];
+  plan.state = Plan::State::kTuned;
+  plan.candidates = valid;
+  plan.first_us = first_us;
+  plan.chosen_us = best_us;
+  return Status::Ok();
+}
+
+}  // namespace petal::cuda
