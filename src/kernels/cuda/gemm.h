@@ -67,6 +67,9 @@ struct GemmOptions {
   bool cold_l2 = true;
   // A candidate replaces the heuristic's first choice only if its median is lower by this factor.
   float min_gain = 0.03f;
+  // Tests only: choose candidate i (in the order heuristic first, heuristic list, split-K
+  // variants) instead of the fastest, so that every candidate's result can be checked.
+  int force_candidate = -1;
 };
 
 // What one plan uses, for logs and benchmarks.
@@ -78,7 +81,7 @@ struct GemmPlanInfo {
   std::string state;
   int algo_id = -1, tile_id = 0, stages_id = 0, split_k = 1, reduction = 0, swizzle = 0, custom = 0,
       cluster_id = 0;
-  int candidates = 0;     // timed candidates (0 if not tuned)
+  int candidates = 0;     // candidates enumerated (0 if not tuned); cuBLASLt may refuse some
   float first_us = 0.f;   // median of the heuristic's first choice while tuning
   float chosen_us = 0.f;  // median of the chosen algorithm while tuning
   std::string ToString() const;

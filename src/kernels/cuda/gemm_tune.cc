@@ -171,9 +171,7 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
   PETAL_CUDA_CHECK(cudaStreamSynchronize(stream));
   PETAL_CUDA_CHECK(cudaGetLastError());
 
-  size_t best = 0;
-  float best_us = 0, first_us = 0;
-  int valid = 0;
+  std::vector<float> med(cands.size(), -1.f);  // -1: refused at enqueue
   for (size_t i = 0; i < cands.size(); ++i) {
     if (!ok[i]) continue;
     std::vector<float> us(timed);
@@ -182,18 +180,19 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
                                             events.ev[(i * timed + r) * 2 + 1]));
       us[r] *= 1000.f;
     }
-    const float med = Median(us);
-    ++valid;
-    if (i == 0) first_us = best_us = med;
-    // Switching away from the heuristic's choice must pay off by more than timing noise.
-    else if (med < best_us && med < (1.f - options_.min_gain) * first_us)
-      best = i, best_us = med;
+    med[i] = Median(us);
   }
+  // Switching away from the heuristic's choice must pay off by more than timing noise.
+  size_t best = 0;
+  for (size_t i = 1; i < cands.size(); ++i)
+    if (med[i] >= 0 && med[i] < med[best] && med[i] < (1.f - options_.min_gain) * med[0]) best = i;
+  const size_t forced = static_cast<size_t>(options_.force_candidate);
+  if (options_.force_candidate >= 0 && forced < cands.size() && med[forced] >= 0) best = forced;
   plan.algo = cands[best];
   plan.state = Plan::State::kTuned;
-  plan.candidates = valid;
-  plan.first_us = first_us;
-  plan.chosen_us = best_us;
+  plan.candidates = static_cast<int>(cands.size());
+  plan.first_us = med[0];
+  plan.chosen_us = med[best];
   return Status::Ok();
 }
 
