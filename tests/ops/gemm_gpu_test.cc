@@ -127,6 +127,7 @@ TEST_F(GemmGpuTest, ModelShapes) {
   // Every first use was eager, so each plan was tuned or too large for the tuning scratch.
   const GemmStats stats = gemm->Stats();
   EXPECT_EQ(stats.tuned + stats.too_large, plans);
+  EXPECT_EQ(stats.small_m_rejected, 0u);
   EXPECT_GT(stats.tuned, 0u);
   std::printf("%s\n", stats.ToString().c_str());
 }
@@ -182,7 +183,7 @@ TEST_F(GemmGpuTest, UnalignedPointersAndGraphReplay) {
   cudaStreamDestroy(stream);
 }
 
-// One problem on the device with its CPU reference: ref = epilogue(x w^T + bias) + c.
+// One problem on the device with its CPU reference: ref = gelu?(x w^T + bias + c).
 struct Spec {
   int m, n, k;
   bool bias, gelu, addend;
@@ -203,9 +204,9 @@ struct Problem {
     c = RandomBf16(size_t(m) * n, seed + 3);
     ref.assign(size_t(m) * n, 0.f);
     cpu::Gemm(x.data(), w.data(), bias ? b.data() : nullptr, ref.data(), m, n, k);
-    for (size_t i = 0; i < ref.size(); ++i) {
-      if (gelu) ref[i] = GeluTanh(ref[i]);
+    for (size_t i = 0; i < ref.size(); ++i) {  // Gemm's order: epilogue(a w^T + c + bias)
       if (addend) ref[i] += c[i];
+      if (gelu) ref[i] = GeluTanh(ref[i]);
     }
     PETAL_ASSIGN_OR_RETURN(dx, UploadBf16(x));
     PETAL_ASSIGN_OR_RETURN(dw, UploadBf16(w));
@@ -327,14 +328,15 @@ TEST_F(GemmGpuTest, FirstUseDuringCaptureFallsBackThenTunes) {
   cudaStreamDestroy(stream);
 }
 
-// Forces each candidate in turn (fresh Gemm each time) so that a wrong split-K variant or
-// epilogue cannot hide behind a faster choice on this GPU.
+// Forces each candidate in turn (fresh Gemm each time) so that a wrong split-K variant, epilogue
+// or small-M kernel configuration (the last candidates, algo -1) cannot hide behind a faster
+// choice on this GPU. Forced choices skip the tuner's own agreement check on purpose.
 TEST_F(GemmGpuTest, EveryCandidateIsCorrect) {
   const Spec cases[] = {
       {16, 1024, 3072, false, false, true},  // 0.6b down, small M, residual in place
       {7, 1152, 384, true, true, false},     // MiniLM QKV shape with bias + GELU
-      {128, 4096, 1024, true, false, false},
-      {1, 2560, 9728, false, false, true},  // 4b down, M = 1
+      {128, 4096, 1024, true, false, false}, {1, 2560, 9728, false, false, true},  // 4b down, M = 1
+      {77, 1536, 384, true, false, true},  // partial token tiles, bias + residual in place
   };
   uint64_t seed = 500;
   for (const Spec& spec : cases) {
@@ -346,7 +348,7 @@ TEST_F(GemmGpuTest, EveryCandidateIsCorrect) {
     ASSERT_OK(SyncDevice());
     const int n_cand = probe->Stats().per_plan.at(0).candidates;
     EXPECT_GT(n_cand, 0);
-    int split_k = 0;
+    int split_k = 0, ours = 0;
     for (int i = 0; i < n_cand; ++i) {
       GemmOptions o;
       o.force_candidate = i;
@@ -358,10 +360,14 @@ TEST_F(GemmGpuTest, EveryCandidateIsCorrect) {
       ASSERT_OK(SyncDevice());
       const GemmPlanInfo info = g->Stats().per_plan.at(0);
       split_k += info.split_k > 1;
+      ours += info.algo_id == -1;
       EXPECT_TRUE(pr.Check("candidate " + std::to_string(i) + " " + info.ToString()));
     }
-    std::printf("%s: %d candidates checked, %d with split-K\n", pr.Name("").c_str(), n_cand,
-                split_k);
+    std::printf("%s: %d candidates checked, %d with split-K, %d of them our small-M kernel\n",
+                pr.Name("").c_str(), n_cand, split_k, ours);
+    if (spec.m <= 128) {
+      EXPECT_GT(ours, 0) << "small-M kernel not among the candidates";
+    }
   }
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "kernels/cuda/gemm_plan.h"
+#include "kernels/cuda/gemm_smallm.h"
 
 namespace petal::cuda {
 
@@ -179,6 +180,8 @@ Status Gemm::Run(const GemmParams& p, cudaStream_t stream) {
   const Key key = MakeKey(p);
   PETAL_ASSIGN_OR_RETURN(Plan * plan, GetPlan(key, p));
   PETAL_RETURN_IF_ERROR(MaybeTune(*plan, key, p, stream));
+  if (plan->petal_splits > 0)  // the plan's key fixes sizes and alignments, so it still applies
+    return LaunchSmallMGemm(p, plan->petal_splits, workspace_.get(), stream);
   return Enqueue(*plan, plan->algo, p, stream);
 }
 
@@ -194,9 +197,11 @@ std::string GemmPlanInfo::ToString() const {
 }
 
 std::string GemmStats::ToString() const {
-  char buf[160];
-  std::snprintf(buf, sizeof(buf), "gemm plans=%zu tuned=%zu untuned=%zu too_large=%zu tune_ms=%.1f",
-                plans, tuned, untuned, too_large, tune_ms);
+  char buf[200];
+  std::snprintf(buf, sizeof(buf),
+                "gemm plans=%zu tuned=%zu untuned=%zu too_large=%zu small_m_rejected=%zu "
+                "tune_ms=%.1f",
+                plans, tuned, untuned, too_large, small_m_rejected, tune_ms);
   std::string s = buf;
   for (const GemmPlanInfo& i : per_plan) s += "\n  " + i.ToString();
   return s;
@@ -206,15 +211,16 @@ GemmStats Gemm::Stats() const {
   GemmStats s;
   s.plans = plans_.size();
   s.tune_ms = tune_ms_;
+  s.small_m_rejected = small_m_rejected_;
   for (const auto& [key, plan] : plans_) {
     GemmPlanInfo i;
     i.m = key.m, i.n = key.n, i.k = key.k, i.bias = key.bias, i.gelu = key.gelu, i.c = key.c;
     i.state = StateName(static_cast<int>(plan->state));
     const cublasLtMatmulAlgo_t& a = plan->algo;
-    i.algo_id = AlgoId(a);
+    i.algo_id = plan->petal_splits > 0 ? -1 : AlgoId(a);
     i.tile_id = AlgoConfig<uint32_t>(a, CUBLASLT_ALGO_CONFIG_TILE_ID);
     i.stages_id = AlgoConfig<uint32_t>(a, CUBLASLT_ALGO_CONFIG_STAGES_ID);
-    i.split_k = AlgoSplitK(a);
+    i.split_k = plan->petal_splits > 0 ? plan->petal_splits : AlgoSplitK(a);
     i.reduction = AlgoReduction(a);
     i.swizzle = AlgoConfig<uint32_t>(a, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING);
     i.custom = AlgoConfig<uint32_t>(a, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION);

@@ -59,8 +59,11 @@ struct GemmOptions {
   // 2*M*N + 256 > this are not tuned (they keep the heuristic's first choice): at such M the
   // GEMM is compute-bound and the heuristic's choice measured within a few % of the best.
   size_t tune_scratch_bytes = 64u << 20;
-  int max_candidates = 16;              // heuristic results requested
-  int split_k_max_m = 256;              // add split-K variants of the top algorithms for M <= this
+  int max_candidates = 16;  // heuristic results requested
+  int split_k_max_m = 256;  // add split-K variants of the top algorithms for M <= this
+  // Also time our own small-M tensor-core kernel (M <= 128; gemm_smallm.h). It is used only where
+  // it is faster and its output agrees with cuBLASLt's on the tuning operands.
+  bool small_m_kernel = true;
   int warmup_runs = 1, timed_runs = 5;  // per candidate; the median of the timed runs counts
   // Evict L2 (memset the scratch) before each timed run: in a model the weights stream from HBM,
   // while back-to-back runs of one GEMM would find them in the 60 MB L2 and misrank small-M algos.
@@ -79,6 +82,7 @@ struct GemmPlanInfo {
   // "tuned"; "untuned" (heuristic's first choice: autotune off, or planned during capture and not
   // used outside capture since); "too_large" (see tune_scratch_bytes); "failed" (no candidate ran).
   std::string state;
+  // cuBLASLt's configuration; algo_id -1: our small-M kernel, split_k its K splits.
   int algo_id = -1, tile_id = 0, stages_id = 0, split_k = 1, reduction = 0, swizzle = 0, custom = 0,
       cluster_id = 0;
   int candidates = 0;     // candidates enumerated (0 if not tuned); cuBLASLt may refuse some
@@ -89,7 +93,8 @@ struct GemmPlanInfo {
 
 struct GemmStats {
   size_t plans = 0, tuned = 0, untuned = 0, too_large = 0;
-  double tune_ms = 0;  // wall time spent tuning (host clock, includes the synchronisation)
+  size_t small_m_rejected = 0;  // our kernel was fastest but disagreed with cuBLASLt (a bug)
+  double tune_ms = 0;           // wall time spent tuning (host clock, includes the synchronisation)
   std::vector<GemmPlanInfo> per_plan;
   std::string ToString() const;  // one summary line, then one line per plan
 };
@@ -146,6 +151,7 @@ class Gemm {
   DeviceBuffer<uint8_t> workspace_;
   DeviceBuffer<uint8_t> scratch_;  // tuning output (and L2 eviction), allocated at first tuning
   double tune_ms_ = 0;
+  size_t small_m_rejected_ = 0;
   std::map<Key, std::unique_ptr<Plan>> plans_;
 };
 

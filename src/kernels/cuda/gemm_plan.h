@@ -14,6 +14,7 @@ struct Gemm::Plan {
   cublasLtMatrixLayout_t layout_w = nullptr, layout_a = nullptr, layout_out = nullptr;
   cublasLtMatmulAlgo_t algo{};   // what Run enqueues
   cublasLtMatmulAlgo_t first{};  // the heuristic's first choice (the fallback)
+  int petal_splits = 0;          // > 0: our small-M kernel (gemm_smallm.h) with this many K splits
   State state = State::kUntuned;
   int candidates = 0;
   float first_us = 0.f, chosen_us = 0.f;

@@ -1,6 +1,7 @@
 // Gemm's autotuner (policy in gemm.h and docs/kernels.md): candidates are the heuristic's top
 // results plus split-K variants of the best few for small M (where one wave of output tiles
-// leaves most SMs idle and the problem is streaming the weights), each timed on the caller's
+// leaves most SMs idle and the problem is streaming the weights) and our small-M kernel
+// (gemm_smallm.h; kept only if its output agrees with cuBLASLt's), each timed on the caller's
 // stream with events (warm-up, then the median of timed runs, the L2 evicted before each), the
 // output going to a private scratch with the real output's alignment. All candidates are enqueued
 // first and the stream is synchronised once.
@@ -12,17 +13,22 @@
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/gemm_flush.h"
 #include "kernels/cuda/gemm_plan.h"
+#include "kernels/cuda/gemm_smallm.h"
 
 namespace petal::cuda {
 namespace {
 
 using Algo = cublasLtMatmulAlgo_t;
 
-bool SameAlgo(const Algo& a, const Algo& b) { return std::memcmp(&a, &b, sizeof(Algo)) == 0; }
+// A cuBLASLt algorithm, or (splits > 0) our small-M kernel with that many K splits.
+struct Cand {
+  Algo algo{};
+  int splits = 0;
+};
 
-bool Contains(const std::vector<Algo>& v, const Algo& a) {
-  for (const Algo& x : v)
-    if (SameAlgo(x, a)) return true;
+bool Contains(const std::vector<Cand>& v, const Algo& a) {
+  for (const Cand& x : v)
+    if (x.splits == 0 && std::memcmp(&x.algo, &a, sizeof(Algo)) == 0) return true;
   return false;
 }
 
@@ -91,7 +97,7 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
   if (p.c == p.out) t.c = t.out;
 
   // Candidates: the current choice first, then the heuristic's list, then split-K variants.
-  std::vector<Algo> cands{plan.first};
+  std::vector<Cand> cands{{plan.first, 0}};
   std::vector<cublasLtMatmulHeuristicResult_t> heur;
   PETAL_RETURN_IF_ERROR(Heuristic(plan, key, options_.max_candidates, &heur));
   for (const auto& r : heur) {
@@ -106,26 +112,27 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
           check.workspaceSize > workspace_.bytes())
         continue;
     }
-    if (!Contains(cands, a)) cands.push_back(a);
+    if (!Contains(cands, a)) cands.push_back({a, 0});
   }
   if (p.m <= options_.split_k_max_m) {
     const size_t bases = std::min<size_t>(cands.size(), 4);
     for (size_t b = 0; b < bases; ++b) {
-      if (AlgoSplitK(cands[b]) > 1) continue;
+      const Algo base = cands[b].algo;
+      if (AlgoSplitK(base) > 1) continue;
       int32_t splitk_ok = 0;
       uint32_t red_mask = 0;
       size_t written = 0;
-      if (cublasLtMatmulAlgoCapGetAttribute(&cands[b], CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &splitk_ok,
+      if (cublasLtMatmulAlgoCapGetAttribute(&base, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &splitk_ok,
                                             sizeof(splitk_ok), &written) != CUBLAS_STATUS_SUCCESS ||
           !splitk_ok ||
-          cublasLtMatmulAlgoCapGetAttribute(&cands[b], CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK,
+          cublasLtMatmulAlgoCapGetAttribute(&base, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK,
                                             &red_mask, sizeof(red_mask),
                                             &written) != CUBLAS_STATUS_SUCCESS ||
           !(red_mask & CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE))
         continue;
       for (int32_t s : {2, 3, 4, 6, 8, 12, 16}) {
         if (p.k / s < 128) break;  // slices thinner than a few k-tiles only add reduction work
-        Algo a = cands[b];
+        Algo a = base;
         const uint32_t red = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
         cublasLtMatmulHeuristicResult_t check{};
         if (cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &s,
@@ -137,10 +144,19 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
                                     &check) != CUBLAS_STATUS_SUCCESS ||
             check.workspaceSize > workspace_.bytes())
           continue;
-        if (!Contains(cands, a)) cands.push_back(a);
+        if (!Contains(cands, a)) cands.push_back({a, 0});
       }
     }
   }
+  // Our kernel needs room for a second output in the scratch (for the agreement check below).
+  if (options_.small_m_kernel && 2 * out_bytes + 1024 <= scratch_.bytes()) {
+    for (int splits : {1, 2, 4, 8})
+      if (SmallMSupported(t, splits, workspace_.bytes())) cands.push_back({Algo{}, splits});
+  }
+  auto run = [&](const Cand& c, const GemmParams& q) {
+    return c.splits > 0 ? LaunchSmallMGemm(q, c.splits, workspace_.get(), stream)
+                        : Enqueue(plan, c.algo, q, stream);
+  };
 
   // Enqueue everything, then synchronise once. A candidate that cuBLASLt refuses at enqueue time
   // (a launch-time check the heuristic did not make) is dropped, except the first, whose failure
@@ -154,7 +170,7 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
   std::vector<bool> ok(cands.size(), true);
   for (size_t i = 0; i < cands.size(); ++i) {
     for (int r = 0; r < options_.warmup_runs && ok[i]; ++r) {
-      const Status s = Enqueue(plan, cands[i], t, stream);
+      const Status s = run(cands[i], t);
       if (!s.ok() && i == 0) return s;
       ok[i] = s.ok();
     }
@@ -162,7 +178,7 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
       if (options_.cold_l2)
         PETAL_RETURN_IF_ERROR(LaunchL2Flush(scratch_.get(), flush_bytes, sink, stream));
       PETAL_CUDA_CHECK(cudaEventRecord(events.ev[(i * timed + r) * 2], stream));
-      const Status s = Enqueue(plan, cands[i], t, stream);
+      const Status s = run(cands[i], t);
       PETAL_CUDA_CHECK(cudaEventRecord(events.ev[(i * timed + r) * 2 + 1], stream));
       if (!s.ok() && i == 0) return s;
       ok[i] = s.ok();
@@ -183,12 +199,39 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
     med[i] = Median(us);
   }
   // Switching away from the heuristic's choice must pay off by more than timing noise.
-  size_t best = 0;
-  for (size_t i = 1; i < cands.size(); ++i)
-    if (med[i] >= 0 && med[i] < med[best] && med[i] < (1.f - options_.min_gain) * med[0]) best = i;
+  auto pick = [&](bool allow_ours) {
+    size_t best = 0;
+    for (size_t i = 1; i < cands.size(); ++i)
+      if (med[i] >= 0 && (allow_ours || cands[i].splits == 0) && med[i] < med[best] &&
+          med[i] < (1.f - options_.min_gain) * med[0])
+        best = i;
+    return best;
+  };
+  size_t best = pick(true);
   const size_t forced = static_cast<size_t>(options_.force_candidate);
-  if (options_.force_candidate >= 0 && forced < cands.size() && med[forced] >= 0) best = forced;
-  plan.algo = cands[best];
+  if (options_.force_candidate >= 0 && forced < cands.size() && med[forced] >= 0) {
+    best = forced;  // tests check the result against the CPU themselves
+  } else if (cands[best].splits > 0) {
+    // Our kernel must agree with cuBLASLt's first choice on these very operands (the caller's
+    // addend is only read here), else it is not used and the rejection is counted.
+    GemmParams ref = t, ours = t;
+    ref.c = ours.c = p.c;
+    const size_t off2 = (key.align_out % 256 + out_bytes + 511) / 256 * 256;
+    ours.out = reinterpret_cast<__nv_bfloat16*>(scratch_.get() + off2);
+    PETAL_RETURN_IF_ERROR(Enqueue(plan, plan.first, ref, stream));
+    PETAL_RETURN_IF_ERROR(run(cands[best], ours));
+    double rel = 0;
+    bool nonfinite = false;
+    PETAL_RETURN_IF_ERROR(CompareBf16(ours.out, ref.out, static_cast<size_t>(p.m) * p.n,
+                                      scratch_.get() + scratch_.bytes() - 128, stream, &rel,
+                                      &nonfinite));
+    if (!(rel <= 1e-2) || nonfinite) {
+      ++small_m_rejected_;
+      best = pick(false);
+    }
+  }
+  plan.algo = cands[best].algo;
+  plan.petal_splits = cands[best].splits;
   plan.state = Plan::State::kTuned;
   plan.candidates = static_cast<int>(cands.size());
   plan.first_us = med[0];
