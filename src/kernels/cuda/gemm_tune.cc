@@ -91,7 +91,7 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
   }
   // The scratch output gets exactly the real output's alignment (the scratch itself is 256-byte
   // aligned), so every candidate runs under the conditions the plan was chosen for. An in-place
-  // addend (c == out) must not be read from the caller's buffer either: it becomes the scratch.
+  // addend (c == out) is timed in place too, on the scratch: the caller's buffers are only read.
   GemmParams t = p;
   t.out = reinterpret_cast<__nv_bfloat16*>(scratch_.get() + (key.align_out % 256));
   if (p.c == p.out) t.c = t.out;
