@@ -150,7 +150,7 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
   }
   // Our kernel needs room for a second output in the scratch (for the agreement check below).
   if (options_.small_m_kernel && 2 * out_bytes + 1024 <= scratch_.bytes()) {
-    for (int splits : {1, 2, 4, 8})
+    for (int splits : {1, 2, 4, 8, 16})
       if (SmallMSupported(t, splits, workspace_.bytes())) cands.push_back({Algo{}, splits});
   }
   auto run = [&](const Cand& c, const GemmParams& q) {
