@@ -64,7 +64,9 @@ struct GemmOptions {
   // Also time our own small-M tensor-core kernel (M <= 128; gemm_smallm.h). It is used only where
   // it is faster and its output agrees with cuBLASLt's on the tuning operands.
   bool small_m_kernel = true;
-  int warmup_runs = 1, timed_runs = 5;  // per candidate; the median of the timed runs counts
+  // Per candidate; the median of the timed runs counts. Events resolve ~0.5 us, a fair fraction
+  // of a small-M GEMM (3-10 us), hence an odd count larger than the usual 3-5.
+  int warmup_runs = 1, timed_runs = 7;
   // Evict L2 (memset the scratch) before each timed run: in a model the weights stream from HBM,
   // while back-to-back runs of one GEMM would find them in the 60 MB L2 and misrank small-M algos.
   bool cold_l2 = true;
