@@ -4,13 +4,14 @@
 // Plans and autotuning: the first call for a problem (M, N, K, epilogue, addend, pointer
 // alignments) builds cuBLASLt descriptors, asks the heuristic for up to `max_candidates`
 // algorithms and caches the plan. With autotuning on (the default) and the stream NOT capturing,
-// it then times every candidate (plus split-K variants for small M) on the real operands, writing
-// only into a private scratch buffer, and keeps the fastest: this synchronises the stream once per
-// plan (a few ms; see docs/kernels.md). While the stream is capturing, a missing plan uses the
-// heuristic's first choice (host-only work, no allocation, no sync) and is tuned at its next
-// non-capturing call; graphs already captured keep the algorithm they captured. Later calls only
-// enqueue cublasLtMatmul with the workspace allocated in Create(), so they can be captured.
-// Call Prepare (or run once eagerly) before capturing to get tuned algorithms into graphs.
+// it then times every candidate (plus, for small M, split-K variants and our own small-M kernel)
+// on the real operands, writing only into a private scratch buffer, and keeps the fastest: this
+// synchronises the stream once per plan (a few ms; see docs/kernels.md). While the stream is
+// capturing, a missing plan uses the heuristic's first choice (host-only work, no allocation, no
+// sync) and is tuned at its next non-capturing call; graphs already captured keep the algorithm
+// they captured. Later calls only enqueue cublasLtMatmul (or our kernel) with the workspace
+// allocated in Create(), so they can be captured. Call Prepare (or run once eagerly) before
+// capturing to get tuned algorithms into graphs.
 //
 // Thread-safety: a Gemm is NOT thread-safe, and its workspace and scratch must not be used by two
 // kernels at once: use one Gemm per stream / engine thread. Do not call Run for a stream that is
@@ -56,8 +57,9 @@ struct GemmOptions {
   size_t workspace_bytes = 32u << 20;  // cuBLAS's advice for Hopper
   bool autotune = true;                // measure candidates once per plan (see the file comment)
   // Private output buffer for tuning, allocated at the first tuning. Problems with
-  // 2*M*N + 256 > this are not tuned (they keep the heuristic's first choice): at such M the
-  // GEMM is compute-bound and the heuristic's choice measured within a few % of the best.
+  // 2*M*N + 512 > this are not tuned (they keep the heuristic's first choice): at such M the GEMM
+  // is compute-bound, where cuBLASLt's heuristic is expected to do well (the benchmark with
+  // --scratch-mb shows what tuning them would add).
   size_t tune_scratch_bytes = 64u << 20;
   int max_candidates = 16;  // heuristic results requested
   int split_k_max_m = 256;  // add split-K variants of the top algorithms for M <= this
@@ -67,13 +69,13 @@ struct GemmOptions {
   // Per candidate; the median of the timed runs counts. Events resolve ~0.5 us, a fair fraction
   // of a small-M GEMM (3-10 us), hence an odd count larger than the usual 3-5.
   int warmup_runs = 1, timed_runs = 7;
-  // Evict L2 (memset the scratch) before each timed run: in a model the weights stream from HBM,
+  // Evict L2 (read the scratch) before each timed run: in a model the weights stream from HBM,
   // while back-to-back runs of one GEMM would find them in the 60 MB L2 and misrank small-M algos.
   bool cold_l2 = true;
   // A candidate replaces the heuristic's first choice only if its median is lower by this factor.
   float min_gain = 0.03f;
   // Tests only: choose candidate i (in the order heuristic first, heuristic list, split-K
-  // variants) instead of the fastest, so that every candidate's result can be checked.
+  // variants, our small-M kernel) instead of the fastest, so every candidate can be checked.
   int force_candidate = -1;
 };
 
@@ -82,7 +84,8 @@ struct GemmPlanInfo {
   int m = 0, n = 0, k = 0;
   bool bias = false, gelu = false, c = false;
   // "tuned"; "untuned" (heuristic's first choice: autotune off, or planned during capture and not
-  // used outside capture since); "too_large" (see tune_scratch_bytes); "failed" (no candidate ran).
+  // used outside capture since); "too_large" (see tune_scratch_bytes); "failed" (scratch allocation
+  // failed).
   std::string state;
   // cuBLASLt's configuration; algo_id -1: our small-M kernel, split_k its K splits.
   int algo_id = -1, tile_id = 0, stages_id = 0, split_k = 1, reduction = 0, swizzle = 0, custom = 0,
