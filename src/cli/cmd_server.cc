@@ -2,9 +2,9 @@
 // (embed pre-tokenized ids, model info, stats, health).
 #include <signal.h>
 
+#include <simdjson.h>
 #include <cstdio>
 #include <map>
-#include <simdjson.h>
 
 #include "cli/command.h"
 #include "cli/engine_flags.h"
@@ -27,6 +27,7 @@ struct ServerArgs {
   int max_inflight = 2;
   int grace_ms = 30000;
   bool fake = false;
+  int fake_latency_us = 0;
 };
 
 int RunServer(const ServerArgs& a) {
@@ -49,11 +50,15 @@ int RunServer(const ServerArgs& a) {
     Log("error", "cannot start server", {{"error", srv.status().ToString()}});
     return 1;
   }
-  Log("info", "listening; loading model", {{"listen", a.listen}, {"port", std::to_string((*srv)->port())},
-                                          {"model", a.fake ? "fake" : a.model}});
+  Log("info", "listening; loading model",
+      {{"listen", a.listen},
+       {"port", std::to_string((*srv)->port())},
+       {"model", a.fake ? "fake" : a.model}});
   std::unique_ptr<Engine> engine;
   if (a.fake) {
-    engine = std::make_unique<server::FakeEngine>();
+    server::FakeEngineOptions fo;
+    fo.per_batch = std::chrono::microseconds(a.fake_latency_us);
+    engine = std::make_unique<server::FakeEngine>(fo);
   } else {
     EngineOptions eo = a.engine;
     // The engine must hold the longest sequence the server accepts even when the scheduler's
@@ -70,21 +75,25 @@ int RunServer(const ServerArgs& a) {
     engine = std::move(e).value();
   }
   const ModelConfig& c = engine->config();
-  Log("info", "serving", {{"model", a.fake ? "fake" : a.model}, {"backend", engine->backend()},
-                          {"architecture", ArchitectureName(c.architecture)},
-                          {"hidden", std::to_string(c.hidden_size)},
-                          {"max_tokens", std::to_string(c.max_position_embeddings)},
-                          {"listen", a.listen}, {"port", std::to_string((*srv)->port())},
-                          {"max_batch_tokens", std::to_string(so.loop.limits.max_batch_tokens)},
-                          {"max_batch_seqs", std::to_string(so.loop.limits.max_batch_seqs)},
-                          {"max_queue_tokens", std::to_string(so.loop.max_queue_tokens)},
-                          {"max_queue_requests", std::to_string(so.loop.max_queue_requests)}});
+  Log("info", "serving",
+      {{"model", a.fake ? "fake" : a.model},
+       {"backend", engine->backend()},
+       {"architecture", ArchitectureName(c.architecture)},
+       {"hidden", std::to_string(c.hidden_size)},
+       {"max_tokens", std::to_string(c.max_position_embeddings)},
+       {"listen", a.listen},
+       {"port", std::to_string((*srv)->port())},
+       {"max_batch_tokens", std::to_string(so.loop.limits.max_batch_tokens)},
+       {"max_batch_seqs", std::to_string(so.loop.limits.max_batch_seqs)},
+       {"max_queue_tokens", std::to_string(so.loop.max_queue_tokens)},
+       {"max_queue_requests", std::to_string(so.loop.max_queue_requests)}});
   (*srv)->AttachEngine(std::move(engine));
 
   int sig = 0;
   sigwait(&signals, &sig);
-  Log("info", "signal received; draining", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"},
-                                            {"grace_ms", std::to_string(a.grace_ms)}});
+  Log("info", "signal received; draining",
+      {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"},
+       {"grace_ms", std::to_string(a.grace_ms)}});
   (*srv)->Shutdown(std::chrono::milliseconds(a.grace_ms));
   Log("info", "stopped");
   return 0;
@@ -104,13 +113,16 @@ std::function<int()> SetupServer(CLI::App* app) {
                   "Most requests admitted and not yet answered; beyond it RESOURCE_EXHAUSTED")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app->add_option("--max-inflight-batches", a->max_inflight, "Batches enqueued on the engine at once")
+  app->add_option("--max-inflight-batches", a->max_inflight,
+                  "Batches enqueued on the engine at once")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app->add_option("--shutdown-grace-ms", a->grace_ms,
                   "On SIGTERM/SIGINT, how long in-flight requests may take before being cancelled")
       ->capture_default_str();
-  app->add_flag("--fake-engine", a->fake, "Serve the deterministic FakeEngine (no model; for tests)");
+  app->add_flag("--fake-engine", a->fake,
+                "Serve the deterministic FakeEngine (no model; for tests)");
+  app->add_option("--fake-latency-us", a->fake_latency_us, "FakeEngine: simulated time per batch");
   return [a] {
     if (a->model.empty() && !a->fake) {
       std::fprintf(stderr, "error: --model is required (or --fake-engine)\n");
@@ -130,7 +142,8 @@ StatusOr<std::vector<std::vector<int32_t>>> ParseIds(const std::string& text) {
   std::vector<std::vector<int32_t>> seqs;
   for (simdjson::dom::element inner : outer) {
     simdjson::dom::array arr;
-    if (inner.get_array().get(arr)) return InvalidArgument("--ids: expected a list of lists of ints");
+    if (inner.get_array().get(arr))
+      return InvalidArgument("--ids: expected a list of lists of ints");
     auto& s = seqs.emplace_back();
     for (simdjson::dom::element v : arr) {
       int64_t id;
@@ -166,16 +179,21 @@ int RunClientEmbed(const ClientArgs& a) {
                                                    {"ubinary", v1::DTYPE_UBINARY}};
   opts.set_dtype(dtypes.at(a.dtype));  // CLI11 has checked membership
   server::EmbedClient client(a.server);
-  auto resp = client.Embed(server::MakeEmbedRequest(*seqs, opts, "cli"), std::chrono::milliseconds(a.timeout_ms));
+  auto resp = client.Embed(server::MakeEmbedRequest(*seqs, opts, "cli"),
+                           std::chrono::milliseconds(a.timeout_ms));
   if (!resp.ok()) return Fail(resp.status());
   auto rows = server::DecodeEmbeddings(*resp);
   if (!rows.ok()) return Fail(rows.status());
-  std::printf("{\"shape\": [%u, %u], \"dtype\": \"%s\", \"queue_us\": %llu, \"total_us\": %llu, \"embeddings\": [",
-              resp->shape(0), resp->dimensions(), a.dtype.c_str(),
-              static_cast<unsigned long long>(resp->queue_us()), static_cast<unsigned long long>(resp->total_us()));
+  std::printf(
+      "{\"shape\": [%u, %u], \"dtype\": \"%s\", \"queue_us\": %llu, \"total_us\": %llu, "
+      "\"embeddings\": [",
+      resp->shape(0), resp->dimensions(), a.dtype.c_str(),
+      static_cast<unsigned long long>(resp->queue_us()),
+      static_cast<unsigned long long>(resp->total_us()));
   for (size_t r = 0; r < rows->size(); ++r) {
     std::printf("%s[", r ? ", " : "");
-    for (size_t d = 0; d < (*rows)[r].size(); ++d) std::printf("%s%.7g", d ? ", " : "", (*rows)[r][d]);
+    for (size_t d = 0; d < (*rows)[r].size(); ++d)
+      std::printf("%s%.7g", d ? ", " : "", (*rows)[r][d]);
     std::printf("]");
   }
   std::printf("]}\n");

@@ -33,16 +33,28 @@ v1::EmbedRequest MakeEmbedRequest(const std::vector<std::vector<int32_t>>& seqs,
 }
 
 StatusOr<std::vector<std::vector<float>>> DecodeEmbeddings(const v1::EmbedResponse& resp) {
-  if (resp.shape_size() != 2) return DataLoss("shape: expected 2 entries, got " + std::to_string(resp.shape_size()));
+  if (resp.shape_size() != 2)
+    return DataLoss("shape: expected 2 entries, got " + std::to_string(resp.shape_size()));
   OutputFormat f;
   f.dims = static_cast<int>(resp.dimensions());
   switch (resp.dtype()) {
-    case v1::DTYPE_FLOAT32: f.dtype = OutputDType::kFloat32; break;
-    case v1::DTYPE_FLOAT16: f.dtype = OutputDType::kFloat16; break;
-    case v1::DTYPE_INT8: f.dtype = OutputDType::kInt8; break;
-    case v1::DTYPE_BINARY: f.dtype = OutputDType::kBinary; break;
-    case v1::DTYPE_UBINARY: f.dtype = OutputDType::kUbinary; break;
-    default: return DataLoss("dtype: unknown value " + std::to_string(resp.dtype()));
+    case v1::DTYPE_FLOAT32:
+      f.dtype = OutputDType::kFloat32;
+      break;
+    case v1::DTYPE_FLOAT16:
+      f.dtype = OutputDType::kFloat16;
+      break;
+    case v1::DTYPE_INT8:
+      f.dtype = OutputDType::kInt8;
+      break;
+    case v1::DTYPE_BINARY:
+      f.dtype = OutputDType::kBinary;
+      break;
+    case v1::DTYPE_UBINARY:
+      f.dtype = OutputDType::kUbinary;
+      break;
+    default:
+      return DataLoss("dtype: unknown value " + std::to_string(resp.dtype()));
   }
   const size_t rows = resp.shape(0);
   if (resp.shape(1) != static_cast<uint32_t>(ElementsPerRow(f)) ||

@@ -9,8 +9,8 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -57,11 +57,12 @@ class EmbedClient {
   explicit EmbedClient(const std::string& address);
 
   // Synchronous Embed; timeout 0 means no deadline.
-  StatusOr<v1::EmbedResponse> Embed(const v1::EmbedRequest& request,
-                                    std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+  StatusOr<v1::EmbedResponse> Embed(
+      const v1::EmbedRequest& request,
+      std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
   // Asynchronous Embed: returns at once; Wait() on the result.
-  std::unique_ptr<PendingCall> StartEmbed(v1::EmbedRequest request,
-                                          std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+  std::unique_ptr<PendingCall> StartEmbed(
+      v1::EmbedRequest request, std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
   StatusOr<v1::ModelInfoResponse> ModelInfo();
   StatusOr<v1::StatsResponse> Stats();
   // grpc.health.v1 Check for `service` ("" = the whole server): true iff SERVING.

@@ -93,10 +93,18 @@ void EngineLoop::Complete(LoopRequest& r, const Status& status) {
   r.result.total_us = MicrosSince(r.admitted, now);
   r.result.queue_us = std::max<int64_t>(0, r.queue_us.load());
   switch (status.code()) {
-    case StatusCode::kOk: metrics_->requests_ok.fetch_add(1); break;
-    case StatusCode::kCancelled: metrics_->requests_cancelled.fetch_add(1); break;
-    case StatusCode::kDeadlineExceeded: metrics_->requests_expired.fetch_add(1); break;
-    default: metrics_->requests_failed.fetch_add(1); break;
+    case StatusCode::kOk:
+      metrics_->requests_ok.fetch_add(1);
+      break;
+    case StatusCode::kCancelled:
+      metrics_->requests_cancelled.fetch_add(1);
+      break;
+    case StatusCode::kDeadlineExceeded:
+      metrics_->requests_expired.fetch_add(1);
+      break;
+    default:
+      metrics_->requests_failed.fetch_add(1);
+      break;
   }
   if (status.ok()) metrics_->request_latency_s.Observe(r.result.total_us * 1e-6);
   // Moving the callback out drops whatever it captured once it has run.
@@ -143,8 +151,9 @@ void EngineLoop::SchedulerMain() {
     DropDeadLocked(Clock::now(), &expired);
     if (!expired.empty()) {
       lock.unlock();
-      for (auto& r : expired) Complete(*r, Status(StatusCode::kDeadlineExceeded,
-                                                  "deadline expired before the request ran"));
+      for (auto& r : expired)
+        Complete(*r,
+                 Status(StatusCode::kDeadlineExceeded, "deadline expired before the request ran"));
       lock.lock();
       continue;  // the pool may have changed while unlocked
     }
@@ -153,12 +162,14 @@ void EngineLoop::SchedulerMain() {
       continue;
     }
     // The scheduler needs at most max_batch_seqs candidates from the head of the pool.
-    const size_t n = std::min(pool_.size(), static_cast<size_t>(std::max(1, options_.limits.max_batch_seqs)));
+    const size_t n =
+        std::min(pool_.size(), static_cast<size_t>(std::max(1, options_.limits.max_batch_seqs)));
     window.clear();
     for (size_t i = 0; i < n; ++i) {
       const Entry& e = pool_[i];
       const auto& cu = e.request->job.cu_seqlens;
-      window.push_back({reinterpret_cast<uintptr_t>(e.request.get()), e.seq, cu[e.seq + 1] - cu[e.seq]});
+      window.push_back(
+          {reinterpret_cast<uintptr_t>(e.request.get()), e.seq, cu[e.seq + 1] - cu[e.seq]});
     }
     const BatchPlan plan = ScheduleNextBatch(window, options_.limits);
     Inflight item;
@@ -194,8 +205,8 @@ void EngineLoop::SchedulerMain() {
     auto step = engine_->Step(batch);
     // An enqueue failure travels the same path as a device failure: the completion thread
     // fails the batch's requests, in order.
-    item.handle = step.ok() ? std::move(step).value()
-                            : std::make_unique<ReadyEmbeddings>(step.status());
+    item.handle =
+        step.ok() ? std::move(step).value() : std::make_unique<ReadyEmbeddings>(step.status());
     lock.lock();
     inflight_.push_back(std::move(item));
     done_cv_.notify_one();

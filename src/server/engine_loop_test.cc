@@ -61,7 +61,8 @@ void ExpectRows(const EmbedResult& r, const std::vector<std::vector<int32_t>>& s
   for (size_t i = 0; i < seqs.size(); ++i) {
     auto want = FakeEngine::Reference(seqs[i], fo);
     const float* got = reinterpret_cast<const float*>(r.data.data()) + i * r.format.dims;
-    for (int d = 0; d < r.format.dims; ++d) ASSERT_EQ(got[d], want[d]) << "row " << i << " dim " << d;
+    for (int d = 0; d < r.format.dims; ++d)
+      ASSERT_EQ(got[d], want[d]) << "row " << i << " dim " << d;
   }
 }
 
@@ -76,8 +77,10 @@ TEST(EngineLoop, ManyRequestsGetTheirOwnRowsWithinLimits) {
   std::vector<std::vector<std::vector<int32_t>>> inputs;
   std::vector<Submitted> subs;
   for (int i = 0; i < 60; ++i) {
-    inputs.push_back(RandomSeqs(rng, std::uniform_int_distribution<int>(1, 9)(rng), 40, fo.vocab_size));
-    subs.push_back(Submit(loop, MakeJob(inputs.back(), {fo.hidden_size, false, OutputDType::kFloat32})));
+    inputs.push_back(
+        RandomSeqs(rng, std::uniform_int_distribution<int>(1, 9)(rng), 40, fo.vocab_size));
+    subs.push_back(
+        Submit(loop, MakeJob(inputs.back(), {fo.hidden_size, false, OutputDType::kFloat32})));
     ASSERT_TRUE(subs.back().handle.ok());
   }
   int total_seqs = 0;
@@ -112,12 +115,14 @@ TEST(EngineLoop, BatchesFollowArrivalOrder) {
   std::vector<Submitted> subs;
   for (int i = 0; i < 10; ++i) {
     // First token encodes the arrival index; lengths 1..4.
-    subs.push_back(Submit(loop, MakeJob({std::vector<int32_t>(1 + i % 4, i)}, {32, false, OutputDType::kFloat32})));
+    subs.push_back(Submit(
+        loop, MakeJob({std::vector<int32_t>(1 + i % 4, i)}, {32, false, OutputDType::kFloat32})));
   }
   engine.Release();
   for (auto& s : subs) ASSERT_TRUE(s.outcome.get().status.ok());
   std::vector<int> order;
-  for (const auto& b : engine.batches()) order.insert(order.end(), b.first_tokens.begin(), b.first_tokens.end());
+  for (const auto& b : engine.batches())
+    order.insert(order.end(), b.first_tokens.begin(), b.first_tokens.end());
   ASSERT_EQ(order.size(), 10u);
   for (int i = 0; i < 10; ++i) EXPECT_EQ(order[i], i);
 }
@@ -246,7 +251,8 @@ TEST(EngineLoop, ShutdownDrainsAdmittedWorkAndRefusesNew) {
   lo.limits = {16, 2};
   auto loop = std::make_unique<EngineLoop>(&engine, lo, &metrics);
   std::vector<Submitted> subs;
-  for (int i = 0; i < 20; ++i) subs.push_back(Submit(*loop, MakeJob({{i + 1, 2}, {3}}, {8, true, OutputDType::kInt8})));
+  for (int i = 0; i < 20; ++i)
+    subs.push_back(Submit(*loop, MakeJob({{i + 1, 2}, {3}}, {8, true, OutputDType::kInt8})));
   loop->Shutdown();
   for (auto& s : subs) {
     ASSERT_EQ(s.outcome.wait_for(0s), std::future_status::ready);

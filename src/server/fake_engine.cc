@@ -50,13 +50,15 @@ FakeEngine::FakeEngine(FakeEngineOptions options) : options_(options) {
   config_.normalize = options.normalize;
 }
 
-std::vector<float> FakeEngine::Reference(const std::vector<int32_t>& ids, const FakeEngineOptions& o) {
+std::vector<float> FakeEngine::Reference(const std::vector<int32_t>& ids,
+                                         const FakeEngineOptions& o) {
   // Position-dependent, so permuted or mixed-up sequences give different rows; signs vary across
   // dimensions, so the binary formats are exercised too.
   std::vector<float> e(o.hidden_size, 0.0f);
   for (size_t i = 0; i < ids.size(); ++i) {
     for (int d = 0; d < o.hidden_size; ++d) {
-      e[d] += static_cast<float>(std::cos(0.37 * ids[i] * (d + 1) + 0.11 * static_cast<double>(i) + d));
+      e[d] +=
+          static_cast<float>(std::cos(0.37 * ids[i] * (d + 1) + 0.11 * static_cast<double>(i) + d));
     }
   }
   for (float& v : e) v /= static_cast<float>(ids.empty() ? 1 : ids.size());

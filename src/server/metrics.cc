@@ -29,8 +29,8 @@ Histogram::Snapshot Histogram::Read() const {
 }
 
 std::vector<double> Histogram::LatencyBounds() {
-  return {50e-6, 100e-6, 200e-6, 500e-6, 1e-3, 2e-3, 5e-3, 10e-3, 20e-3, 50e-3,
-          100e-3, 200e-3, 500e-3, 1.0, 2.0, 5.0, 10.0, 30.0};
+  return {50e-6, 100e-6, 200e-6, 500e-6, 1e-3, 2e-3, 5e-3, 10e-3, 20e-3,
+          50e-3, 100e-3, 200e-3, 500e-3, 1.0,  2.0,  5.0,  10.0,  30.0};
 }
 
 std::vector<double> Histogram::SizeBounds() {

@@ -8,15 +8,21 @@
 
 namespace petal::server {
 
-static_assert(std::endian::native == std::endian::little, "wire formats assume a little-endian host");
+static_assert(std::endian::native == std::endian::little,
+              "wire formats assume a little-endian host");
 
 const char* OutputDTypeName(OutputDType t) {
   switch (t) {
-    case OutputDType::kFloat32: return "float32";
-    case OutputDType::kFloat16: return "float16";
-    case OutputDType::kInt8: return "int8";
-    case OutputDType::kBinary: return "binary";
-    case OutputDType::kUbinary: return "ubinary";
+    case OutputDType::kFloat32:
+      return "float32";
+    case OutputDType::kFloat16:
+      return "float16";
+    case OutputDType::kInt8:
+      return "int8";
+    case OutputDType::kBinary:
+      return "binary";
+    case OutputDType::kUbinary:
+      return "ubinary";
   }
   return "?";
 }
@@ -28,9 +34,12 @@ int ElementsPerRow(const OutputFormat& f) {
 
 size_t BytesPerRow(const OutputFormat& f) {
   switch (f.dtype) {
-    case OutputDType::kFloat32: return static_cast<size_t>(f.dims) * 4;
-    case OutputDType::kFloat16: return static_cast<size_t>(f.dims) * 2;
-    default: return static_cast<size_t>(ElementsPerRow(f));
+    case OutputDType::kFloat32:
+      return static_cast<size_t>(f.dims) * 4;
+    case OutputDType::kFloat16:
+      return static_cast<size_t>(f.dims) * 2;
+    default:
+      return static_cast<size_t>(ElementsPerRow(f));
   }
 }
 
@@ -55,7 +64,7 @@ uint16_t FloatToHalf(float f) {
     return sign | static_cast<uint16_t>(units);  // 1024 units is correctly the smallest normal
   }
   uint32_t h = ((((x >> 23) - 127 + 15) << 10) | ((x & 0x7fffffu) >> 13));
-  const uint32_t rest = x & 0x1fffu;  // the 13 dropped mantissa bits
+  const uint32_t rest = x & 0x1fffu;                         // the 13 dropped mantissa bits
   if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // a carry correctly bumps the exponent
   return sign | static_cast<uint16_t>(h);
 }

@@ -16,8 +16,8 @@ enum class OutputDType { kFloat32, kFloat16, kInt8, kBinary, kUbinary };
 const char* OutputDTypeName(OutputDType t);
 
 struct OutputFormat {
-  int dims = 0;              // embedding dimensions kept (first `dims` of the row)
-  bool normalize = false;    // L2-normalise after truncation
+  int dims = 0;            // embedding dimensions kept (first `dims` of the row)
+  bool normalize = false;  // L2-normalise after truncation
   OutputDType dtype = OutputDType::kFloat32;
 };
 
@@ -33,7 +33,8 @@ void EncodeRow(const float* row, const OutputFormat& f, uint8_t* out, float* sca
 // In-place L2 normalisation; an all-zero row stays zero.
 void L2Normalize(float* x, int n);
 
-// IEEE binary16 conversions; FloatToHalf rounds to nearest even, overflow gives +-inf, NaN stays NaN.
+// IEEE binary16 conversions; FloatToHalf rounds to nearest even, overflow gives +-inf, NaN stays
+// NaN.
 uint16_t FloatToHalf(float f);
 float HalfToFloat(uint16_t h);
 

@@ -10,11 +10,16 @@ std::string Num(uint64_t v) { return std::to_string(v); }
 StatusOr<OutputDType> DTypeFromProto(int v) {
   switch (v) {
     case v1::DTYPE_UNSPECIFIED:
-    case v1::DTYPE_FLOAT32: return OutputDType::kFloat32;
-    case v1::DTYPE_FLOAT16: return OutputDType::kFloat16;
-    case v1::DTYPE_INT8: return OutputDType::kInt8;
-    case v1::DTYPE_BINARY: return OutputDType::kBinary;
-    case v1::DTYPE_UBINARY: return OutputDType::kUbinary;
+    case v1::DTYPE_FLOAT32:
+      return OutputDType::kFloat32;
+    case v1::DTYPE_FLOAT16:
+      return OutputDType::kFloat16;
+    case v1::DTYPE_INT8:
+      return OutputDType::kInt8;
+    case v1::DTYPE_BINARY:
+      return OutputDType::kBinary;
+    case v1::DTYPE_UBINARY:
+      return OutputDType::kUbinary;
   }
   return InvalidArgument("options.dtype: unknown value " + std::to_string(v) +
                          " (expected FLOAT32, FLOAT16, INT8, BINARY or UBINARY)");
@@ -23,16 +28,22 @@ StatusOr<OutputDType> DTypeFromProto(int v) {
 }  // namespace
 
 int MaxSequenceTokens(const ModelConfig& config) {
-  return config.max_position_embeddings > 0 ? config.max_position_embeddings : config.max_seq_length;
+  return config.max_position_embeddings > 0 ? config.max_position_embeddings
+                                            : config.max_seq_length;
 }
 
 v1::DType ToProto(OutputDType t) {
   switch (t) {
-    case OutputDType::kFloat32: return v1::DTYPE_FLOAT32;
-    case OutputDType::kFloat16: return v1::DTYPE_FLOAT16;
-    case OutputDType::kInt8: return v1::DTYPE_INT8;
-    case OutputDType::kBinary: return v1::DTYPE_BINARY;
-    case OutputDType::kUbinary: return v1::DTYPE_UBINARY;
+    case OutputDType::kFloat32:
+      return v1::DTYPE_FLOAT32;
+    case OutputDType::kFloat16:
+      return v1::DTYPE_FLOAT16;
+    case OutputDType::kInt8:
+      return v1::DTYPE_INT8;
+    case OutputDType::kBinary:
+      return v1::DTYPE_BINARY;
+    case OutputDType::kUbinary:
+      return v1::DTYPE_UBINARY;
   }
   return v1::DTYPE_UNSPECIFIED;
 }
@@ -42,8 +53,9 @@ int GrpcCode(StatusCode code) { return static_cast<int>(code); }  // StatusCode 
 StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig& config) {
   const uint32_t version = req.protocol_version() == 0 ? 1 : req.protocol_version();
   if (version < kMinProtocolVersion || version > kProtocolVersion) {
-    return InvalidArgument("protocol_version: " + Num(version) + " is not supported (server speaks " +
-                           Num(kMinProtocolVersion) + ".." + Num(kProtocolVersion) + ")");
+    return InvalidArgument("protocol_version: " + Num(version) +
+                           " is not supported (server speaks " + Num(kMinProtocolVersion) + ".." +
+                           Num(kProtocolVersion) + ")");
   }
   EmbedJob job;
   job.request_id = req.request_id();
@@ -56,7 +68,8 @@ StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig
     return InvalidArgument("options.dimensions: " + Num(opts.dimensions()) +
                            " exceeds the model's hidden size " + Num(hidden));
   }
-  job.format.dims = opts.dimensions() == 0 ? config.hidden_size : static_cast<int>(opts.dimensions());
+  job.format.dims =
+      opts.dimensions() == 0 ? config.hidden_size : static_cast<int>(opts.dimensions());
   switch (opts.normalize()) {
     case v1::NORMALIZE_DEFAULT:
     case v1::NORMALIZE_TRUE:
@@ -74,7 +87,8 @@ StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig
       job.format.normalize = false;
       break;
     default:
-      return InvalidArgument("options.normalize: unknown value " + std::to_string(opts.normalize()));
+      return InvalidArgument("options.normalize: unknown value " +
+                             std::to_string(opts.normalize()));
   }
 
   const int n = req.lengths_size();
@@ -103,7 +117,8 @@ StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig
   std::memcpy(job.token_ids.data(), bytes.data(), bytes.size());  // little-endian host
   job.cu_seqlens.resize(n + 1);
   job.cu_seqlens[0] = 0;
-  for (int i = 0; i < n; ++i) job.cu_seqlens[i + 1] = job.cu_seqlens[i] + static_cast<int32_t>(req.lengths(i));
+  for (int i = 0; i < n; ++i)
+    job.cu_seqlens[i + 1] = job.cu_seqlens[i] + static_cast<int32_t>(req.lengths(i));
   const int32_t vocab = config.vocab_size;
   for (size_t t = 0; t < job.token_ids.size(); ++t) {
     const int32_t id = job.token_ids[t];

@@ -98,7 +98,8 @@ class EmbedServer::Impl final : public v1::Embedder::CallbackService {
       if (!h) return;
       Backend* backend = impl_->backend_.load(std::memory_order_acquire);
       // gRPC reports an expired deadline as a cancellation too; both just drop the work.
-      backend->loop->Cancel(h, Status(StatusCode::kCancelled, "request cancelled or deadline expired"));
+      backend->loop->Cancel(
+          h, Status(StatusCode::kCancelled, "request cancelled or deadline expired"));
     }
 
     void OnDone() override { delete this; }
@@ -140,7 +141,8 @@ class EmbedServer::Impl final : public v1::Embedder::CallbackService {
     resp->set_max_batch_seqs(lo.limits.max_batch_seqs);
     resp->set_max_queue_tokens(lo.max_queue_tokens);
     resp->set_max_queue_requests(lo.max_queue_requests);
-    for (auto t : {v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT16, v1::DTYPE_INT8, v1::DTYPE_BINARY, v1::DTYPE_UBINARY}) {
+    for (auto t : {v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT16, v1::DTYPE_INT8, v1::DTYPE_BINARY,
+                   v1::DTYPE_UBINARY}) {
       resp->add_dtypes(t);
     }
     reactor->Finish(grpc::Status::OK);
@@ -152,7 +154,8 @@ class EmbedServer::Impl final : public v1::Embedder::CallbackService {
     auto* reactor = ctx->DefaultReactor();
     const ServerMetrics& m = metrics_;
     resp->set_protocol_version(kProtocolVersion);
-    resp->set_uptime_us(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started_).count());
+    resp->set_uptime_us(
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started_).count());
     resp->set_requests(m.requests.load());
     resp->set_requests_ok(m.requests_ok.load());
     resp->set_requests_rejected(m.requests_rejected.load());
@@ -182,7 +185,10 @@ class EmbedServer::Impl final : public v1::Embedder::CallbackService {
 
   void SetHealth(bool serving) {
     if (auto* health = server_->GetHealthCheckService()) {
-      health->SetServingStatus(serving);  // "" (whole server) and every service
+      // The default service only knows names it has been told about: the whole server ("") and
+      // the Embedder service.
+      health->SetServingStatus("", serving);
+      health->SetServingStatus(v1::Embedder::service_full_name(), serving);
     }
   }
 };
@@ -200,7 +206,8 @@ StatusOr<std::unique_ptr<EmbedServer>> EmbedServer::Start(const ServerOptions& o
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   builder.RegisterService(impl.get());
   impl->server_ = builder.BuildAndStart();
-  if (!impl->server_ || impl->port_ == 0) return Unavailable("could not listen on " + options.listen);
+  if (!impl->server_ || impl->port_ == 0)
+    return Unavailable("could not listen on " + options.listen);
   impl->SetHealth(false);
   return std::unique_ptr<EmbedServer>(new EmbedServer(std::move(impl)));
 }
@@ -208,7 +215,8 @@ StatusOr<std::unique_ptr<EmbedServer>> EmbedServer::Start(const ServerOptions& o
 void EmbedServer::AttachEngine(std::unique_ptr<Engine> engine) {
   auto backend = std::make_unique<Backend>();
   backend->engine = std::move(engine);
-  backend->loop = std::make_unique<EngineLoop>(backend->engine.get(), impl_->options_.loop, &impl_->metrics_);
+  backend->loop =
+      std::make_unique<EngineLoop>(backend->engine.get(), impl_->options_.loop, &impl_->metrics_);
   impl_->backend_.store(backend.get(), std::memory_order_release);
   impl_->backend_owner_ = std::move(backend);
   impl_->SetHealth(true);
