@@ -1,0 +1,76 @@
+// Ragged (variable-length) multi-head attention on the GPU: the public API of Petal's own
+// FlashAttention-2-style kernel (bf16 tensor cores, fp32 online softmax) and of a plain reference
+// kernel used by tests and as a fallback.
+//
+// Graph safety: every launch configuration (grid, block, shared memory) depends only on the
+// capacity fields of AttentionParams (max_tokens, max_seqs, head counts, head_dim, causal), never
+// on the current batch. Per-batch values (cu_seqlens, num_seqs) are read from device memory by a
+// small plan kernel that writes a work list into the caller's workspace. So one captured CUDA graph
+// serves every batch within its capacity, provided the same device buffers are reused.
+//
+// Thread-safety: the functions only enqueue work on the given stream; concurrent calls on
+// different streams need distinct workspaces and outputs. The first call per head_dim configures
+// kernel attributes (thread-safe, done once).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/status.h"
+
+namespace petal::cuda {
+
+// Describes one ragged attention call. Layout: row t of q starts at q + t * q_stride elements and
+// head h of that row at + h * head_dim (same for k, v with num_kv_heads heads). In Petal's fused
+// QKV buffer q_stride = k_stride = v_stride = (num_heads + 2 * num_kv_heads) * head_dim.
+struct AttentionParams {
+  const __nv_bfloat16* q = nullptr;
+  const __nv_bfloat16* k = nullptr;
+  const __nv_bfloat16* v = nullptr;
+  int64_t q_stride = 0;  // elements between token rows; multiple of 8 (16-byte loads)
+  int64_t k_stride = 0;
+  int64_t v_stride = 0;
+  // [max_tokens, num_heads, head_dim] contiguous. Rows of tokens that belong to no sequence (at or
+  // past cu_seqlens[num_seqs]) are left untouched.
+  __nv_bfloat16* out = nullptr;
+  // DEVICE memory, max_seqs + 1 non-decreasing offsets starting at 0; entries past num_seqs are
+  // ignored. Sequence s is tokens [cu_seqlens[s], cu_seqlens[s+1]); lengths 0 are allowed.
+  const int32_t* cu_seqlens = nullptr;
+  // DEVICE memory, one int32: sequences in this batch (clamped to [0, max_seqs]). nullptr: all
+  // max_seqs sequences are used (pad with empty sequences by repeating the last offset).
+  const int32_t* num_seqs = nullptr;
+  // Capacity: the launch configuration depends only on these and the shape fields below.
+  int max_tokens = 0;  // cu_seqlens[num_seqs] <= max_tokens
+  int max_seqs = 0;
+  int num_heads = 0;     // query heads
+  int num_kv_heads = 0;  // num_heads % num_kv_heads == 0 (grouped-query attention)
+  int head_dim = 0;      // 32, 64 or 128
+  bool causal = false;   // key j attends to query i only if j <= i (positions within the sequence)
+  float scale = 0.0f;    // softmax scale, usually 1 / sqrt(head_dim)
+};
+
+// Bytes of device workspace the plan needs for this capacity (any head_dim, causal or not).
+size_t AttentionWorkspaceBytes(int max_tokens, int max_seqs);
+
+// Checks shapes, pointers and alignment on the host; no device access.
+Status ValidateAttentionParams(const AttentionParams& p);
+
+// Enqueues the plan kernel: reads cu_seqlens/num_seqs and writes the work list into `workspace`
+// (AttentionWorkspaceBytes bytes, device memory). Valid for every Run with the same cu_seqlens
+// contents, capacity, head_dim and causal flag (e.g. all layers of one forward pass).
+Status PlanRaggedAttention(const AttentionParams& p, void* workspace, cudaStream_t stream);
+
+// Enqueues the attention kernel over the work list that PlanRaggedAttention wrote.
+Status RunRaggedAttention(const AttentionParams& p, const void* workspace, cudaStream_t stream);
+
+// PlanRaggedAttention followed by RunRaggedAttention on the same stream.
+Status LaunchRaggedAttention(const AttentionParams& p, void* workspace, cudaStream_t stream);
+
+// Plain reference: one thread block per (token, query head), fp32 math, two passes over the keys.
+// Slow but obviously correct; same contract as LaunchRaggedAttention, no workspace. Graph-safe.
+Status LaunchReferenceAttention(const AttentionParams& p, cudaStream_t stream);
+
+}  // namespace petal::cuda
