@@ -172,11 +172,10 @@ int RunClientEmbed(const ClientArgs& a) {
   if (!seqs.ok()) return Fail(seqs.status());
   v1::EmbedOptions opts;
   opts.set_dimensions(a.dims);
-  const std::map<std::string, v1::DType> dtypes = {{"float32", v1::DTYPE_FLOAT32},
-                                                   {"float16", v1::DTYPE_FLOAT16},
-                                                   {"int8", v1::DTYPE_INT8},
-                                                   {"binary", v1::DTYPE_BINARY},
-                                                   {"ubinary", v1::DTYPE_UBINARY}};
+  const std::map<std::string, v1::DType> dtypes = {
+      {"float32", v1::DTYPE_FLOAT32}, {"float16", v1::DTYPE_FLOAT16},
+      {"int8", v1::DTYPE_INT8},       {"binary", v1::DTYPE_BINARY},
+      {"ubinary", v1::DTYPE_UBINARY}, {"int8_tanh", v1::DTYPE_INT8_TANH}};
   opts.set_dtype(dtypes.at(a.dtype));  // CLI11 has checked membership
   server::EmbedClient client(a.server);
   auto resp = client.Embed(server::MakeEmbedRequest(*seqs, opts, "cli"),
@@ -207,8 +206,8 @@ std::function<int()> SetupClient(CLI::App* app) {
   auto* embed = app->add_subcommand("embed", "Embed pre-tokenized sequences; prints JSON");
   embed->add_option("--ids", a->ids, "Token ids as JSON, e.g. '[[101,2023,102]]'")->required();
   embed->add_option("--dimensions", a->dims, "Matryoshka dimensions (0 = full)");
-  embed->add_option("--dtype", a->dtype, "float32, float16, int8, binary or ubinary")
-      ->check(CLI::IsMember({"float32", "float16", "int8", "binary", "ubinary"}))
+  embed->add_option("--dtype", a->dtype, "float32, float16, int8, binary, ubinary or int8_tanh")
+      ->check(CLI::IsMember({"float32", "float16", "int8", "binary", "ubinary", "int8_tanh"}))
       ->capture_default_str();
   embed->add_option("--timeout-ms", a->timeout_ms, "Deadline (0 = none)");
   auto* info = app->add_subcommand("info", "Print the server's ModelInfo");

@@ -53,6 +53,9 @@ StatusOr<std::vector<std::vector<float>>> DecodeEmbeddings(const v1::EmbedRespon
     case v1::DTYPE_UBINARY:
       f.dtype = OutputDType::kUbinary;
       break;
+    case v1::DTYPE_INT8_TANH:
+      f.dtype = OutputDType::kInt8Tanh;
+      break;
     default:
       return DataLoss("dtype: unknown value " + std::to_string(resp.dtype()));
   }

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <vector>
 
+#include "engine/postprocess.h"
+
 namespace petal::server {
 
 static_assert(std::endian::native == std::endian::little,
@@ -23,6 +25,8 @@ const char* OutputDTypeName(OutputDType t) {
       return "binary";
     case OutputDType::kUbinary:
       return "ubinary";
+    case OutputDType::kInt8Tanh:
+      return "int8_tanh";
   }
   return "?";
 }
@@ -44,11 +48,14 @@ size_t BytesPerRow(const OutputFormat& f) {
 }
 
 void L2Normalize(float* x, int n) {
-  double ss = 0;
-  for (int i = 0; i < n; ++i) ss += double(x[i]) * x[i];
-  if (ss <= 0) return;
-  const float inv = static_cast<float>(1.0 / std::sqrt(ss));
-  for (int i = 0; i < n; ++i) x[i] *= inv;
+  if (n <= 0) return;
+  // One implementation of Matryoshka re-normalisation in the codebase: the engine's.
+  Embeddings row;
+  row.rows = 1;
+  row.dim = n;
+  row.data.assign(x, x + n);
+  Status s = TruncateAndNormalize(&row, n);
+  if (s.ok()) std::copy(row.data.begin(), row.data.end(), x);
 }
 
 uint16_t FloatToHalf(float f) {
@@ -115,20 +122,17 @@ void EncodeRow(const float* row, const OutputFormat& f, uint8_t* out, float* sca
       }
       return;
     }
+    case OutputDType::kInt8Tanh:
+      QuantizeInt8Tanh(x, n, reinterpret_cast<int8_t*>(out));
+      return;
     case OutputDType::kBinary:
-    case OutputDType::kUbinary: {
+    case OutputDType::kUbinary:
+      PackBinarySign(x, n, out);
       // Flipping the top bit is the same as subtracting 128 and reading the byte as int8.
-      const uint8_t offset = f.dtype == OutputDType::kBinary ? 0x80 : 0x00;
-      for (int b = 0; b < (n + 7) / 8; ++b) {
-        uint8_t byte = 0;
-        for (int k = 0; k < 8; ++k) {
-          const int i = 8 * b + k;
-          if (i < n && x[i] > 0) byte |= static_cast<uint8_t>(0x80u >> k);
-        }
-        out[b] = byte ^ offset;
+      if (f.dtype == OutputDType::kBinary) {
+        for (int b = 0; b < (n + 7) / 8; ++b) out[b] ^= 0x80;
       }
       return;
-    }
   }
 }
 
@@ -147,6 +151,14 @@ void DecodeRow(const uint8_t* in, const OutputFormat& f, float scale, float* out
       return;
     case OutputDType::kInt8:
       for (int i = 0; i < n; ++i) out[i] = static_cast<float>(static_cast<int8_t>(in[i])) * scale;
+      return;
+    case OutputDType::kInt8Tanh:
+      for (int i = 0; i < n; ++i) {
+        // +-127 maps to +-1, where atanh is infinite; clamp to keep the decode finite.
+        const float t =
+            std::clamp(static_cast<float>(static_cast<int8_t>(in[i])) / 127.0f, -0.999f, 0.999f);
+        out[i] = std::atanh(t);
+      }
       return;
     case OutputDType::kBinary:
     case OutputDType::kUbinary: {

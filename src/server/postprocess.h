@@ -1,8 +1,10 @@
 // Per-row output post-processing done by the server after the engine: Matryoshka truncation,
 // optional L2 re-normalisation, and encoding into the wire dtypes of petal.proto (float32,
-// float16, int8 with a per-row scale, sign bits packed MSB-first as sentence-transformers'
-// quantize_embeddings does for "binary"/"ubinary"). Rows are independent, so a request's rows
-// are encoded as its sequences finish, in whatever batch they ran. Thread-safety: pure functions.
+// float16, int8 with a per-row scale, pplx-embed's native tanh int8, and sign bits packed
+// MSB-first as sentence-transformers' quantize_embeddings does for "binary"/"ubinary"). The
+// truncation and the pplx-embed quantisers are the engine's (engine/postprocess.h); this file
+// adds the per-row wire encoding. Rows are independent, so a request's rows are encoded as its
+// sequences finish, in whatever batch they ran. Thread-safety: pure functions.
 #pragma once
 
 #include <cstddef>
@@ -11,7 +13,7 @@
 
 namespace petal::server {
 
-enum class OutputDType { kFloat32, kFloat16, kInt8, kBinary, kUbinary };
+enum class OutputDType { kFloat32, kFloat16, kInt8, kBinary, kUbinary, kInt8Tanh };
 
 const char* OutputDTypeName(OutputDType t);
 
@@ -39,7 +41,8 @@ uint16_t FloatToHalf(float f);
 float HalfToFloat(uint16_t h);
 
 // Decodes an encoded row back to floats (for clients and tests): float types exactly, int8 as
-// q * scale, binary types as +1 / -1 per dimension. `out` has f.dims entries.
+// q * scale, tanh int8 as atanh(q / 127), binary types as +1 / -1 per dimension. `out` has
+// f.dims entries.
 void DecodeRow(const uint8_t* in, const OutputFormat& f, float scale, float* out);
 
 }  // namespace petal::server

@@ -106,7 +106,7 @@ TEST(Postprocess, UbinaryPacksMsbFirstWithZeroPadding) {
   float scale;
   auto out = Encode(row, {10, false, OutputDType::kUbinary}, &scale);
   ASSERT_EQ(out.size(), 2u);
-  EXPECT_EQ(out[0], 0b10110001);  // 0 is not > 0, so bit 5 is clear
+  EXPECT_EQ(out[0], 0b10110101);  // 0 counts as positive (pplx-embed's rule, x >= 0)
   EXPECT_EQ(out[1], 0b10000000);
 }
 
@@ -122,10 +122,25 @@ TEST(Postprocess, BinaryIsUbinaryMinus128) {
   for (int i = 0; i < 16; ++i) EXPECT_EQ(back[i], row[i] > 0 ? 1.0f : -1.0f) << i;
 }
 
+TEST(Postprocess, Int8TanhMatchesPplxQuantiser) {
+  std::vector<float> row = {0.0f, 10.0f, -10.0f, 0.5f};
+  float scale;
+  auto out = Encode(row, {4, false, OutputDType::kInt8Tanh}, &scale);
+  EXPECT_EQ(scale, 0.0f);
+  EXPECT_EQ(static_cast<int8_t>(out[0]), 0);
+  EXPECT_EQ(static_cast<int8_t>(out[1]), 127);
+  EXPECT_EQ(static_cast<int8_t>(out[2]), -127);
+  EXPECT_EQ(static_cast<int8_t>(out[3]), static_cast<int>(std::nearbyint(std::tanh(0.5f) * 127)));
+  std::vector<float> back(4);
+  DecodeRow(out.data(), {4, false, OutputDType::kInt8Tanh}, 0, back.data());
+  EXPECT_NEAR(back[3], 0.5f, 0.01f);
+}
+
 TEST(Postprocess, SizesPerDtype) {
   EXPECT_EQ(BytesPerRow({384, false, OutputDType::kFloat32}), 1536u);
   EXPECT_EQ(BytesPerRow({384, false, OutputDType::kFloat16}), 768u);
   EXPECT_EQ(BytesPerRow({384, false, OutputDType::kInt8}), 384u);
+  EXPECT_EQ(BytesPerRow({384, false, OutputDType::kInt8Tanh}), 384u);
   EXPECT_EQ(BytesPerRow({385, false, OutputDType::kBinary}), 49u);
   EXPECT_EQ(ElementsPerRow({385, false, OutputDType::kUbinary}), 49);
 }

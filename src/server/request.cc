@@ -20,9 +20,11 @@ StatusOr<OutputDType> DTypeFromProto(int v) {
       return OutputDType::kBinary;
     case v1::DTYPE_UBINARY:
       return OutputDType::kUbinary;
+    case v1::DTYPE_INT8_TANH:
+      return OutputDType::kInt8Tanh;
   }
   return InvalidArgument("options.dtype: unknown value " + std::to_string(v) +
-                         " (expected FLOAT32, FLOAT16, INT8, BINARY or UBINARY)");
+                         " (expected FLOAT32, FLOAT16, INT8, BINARY, UBINARY or INT8_TANH)");
 }
 
 }  // namespace
@@ -44,6 +46,8 @@ v1::DType ToProto(OutputDType t) {
       return v1::DTYPE_BINARY;
     case OutputDType::kUbinary:
       return v1::DTYPE_UBINARY;
+    case OutputDType::kInt8Tanh:
+      return v1::DTYPE_INT8_TANH;
   }
   return v1::DTYPE_UNSPECIFIED;
 }

@@ -142,7 +142,7 @@ class EmbedServer::Impl final : public v1::Embedder::CallbackService {
     resp->set_max_queue_tokens(lo.max_queue_tokens);
     resp->set_max_queue_requests(lo.max_queue_requests);
     for (auto t : {v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT16, v1::DTYPE_INT8, v1::DTYPE_BINARY,
-                   v1::DTYPE_UBINARY}) {
+                   v1::DTYPE_UBINARY, v1::DTYPE_INT8_TANH}) {
       resp->add_dtypes(t);
     }
     reactor->Finish(grpc::Status::OK);

@@ -42,7 +42,7 @@ TEST(ServerE2E, HealthAndModelInfoFollowModelLoading) {
   EXPECT_EQ(info->max_tokens(), 512u);
   EXPECT_EQ(info->backend(), "fake");
   EXPECT_TRUE(info->normalize());
-  EXPECT_EQ(info->dtypes_size(), 5);
+  EXPECT_EQ(info->dtypes_size(), 6);
 }
 
 TEST(ServerE2E, ConcurrentClientsGetExactlyTheirOwnEmbeddings) {
@@ -107,7 +107,8 @@ TEST(ServerE2E, WireDtypesDecodeToTheReference) {
   const auto fo = ts.engine_options;
   std::mt19937 rng(5);
   auto seqs = RandomSeqs(rng, 6, 40, fo.vocab_size);
-  for (auto dt : {v1::DTYPE_FLOAT16, v1::DTYPE_INT8, v1::DTYPE_BINARY, v1::DTYPE_UBINARY}) {
+  for (auto dt : {v1::DTYPE_FLOAT16, v1::DTYPE_INT8, v1::DTYPE_BINARY, v1::DTYPE_UBINARY,
+                  v1::DTYPE_INT8_TANH}) {
     auto resp = ts.client->Embed(MakeEmbedRequest(seqs, Options(dt, 24)));
     ASSERT_TRUE(resp.ok()) << resp.status().ToString();
     EXPECT_EQ(resp->dtype(), dt);
@@ -119,9 +120,11 @@ TEST(ServerE2E, WireDtypesDecodeToTheReference) {
       auto want = Expected(seqs[r], fo, 24);
       for (int k = 0; k < 24; ++k) {
         if (dt == v1::DTYPE_BINARY || dt == v1::DTYPE_UBINARY) {
-          EXPECT_EQ((*rows)[r][k], want[k] > 0 ? 1.f : -1.f);
+          EXPECT_EQ((*rows)[r][k], want[k] >= 0 ? 1.f : -1.f);
         } else {
-          const float tol = dt == v1::DTYPE_FLOAT16 ? 1e-3f : resp->scales(r) * 0.5f + 1e-6f;
+          const float tol = dt == v1::DTYPE_FLOAT16     ? 1e-3f
+                            : dt == v1::DTYPE_INT8_TANH ? 0.01f
+                                                        : resp->scales(r) * 0.5f + 1e-6f;
           EXPECT_NEAR((*rows)[r][k], want[k], tol);
         }
       }
