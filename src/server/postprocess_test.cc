@@ -119,7 +119,7 @@ TEST(Postprocess, BinaryIsUbinaryMinus128) {
   EXPECT_EQ(static_cast<int8_t>(b[1]), -128);  // all-negative byte
   std::vector<float> back(16);
   DecodeRow(b.data(), {16, false, OutputDType::kBinary}, 0, back.data());
-  for (int i = 0; i < 16; ++i) EXPECT_EQ(back[i], row[i] > 0 ? 1.0f : -1.0f) << i;
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(back[i], row[i] >= 0 ? 1.0f : -1.0f) << i;
 }
 
 TEST(Postprocess, Int8TanhMatchesPplxQuantiser) {
