@@ -68,7 +68,16 @@ StatusOr<RequestHandle> EngineLoop::Submit(EmbedJob job, EmbedCallback done) {
 }
 
 void EngineLoop::Cancel(const RequestHandle& request, const Status& why) {
-  if (request) Complete(*request, why);
+  if (!request) return;
+  Complete(*request, why);
+  // Its sequences may sit anywhere in the pool: have the scheduler sweep all of it now, so the
+  // queue budget is released even while the engine is busy. Set under the lock so the wake-up
+  // cannot be lost.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    sweep_all_.store(true);
+  }
+  sched_cv_.notify_one();
 }
 
 void EngineLoop::Shutdown() {
@@ -121,21 +130,29 @@ bool EngineLoop::ResolveLocked(LoopRequest& r, int n) {
 }
 
 void EngineLoop::DropDeadLocked(Clock::time_point now, std::vector<RequestHandle>* expired) {
-  auto dead = [&](const Entry& e) {
+  auto drop = [&](const Entry& e) {
     LoopRequest& r = *e.request;
-    if (r.finished.load()) return true;
-    if (now < r.job.deadline) return false;
-    if (expired->empty() || expired->back() != e.request) expired->push_back(e.request);
+    if (!r.finished.load()) {
+      if (now < r.job.deadline) return false;
+      if (expired->empty() || expired->back() != e.request) expired->push_back(e.request);
+    }
+    ResolveLocked(r, 1);
     return true;
   };
-  size_t before = pool_.size();
-  auto it = std::remove_if(pool_.begin(), pool_.end(), [&](const Entry& e) {
-    if (!dead(e)) return false;
-    ResolveLocked(*e.request, 1);
-    return true;
-  });
-  pool_.erase(it, pool_.end());
-  if (pool_.size() != before) metrics_->sequences_dropped.fetch_add(before - pool_.size());
+  // Usually only the head matters: the scheduler looks at no more than max_batch_seqs entries,
+  // and anything dead further back is caught when it gets there, still before it runs. A
+  // cancellation asks for a full sweep so its queue budget is released promptly; gRPC turns an
+  // expired deadline into a cancellation too.
+  const bool full = sweep_all_.exchange(false);
+  const size_t window = static_cast<size_t>(std::max(1, options_.limits.max_batch_seqs));
+  for (;;) {
+    const auto end = pool_.begin() + (full ? pool_.size() : std::min(pool_.size(), window));
+    const auto kept_end = std::remove_if(pool_.begin(), end, drop);
+    const size_t removed = end - kept_end;
+    pool_.erase(kept_end, end);
+    if (removed > 0) metrics_->sequences_dropped.fetch_add(removed);
+    if (full || removed == 0) break;  // else refill the window and look again
+  }
 }
 
 void EngineLoop::SchedulerMain() {
@@ -144,7 +161,7 @@ void EngineLoop::SchedulerMain() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     sched_cv_.wait(lock, [&] {
-      return (stopping_ && pool_.empty()) ||
+      return (stopping_ && pool_.empty()) || sweep_all_.load() ||
              (!pool_.empty() && inflight_count_ < options_.max_inflight_batches);
     });
     expired.clear();
@@ -161,6 +178,7 @@ void EngineLoop::SchedulerMain() {
       if (stopping_) break;
       continue;
     }
+    if (inflight_count_ >= options_.max_inflight_batches) continue;  // woken only to sweep
     // The scheduler needs at most max_batch_seqs candidates from the head of the pool.
     const size_t n =
         std::min(pool_.size(), static_cast<size_t>(std::max(1, options_.limits.max_batch_seqs)));

@@ -14,6 +14,7 @@
 // thread calling Cancel. Callbacks must not block and must not call back into the loop.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -108,8 +109,9 @@ class EngineLoop {
 
   void SchedulerMain();
   void CompletionMain();
-  // Removes pool entries of completed or expired requests; expired ones not yet completed are
-  // appended to `expired` to be completed outside the lock.
+  // Removes entries of completed or expired requests from the head of the pool (from all of it
+  // after a cancellation); expired ones not yet completed are appended to `expired`, to be
+  // completed outside the lock.
   void DropDeadLocked(Clock::time_point now, std::vector<RequestHandle>* expired);
   // Marks `n` sequences of `r` resolved (ran or dropped); releases its queue budget at zero.
   // Returns true if that was the request's last sequence.
@@ -131,6 +133,7 @@ class EngineLoop {
   int64_t queue_tokens_ = 0;
   bool stopping_ = false;
   bool scheduler_done_ = false;
+  std::atomic<bool> sweep_all_{false};  // a cancellation happened: sweep the whole pool
 
   std::thread scheduler_;
   std::thread completer_;

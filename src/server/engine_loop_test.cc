@@ -226,6 +226,60 @@ TEST(EngineLoop, ExpiredRequestIsDroppedBeforeRunning) {
   EXPECT_EQ(metrics.requests_expired.load(), 1u);
 }
 
+TEST(EngineLoop, ExpiredRequestDeepInTheQueueNeverRuns) {
+  FakeEngine engine;
+  ServerMetrics metrics;
+  EngineLoopOptions lo;
+  lo.limits = {64, 1};  // the scheduler looks at one entry at a time
+  lo.max_inflight_batches = 1;
+  engine.Hold();
+  EngineLoop loop(&engine, lo, &metrics);
+  OutputFormat f{32, false, OutputDType::kFloat32};
+  std::vector<Submitted> before;
+  for (int i = 0; i < 4; ++i) before.push_back(Submit(loop, MakeJob({{100 + i}}, f)));
+  EmbedJob job = MakeJob({{200}, {201}}, f);
+  job.deadline = Clock::now() + 20ms;
+  auto expiring = Submit(loop, std::move(job));
+  auto after = Submit(loop, MakeJob({{300}}, f));
+  std::this_thread::sleep_for(40ms);
+  engine.Release();
+  EXPECT_EQ(expiring.outcome.get().status.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_TRUE(after.outcome.get().status.ok());
+  for (auto& s : before) EXPECT_TRUE(s.outcome.get().status.ok());
+  for (const auto& b : engine.batches()) {
+    EXPECT_NE(b.first_tokens[0], 200);
+    EXPECT_NE(b.first_tokens[0], 201);
+  }
+  EXPECT_EQ(metrics.sequences_dropped.load(), 2u);
+}
+
+TEST(EngineLoop, CancellationReleasesQueueBudgetWhileEngineIsBusy) {
+  FakeEngine engine;
+  ServerMetrics metrics;
+  EngineLoopOptions lo;
+  lo.limits = {64, 1};
+  lo.max_inflight_batches = 1;
+  lo.max_queue_requests = 3;
+  engine.Hold();
+  EngineLoop loop(&engine, lo, &metrics);
+  OutputFormat f{32, false, OutputDType::kFloat32};
+  auto a = Submit(loop, MakeJob({{1}}, f));
+  auto b = Submit(loop, MakeJob({{2}}, f));
+  auto victim = Submit(loop, MakeJob({{3}, {4}}, f));
+  EXPECT_EQ(Submit(loop, MakeJob({{5}}, f)).handle.status().code(), StatusCode::kResourceExhausted);
+  loop.Cancel(*victim.handle, Status(StatusCode::kCancelled, "client cancelled"));
+  bool released = false;
+  for (int i = 0; i < 200 && !released; ++i) {
+    released = loop.Gauges().queue_requests == 2;
+    if (!released) std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_TRUE(released) << "the engine is still held, yet the budget must come back";
+  auto c = Submit(loop, MakeJob({{6}}, f));
+  EXPECT_TRUE(c.handle.ok());
+  engine.Release();
+  for (auto* s : {&a, &b, &c}) EXPECT_TRUE(s->outcome.get().status.ok());
+}
+
 TEST(EngineLoop, EngineFailureFailsOnlyThatBatch) {
   FakeEngine engine;
   ServerMetrics metrics;

@@ -65,11 +65,10 @@ class EmbedServer::Impl final : public v1::Embedder::CallbackService {
         Finish(ToGrpc(job.status()));
         return;
       }
-      // gRPC's deadline is wall-clock; the loop works in steady time.
-      const auto wall_deadline = ctx->deadline();
-      if (wall_deadline != std::chrono::system_clock::time_point::max()) {
-        job->deadline = Clock::now() + (wall_deadline - std::chrono::system_clock::now());
-      }
+      // gRPC's deadline is wall-clock; the loop works in steady time. Deadlines more than a day
+      // away count as none (and cannot overflow the conversion).
+      const auto left = ctx->deadline() - std::chrono::system_clock::now();
+      if (left < std::chrono::hours(24)) job->deadline = Clock::now() + left;
       std::string request_id = req->request_id();
       // The callback runs once, before Finish; `resp` stays valid until OnDone.
       auto admitted = backend->loop->Submit(
