@@ -127,6 +127,29 @@ std::unique_ptr<PendingCall> EmbedClient::StartEmbed(v1::EmbedRequest request,
   return call;
 }
 
+void EmbedClient::EmbedAsync(v1::EmbedRequest request, std::chrono::milliseconds timeout,
+                             std::function<void(StatusOr<v1::EmbedResponse>)> done) {
+  // gRPC needs the context and messages alive until the callback; they die with it.
+  struct Call {
+    grpc::ClientContext ctx;
+    v1::EmbedRequest request;
+    v1::EmbedResponse response;
+    std::function<void(StatusOr<v1::EmbedResponse>)> done;
+  };
+  auto* call = new Call;
+  call->request = std::move(request);
+  call->done = std::move(done);
+  SetTimeout(&call->ctx, timeout);
+  stub_->async()->Embed(&call->ctx, &call->request, &call->response, [call](grpc::Status s) {
+    std::unique_ptr<Call> owned(call);
+    if (s.ok()) {
+      owned->done(std::move(owned->response));
+    } else {
+      owned->done(FromGrpc(s));
+    }
+  });
+}
+
 StatusOr<v1::ModelInfoResponse> EmbedClient::ModelInfo() {
   grpc::ClientContext ctx;
   SetTimeout(&ctx, std::chrono::milliseconds(10000));

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -63,6 +64,10 @@ class EmbedClient {
   // Asynchronous Embed: returns at once; Wait() on the result.
   std::unique_ptr<PendingCall> StartEmbed(
       v1::EmbedRequest request, std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+  // Asynchronous Embed with a completion callback (for event-driven gateways). `done` runs once on
+  // a gRPC thread and must not block.
+  void EmbedAsync(v1::EmbedRequest request, std::chrono::milliseconds timeout,
+                  std::function<void(StatusOr<v1::EmbedResponse>)> done);
   StatusOr<v1::ModelInfoResponse> ModelInfo();
   StatusOr<v1::StatsResponse> Stats();
   // grpc.health.v1 Check for `service` ("" = the whole server): true iff SERVING.

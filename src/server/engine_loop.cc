@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 
+#include "server/log.h"
+
 namespace petal::server {
 
 struct LoopRequest {
@@ -250,6 +252,10 @@ void EngineLoop::CompletionMain() {
     if (status.ok() && out->rows != static_cast<int>(item.entries.size())) {
       status = Internal("engine returned " + std::to_string(out->rows) + " rows for a batch of " +
                         std::to_string(item.entries.size()) + " sequences");
+    }
+    if (!status.ok()) {
+      Log("error", "engine batch failed",
+          {{"sequences", std::to_string(item.entries.size())}, {"error", status.ToString()}});
     }
     for (size_t i = 0; i < item.entries.size(); ++i) {
       LoopRequest& r = *item.entries[i].request;

@@ -102,6 +102,33 @@ TEST(ServerE2E, ConcurrentClientsGetExactlyTheirOwnEmbeddings) {
   EXPECT_EQ(engine_seqs, sequences.load());
 }
 
+TEST(ServerE2E, AsyncCallbacksDeliverEachRequestsRows) {
+  TestServer ts;
+  std::mt19937 rng(77);
+  constexpr int kCalls = 20;
+  std::vector<std::vector<std::vector<int32_t>>> inputs;
+  std::vector<std::promise<StatusOr<v1::EmbedResponse>>> promises(kCalls);
+  for (int i = 0; i < kCalls; ++i) {
+    inputs.push_back(RandomSeqs(rng, 1 + i % 4, 30, ts.engine_options.vocab_size));
+    ts.client->EmbedAsync(
+        MakeEmbedRequest(inputs.back()), 10000ms,
+        [&promises, i](StatusOr<v1::EmbedResponse> r) { promises[i].set_value(std::move(r)); });
+  }
+  for (int i = 0; i < kCalls; ++i) {
+    auto f = promises[i].get_future();
+    ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
+    auto r = f.get();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    auto rows = DecodeEmbeddings(*r);
+    ASSERT_TRUE(rows.ok());
+    ASSERT_EQ(rows->size(), inputs[i].size());
+    for (size_t k = 0; k < inputs[i].size(); ++k) {
+      auto want = Expected(inputs[i][k], ts.engine_options, 32);
+      for (int d = 0; d < 32; ++d) ASSERT_NEAR((*rows)[k][d], want[d], 1e-6f);
+    }
+  }
+}
+
 TEST(ServerE2E, WireDtypesDecodeToTheReference) {
   TestServer ts;
   const auto fo = ts.engine_options;
