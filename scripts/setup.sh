@@ -35,7 +35,7 @@ APT_PACKAGES=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libboost-dev
   libssl-dev zlib1g-dev
   # tools
-  clang-format python3 python3-venv
+  clang-format python3 python3-venv xz-utils
 )
 
 missing=()

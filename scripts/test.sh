@@ -16,7 +16,14 @@ t0=$SECONDS
 log "== cpu: build"
 bash scripts/build.sh cpu
 log "== cpu: ctest (excluding label gpu)"
-ctest --preset cpu -j "$JOBS" --timeout 1200
+ctest_log="$(mktemp)"
+trap 'rm -f "$ctest_log"' EXIT
+ctest --preset cpu -j "$JOBS" --timeout 1200 --no-tests=error 2>&1 | tee "$ctest_log"
+summary="$(grep -E 'tests passed, [0-9]+ tests failed out of [0-9]+' "$ctest_log" | tail -1)"
+total="$(sed -E 's/.* out of ([0-9]+).*/\1/' <<<"$summary")"
+total="${total:-0}"
+failed="$(sed -E 's/.* ([0-9]+) tests failed.*/\1/' <<<"$summary")"
+failed="${failed:-0}"
 log "cpu tests passed ($((SECONDS - t0))s so far)"
 
 if [[ "${PETAL_SKIP_CUDA:-0}" == 1 ]]; then
@@ -30,3 +37,4 @@ else
 fi
 
 log "all done in $((SECONDS - t0))s"
+echo "ctest: $((total - failed)) passed, $failed failed"

@@ -10,10 +10,13 @@ tests/fixtures/qwen3_tiny_inputs.json alone (batch 1, no padding) with an explic
 L2-normalises as Petal does, and writes $OUT/golden_<fixture>.json. Copy those files into
 tests/fixtures/ and qwen3_test checks Petal CPU against them (cosine >= 0.99999).
 
-0.6b mode (--shape 0.6b --model-dir DIR): DIR is a checkpoint made on that machine by
-`petal make-model --shape pplx-embed-v1-0.6b`; random ids for a few sequences of 16..512 tokens
-are run the same way and written, ids included, to $OUT/golden_qwen3-0.6b.json, which qwen3_test
-reads through PETAL_QWEN3_LARGE_DIR=DIR PETAL_QWEN3_LARGE_GOLDEN=<that file> (cosine >= 0.9999).
+0.6b mode (--shape 0.6b --model-dir DIR [--make]): DIR is a checkpoint of
+`petal make-model --shape pplx-embed-v1-0.6b --seed 0` (bf16, bidirectional); with --make this
+script writes it first through the numpy port of make-model (byte-identical model.safetensors, so
+the petal binary is not needed there). Random ids for a few sequences of 16..512 tokens are run the
+same way and written, ids and the checkpoint's sha256 included, to $OUT/golden_qwen3-0.6b.json,
+which qwen3_test reads through PETAL_QWEN3_LARGE_DIR=DIR PETAL_QWEN3_LARGE_GOLDEN=<that file>
+(cosine >= 0.9999), on that machine or on any other that ran the same make-model command.
 
 Self-checks that fail the run: no checkpoint tensor missing or unused, inv_freq from the config's
 rope theta, the mask visibly in force (bidirectional: the first token's state depends on the last
@@ -21,6 +24,7 @@ token; causal: it does not, and the explicit mask equals transformers' own causa
 Where the fp64 numpy reference (scripts/ref/qwen3_numpy.py) is at hand it is compared too.
 """
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -133,6 +137,11 @@ def run(model_dir, name, seqs, attn, device, out_dir, with_numpy, include_ids):
         if min(cos) < 0.99999:
             raise SystemExit(f"{name}: HF and the numpy reference disagree (min cosine {min(cos)})")
     if include_ids:
+        h = hashlib.sha256()
+        with open(os.path.join(model_dir, "model.safetensors"), "rb") as f:
+            for block in iter(lambda: f.read(1 << 24), b""):
+                h.update(block)
+        doc["model_safetensors_sha256"] = h.hexdigest()
         doc["sequences"] = seqs
     doc["embeddings"] = [[float(f"{v:.9g}") for v in e] for e in embs]
     path = os.path.join(out_dir, f"golden_{name}.json")
@@ -148,6 +157,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shape", choices=["tiny", "0.6b"], default="tiny")
     ap.add_argument("--model-dir", help="0.6b mode: checkpoint made by petal make-model")
+    ap.add_argument("--make", action="store_true",
+                    help="0.6b mode: first write --model-dir (make-model's numpy port, seed 0, bf16)")
     ap.add_argument("--attn", choices=["eager", "sdpa"], default="eager")
     ap.add_argument("--fixtures", default="tests/fixtures")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
@@ -168,6 +179,11 @@ def main():
     else:
         if not a.model_dir:
             ap.error("--shape 0.6b needs --model-dir")
+        if a.make:
+            t0 = time.time()
+            qwen3_numpy.make_checkpoint("pplx-embed-v1-0.6b", a.model_dir, seed=0, dtype="bf16",
+                                        attention="bidirectional")
+            print(f"wrote {a.model_dir} ({time.time() - t0:.1f} s)")
         cfg = qwen3_numpy.model_settings(a.model_dir)[0]
         rng = np.random.default_rng(a.seed)
         seqs = [rng.integers(0, cfg["vocab_size"], size=n).tolist() for n in LARGE_LENGTHS]

@@ -33,7 +33,7 @@ unpack_bundle() {
   [[ -f "$arc" ]] || { echo "no $arc: run scripts/gpu/bundle.sh on the build machine and carry .gpu_bundle"; return 1; }
   local sum; sum="$(sha256sum "$arc" | cut -d' ' -f1)"
   if [[ -f "$stamp" && "$(cat "$stamp")" == "$sum" && -d "$PETAL_BUNDLE/bin" ]]; then return 0; fi
-  rm -rf "$PETAL_BUNDLE/bin" "$PETAL_BUNDLE/lib"
+  rm -rf "${PETAL_BUNDLE:?}/bin" "${PETAL_BUNDLE:?}/lib"
   if ! tar -C "$PETAL_BUNDLE" -xJf "$arc" 2>/dev/null; then
     python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1], "r:xz").extractall(sys.argv[2])' "$arc" "$PETAL_BUNDLE"
   fi
@@ -81,12 +81,12 @@ step_tests() {
     set -e
     if ((rc == 0)); then
       pass=$((pass + 1))
-      echo "PASS $name ($((SECONDS - t0))s) $(grep -E '^\[  PASSED  \]' "$OUT/logs/test_$name.log" | tail -1)"
+      echo "PASS $name ($((SECONDS - t0))s) $(grep -E '^\[  PASSED  \]' "$OUT/logs/test_$name.log" | tail -1 || true)"
     else
       fail=$((fail + 1))
       echo "FAIL $name (exit $rc, $((SECONDS - t0))s); last lines:"
-      grep -E '^\[  FAILED  \]|Failure|error' "$OUT/logs/test_$name.log" | head -20
-      tail -5 "$OUT/logs/test_$name.log"
+      grep -E '^\[  FAILED  \]|Failure|error' "$OUT/logs/test_$name.log" | head -20 || true
+      tail -5 "$OUT/logs/test_$name.log" || true
     fi
   done < "$list"
   echo "gpu tests: $pass passed, $fail failed"
@@ -99,9 +99,13 @@ step_unpack() {
 
 step_golden() {
   step_unpack
+  local rc
+  set +e
   python3 scripts/gpu/golden_st.py --models-dir .gpu_models --out "$OUT/golden" \
-    --device "${PETAL_GOLDEN_DEVICE:-cpu}" 2>&1 | grep -v -E 'Loading weights|deprecated' || true
-  ls "$OUT"/golden/golden_*.json >/dev/null 2>&1
+    --device "${PETAL_GOLDEN_DEVICE:-cpu}" 2>&1 | grep -v -E 'Loading weights|deprecated'
+  rc=${PIPESTATUS[0]}
+  set -e
+  return "$rc"
 }
 
 run_step() {
@@ -114,7 +118,7 @@ run_step() {
     bash "$plugin" > "$OUT/logs/$step.log" 2>&1
     rc=$?
   else
-    echo "unknown step '$step' (built-in: info tests unpack golden; plugins: $(ls scripts/gpu/steps/*.sh 2>/dev/null | xargs -rn1 basename | sed 's/\.sh$//' | tr '\n' ' '))" > "$OUT/logs/$step.log"
+    echo "unknown step '$step' (built-in: info tests unpack golden; plugins: $(find scripts/gpu/steps -name "*.sh" -printf "%f " 2>/dev/null | sed "s/\.sh / /g"))" > "$OUT/logs/$step.log"
     rc=2
   fi
   set -e
@@ -137,4 +141,9 @@ for s in info "${steps[@]}"; do
   if run_step "$s"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 done
 say "$passed passed, $failed failed"
+# The run tool brings back at most 8 files: pack everything but the summary into one archive.
+if [[ -z "${PETAL_GPU_NO_PACK:-}" ]]; then
+  tar -C "$OUT" -czf /tmp/petal-results.tgz --exclude=summary.txt . && \
+    find "$OUT" -mindepth 1 -not -name summary.txt -delete && mv /tmp/petal-results.tgz "$OUT/results.tgz"
+fi
 ((failed == 0))

@@ -36,6 +36,123 @@ def make_inputs(path, vocab=1000, seed=2026):
         f.write("\n")
 
 
+# A numpy port of `petal make-model` (src/model/make_model.cc), for machines without the petal
+# binary: the same shapes, tensor order, PRNG and safetensors bytes (model.safetensors is
+# byte-identical; check with sha256sum), and equivalent config files.
+SHAPES = {  # layers, hidden, q heads, kv heads, head_dim, mlp, vocab, max positions, theta, eps
+    "pplx-embed-v1-0.6b": (28, 1024, 16, 8, 128, 3072, 151669, 32768, 1e6, 1e-6),
+    "pplx-embed-v1-4b": (36, 2560, 32, 8, 128, 9728, 151669, 32768, 1e6, 1e-6),
+    "qwen3-tiny": (2, 64, 4, 2, 32, 128, 1000, 512, 1e6, 1e-6),
+    "qwen3-tiny-gqa3": (3, 48, 6, 2, 16, 96, 1000, 512, 1e4, 1e-6),
+}
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_CHUNK = 1 << 16
+
+
+def _mix(z):
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def _fnv1a(key):
+    h = 0xCBF29CE484222325
+    for ch in key.encode():
+        h = ((h ^ ch) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def seeded_normal(seed, key, mean, std, n):
+    """Same values as SeededNormal() in make_model.cc (splitmix64, Irwin-Hall of four 24-bit draws)."""
+    s0 = np.uint64((seed ^ _fnv1a(key)) & 0xFFFFFFFFFFFFFFFF)
+    i = np.arange(n, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        a = _mix(s0 + _GOLDEN * (np.uint64(2) + np.uint64(2) * i))
+        b = _mix(s0 + _GOLDEN * (np.uint64(3) + np.uint64(2) * i))
+    m24 = np.uint64(0xFFFFFF)
+    total = ((a >> np.uint64(40)) + ((a >> np.uint64(16)) & m24) + (b >> np.uint64(40)) +
+             ((b >> np.uint64(16)) & m24)).astype(np.int64) - (1 << 25)
+    k = std * 1.7320508075688772 / float(1 << 24)
+    return (mean + total.astype(np.float64) * k).astype(np.float32)
+
+
+def _to_bf16(x):
+    bits = x.view(np.uint32).astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> np.uint64(16)) & np.uint64(1))) >> np.uint64(16)).astype("<u2")
+
+
+def checkpoint_tensors(shape):
+    L, h, hq, hkv, d, inter, vocab = SHAPES[shape][:7]
+    t = [("embed_tokens.weight", (vocab, h), "emb")]
+    for l in range(L):
+        p = f"layers.{l}."
+        t += [(p + "input_layernorm.weight", (h,), "norm"),
+              (p + "self_attn.q_proj.weight", (hq * d, h), "proj"),
+              (p + "self_attn.k_proj.weight", (hkv * d, h), "proj"),
+              (p + "self_attn.v_proj.weight", (hkv * d, h), "proj"),
+              (p + "self_attn.o_proj.weight", (h, hq * d), "proj"),
+              (p + "self_attn.q_norm.weight", (d,), "norm"),
+              (p + "self_attn.k_norm.weight", (d,), "norm"),
+              (p + "post_attention_layernorm.weight", (h,), "norm"),
+              (p + "mlp.gate_proj.weight", (inter, h), "proj"),
+              (p + "mlp.up_proj.weight", (inter, h), "proj"),
+              (p + "mlp.down_proj.weight", (h, inter), "proj")]
+    return t + [("norm.weight", (h,), "norm")]
+
+
+def make_checkpoint(shape, out_dir, seed=0, dtype="bf16", attention="bidirectional"):
+    """Writes the checkpoint `petal make-model --shape SHAPE --seed SEED --dtype DTYPE
+    --attention ATTENTION --out OUT_DIR` writes (no attention bias, no tokenizer)."""
+    L, h, hq, hkv, d, inter, vocab, maxpos, theta, eps = SHAPES[shape]
+    causal = attention == "causal"
+    pooling = "last_token" if causal else "mean"
+    os.makedirs(os.path.join(out_dir, "1_Pooling"), exist_ok=True)
+    torch_dtype = "float32" if dtype == "f32" else "bfloat16"
+    cfg = {"architectures": ["Qwen3Model"], "model_type": "qwen3", "hidden_size": h,
+           "intermediate_size": inter, "num_hidden_layers": L, "num_attention_heads": hq,
+           "num_key_value_heads": hkv, "head_dim": d, "vocab_size": vocab,
+           "max_position_embeddings": maxpos, "rms_norm_eps": eps, "rope_theta": theta,
+           "rope_parameters": {"rope_type": "default", "rope_theta": theta}, "hidden_act": "silu",
+           "attention_bias": False, "attention_dropout": 0.0, "initializer_range": 0.02,
+           "tie_word_embeddings": False, "use_cache": False, "use_sliding_window": False,
+           "sliding_window": None, "max_window_layers": L, "is_causal": causal,
+           "torch_dtype": torch_dtype, "dtype": torch_dtype}
+    files = {"config.json": cfg,
+             "petal_config.json": {"attention_mask": attention, "pooling": pooling, "normalize": True},
+             "modules.json": [
+                 {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                 {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+                 {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}],
+             "1_Pooling/config.json": {
+                 "word_embedding_dimension": h, "pooling_mode_cls_token": False,
+                 "pooling_mode_mean_tokens": not causal, "pooling_mode_max_tokens": False,
+                 "pooling_mode_mean_sqrt_len_tokens": False, "pooling_mode_weightedmean_tokens": False,
+                 "pooling_mode_lasttoken": causal, "include_prompt": True},
+             "sentence_bert_config.json": {"max_seq_length": maxpos, "do_lower_case": False}}
+    for name, doc in files.items():
+        with open(os.path.join(out_dir, name), "w") as f:
+            json.dump(doc, f, indent=2)
+            f.write("\n")
+    specs = checkpoint_tensors(shape)
+    width = 4 if dtype == "f32" else 2
+    header, offset = '{"__metadata__":{"format":"pt"}', 0
+    for name, shp, _ in specs:
+        nbytes = int(np.prod(shp)) * width
+        header += (f',"{name}":{{"dtype":"{"F32" if dtype == "f32" else "BF16"}","shape":['
+                   + ",".join(str(x) for x in shp) + f'],"data_offsets":[{offset},{offset + nbytes}]}}')
+        offset += nbytes
+    header += "}"
+    header += " " * (-len(header) % 8)
+    with open(os.path.join(out_dir, "model.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(header)) + header.encode())
+        for name, shp, kind in specs:
+            n = int(np.prod(shp))
+            mean, std = (1.0, 0.1) if kind == "norm" else (0.0, 0.02)
+            for c, begin in enumerate(range(0, n, _CHUNK)):
+                v = seeded_normal(seed, f"{name}#{c}", mean, std, min(_CHUNK, n - begin))
+                f.write(v.astype("<f4").tobytes() if dtype == "f32" else _to_bf16(v).tobytes())
+
+
 def read_safetensors(path):
     """Returns {name: float64 array}; BF16/F16/F32 only."""
     with open(path, "rb") as f:
@@ -170,19 +287,40 @@ def main():
     ap.add_argument("--inputs")
     ap.add_argument("--out")
     ap.add_argument("--make-inputs", metavar="PATH")
+    ap.add_argument("--make-checkpoint", metavar="SHAPE",
+                    help="write MODEL_DIR like `petal make-model --shape SHAPE` (with --seed, --dtype, --attention)")
+    ap.add_argument("--dtype", choices=["bf16", "f32"], default="bf16")
+    ap.add_argument("--attention", choices=["bidirectional", "causal"], default="bidirectional")
+    ap.add_argument("--random-lengths", metavar="N,N,...",
+                    help="instead of --inputs: random ids of these lengths (ids go into the output)")
+    ap.add_argument("--seed", type=int, help="seed of --random-lengths (default 4242) or of "
+                                             "--make-checkpoint's weights (default 0)")
     a = ap.parse_args()
     if a.make_inputs:
         make_inputs(a.make_inputs)
         return 0
-    if not (a.model_dir and a.inputs and a.out):
-        ap.error("MODEL_DIR, --inputs and --out are required")
+    if a.make_checkpoint:
+        if not a.model_dir:
+            ap.error("--make-checkpoint needs MODEL_DIR")
+        make_checkpoint(a.make_checkpoint, a.model_dir, a.seed or 0, a.dtype, a.attention)
+        print(f"wrote {a.model_dir}")
+        return 0
+    if not (a.model_dir and (a.inputs or a.random_lengths) and a.out):
+        ap.error("MODEL_DIR, --inputs (or --random-lengths) and --out are required")
     ref = Qwen3Ref(a.model_dir)
-    seqs = load_json(a.inputs)["sequences"]
+    if a.random_lengths:
+        rng = np.random.default_rng(4242 if a.seed is None else a.seed)
+        seqs = [rng.integers(0, ref.cfg["vocab_size"], size=int(n)).tolist()
+                for n in a.random_lengths.split(",")]
+    else:
+        seqs = load_json(a.inputs)["sequences"]
     embs = [ref.embed(s) for s in seqs]
     doc = {"model": os.path.basename(os.path.normpath(a.model_dir)), "source": "numpy-fp64",
            "attention_mask": "causal" if ref.causal else "bidirectional",
            "pooling": ref.pooling, "normalize": ref.normalize,
            "embeddings": [[float(f"{v:.9g}") for v in e] for e in embs]}
+    if a.random_lengths:
+        doc["sequences"] = seqs
     with open(a.out, "w") as f:
         json.dump(doc, f, separators=(",", ":"))
         f.write("\n")

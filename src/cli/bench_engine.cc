@@ -66,20 +66,25 @@ std::vector<Batch> MakeRequest(std::mt19937& rng, int vocab, int seqs, int len, 
   return batches;
 }
 
-// Submits every batch of a request, then waits for them all.
-Status RunRequest(Engine& engine, const std::vector<Batch>& req, std::deque<std::unique_ptr<PendingEmbeddings>>* inflight) {
-  for (const auto& b : req) {
-    PETAL_ASSIGN_OR_RETURN(auto h, engine.Step(b));
-    inflight->push_back(std::move(h));
-  }
-  return Status::Ok();
-}
+// The engine holds a few result slots (CudaEngineOptions::ring_slots, default 4); the driver
+// keeps at most this many batches in flight, as the server's engine loop does.
+constexpr size_t kMaxInFlight = 3;
 
 Status Drain(std::deque<std::unique_ptr<PendingEmbeddings>>* inflight, size_t keep) {
   while (inflight->size() > keep) {
     auto r = inflight->front()->Wait();
     inflight->pop_front();
     if (!r.ok()) return r.status();
+  }
+  return Status::Ok();
+}
+
+// Submits every batch of a request, waiting for the oldest when kMaxInFlight are out.
+Status RunRequest(Engine& engine, const std::vector<Batch>& req, std::deque<std::unique_ptr<PendingEmbeddings>>* inflight) {
+  for (const auto& b : req) {
+    PETAL_RETURN_IF_ERROR(Drain(inflight, kMaxInFlight - 1));
+    PETAL_ASSIGN_OR_RETURN(auto h, engine.Step(b));
+    inflight->push_back(std::move(h));
   }
   return Status::Ok();
 }
@@ -121,7 +126,6 @@ StatusOr<std::string> RunScenario(Engine& engine, const BenchScenario& s, int ma
     while ((Clock::now() < t_end || requests < 2) && requests < max_iters) {
       auto req = MakeRequest(rng, vocab, s.seqs, s.len, max_batch_tokens, max_batch_seqs);
       PETAL_RETURN_IF_ERROR(RunRequest(engine, req, &inflight));
-      PETAL_RETURN_IF_ERROR(Drain(&inflight, req.size()));
       ++requests;
     }
     PETAL_RETURN_IF_ERROR(Drain(&inflight, 0));

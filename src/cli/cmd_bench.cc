@@ -87,7 +87,11 @@ int RunBenchEngine(const BenchArgs& a) {
                      "\",\"max_batch_tokens\":" + std::to_string(max_tokens) +
                      ",\"max_batch_seqs\":" + std::to_string(max_seqs) +
                      ",\"cpu_threads\":" + std::to_string(std::thread::hardware_concurrency()) +
-                     ",\"check_worst_cosine\":" + std::to_string(worst_cos) + ",\"scenarios\":{";
+                     ",\"check_worst_cosine\":" + std::to_string(worst_cos) +
+                     ",\"graphs\":" + (a.engine.cuda.use_graphs ? "true" : "false") +
+                     ",\"token_bucket\":" + std::to_string(a.engine.cuda.token_bucket_small) +
+                     ",\"token_bucket_large\":" + std::to_string(a.engine.cuda.token_bucket_large) +
+                     ",\"bucket_threshold\":" + std::to_string(a.engine.cuda.bucket_threshold) + ",\"scenarios\":{";
   bool first = true;
   for (const auto& s : StandardScenarios(a.scenarios)) {
     auto r = RunScenario(engine, s, max_tokens, max_seqs, a.seconds, a.max_iters);
@@ -98,6 +102,15 @@ int RunBenchEngine(const BenchArgs& a) {
     json += (first ? "\"" : ",\"") + s.name + "\":" + *r;
     first = false;
   }
+  json += "},\"engine_stats\":{";
+  first = true;
+  std::printf("  engine stats:");
+  for (const auto& [k, v] : engine.Stats()) {
+    json += (first ? "\"" : ",\"") + k + "\":" + std::to_string(v);
+    std::printf(" %s=%g", k.c_str(), v);
+    first = false;
+  }
+  std::printf("\n");
   json += "}}\n";
   if (!a.out.empty()) {
     std::ofstream f(a.out);

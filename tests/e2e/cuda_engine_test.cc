@@ -131,5 +131,37 @@ TEST_F(CudaEngineTest, HandlesInFlightAndCapacityErrors) {
   EXPECT_EQ((*gpu)->Embed(a)->data, ea->data);
 }
 
+// Lazy CUDA graphs: eager on first use of a bucket, captured on the second, replayed after; a
+// different batch in the same bucket replays the same graph and still gets its own results.
+TEST_F(CudaEngineTest, GraphsCaptureLazilyAndReplayCorrectly) {
+  const std::string dir = ModelDirs().front();
+  auto cpu = CpuEngine::Load(dir);
+  ASSERT_TRUE(cpu.ok());
+  CudaEngineOptions opt;
+  opt.max_tokens = 2048;
+  opt.max_seqs = 16;
+  auto gpu = CreateCudaEngine(dir, opt);
+  ASSERT_TRUE(gpu.ok()) << gpu.status().ToString();
+  const int vocab = (*gpu)->config().vocab_size;
+  Batch a = RandomBatch({20, 3, 30}, vocab, 5);  // 53 tokens: bucket (4 seqs, 64 tokens)
+  std::vector<float> first;
+  for (int i = 0; i < 3; ++i) {
+    auto e = (*gpu)->Embed(a);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    if (i == 0) first = e->data;
+    EXPECT_EQ(e->data, first) << "run " << i;
+  }
+  auto st = (*gpu)->Stats();
+  EXPECT_EQ(st["graph_eager_runs"], 1);
+  EXPECT_EQ(st["graph_captures"], 1);
+  EXPECT_EQ(st["graph_replays"], 2);
+  Batch b = RandomBatch({50, 1, 6}, vocab, 6);  // 57 tokens: same bucket, other contents
+  auto got = (*gpu)->Embed(b);
+  auto ref = (*cpu)->Embed(b);
+  ASSERT_TRUE(got.ok() && ref.ok());
+  for (int r = 0; r < got->rows; ++r) EXPECT_GE(Cosine(got->row(r), ref->row(r), got->dim), 0.999) << r;
+  EXPECT_EQ((*gpu)->Stats()["graph_replays"], 3);
+}
+
 }  // namespace
 }  // namespace petal

@@ -19,6 +19,10 @@ namespace {
 class GemmGpuTest : public GpuTest {};
 
 constexpr Tolerance kGemmTol{1e-2, 0.9999};
+// With an addend (c, the residual stream) the result near |x| ~ 1 lands up to ~1.5 bf16 ulps from
+// the fp32 reference (measured on the H200: max_rel 0.0111 over the model shapes, cosine
+// 0.999997): cuBLASLt rounds in its epilogue, and the sum of two O(1) terms doubles the error.
+constexpr Tolerance kGemmAddendTol{2e-2, 0.9999};
 
 struct LayerShape {
   const char* name;
@@ -101,7 +105,7 @@ TEST_F(GemmGpuTest, ModelShapes) {
         const std::string name = std::string(s.name) + " M=" + std::to_string(m) +
                                  " N=" + std::to_string(s.n) + " K=" + std::to_string(s.k) +
                                  vname[variant];
-        EXPECT_TRUE(CheckClose("Gemm", name, got, ref, m, s.n, kGemmTol));
+        EXPECT_TRUE(CheckClose("Gemm", name, got, ref, m, s.n, with_c ? kGemmAddendTol : kGemmTol));
         EXPECT_TRUE(out.GuardIntact()) << name;
         if (variant == 0) {
           const double ms = TimeMs(*gemm, p);
@@ -176,7 +180,7 @@ TEST_F(GemmGpuTest, RejectsBadShapes) {
   p.out = buf.get();
   p.m = 4, p.n = 12, p.k = 30;  // k not a multiple of 8
   EXPECT_EQ(gemm->Run(p, 0).code(), StatusCode::kInvalidArgument);
-  p.k = 32, p.m = 0;  // empty batch: a no-op
+  p.n = 16, p.k = 32, p.m = 0;  // valid shape, empty batch: a no-op
   EXPECT_TRUE(gemm->Run(p, 0).ok());
 }
 

@@ -10,6 +10,7 @@ for b in .gpu_bundle/bin/*bench*; do
   found=1
   name="$(basename "$b")"
   echo "== $name"
+  # shellcheck disable=SC2086  # PETAL_BENCH_ARGS is a list of flags
   "$b" --benchmark_format=console --benchmark_out_format=json --benchmark_out="$OUT/bench/$name.json" \
     ${PETAL_BENCH_ARGS:-} 2>&1 | tail -n 30
 done

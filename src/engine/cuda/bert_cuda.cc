@@ -6,7 +6,7 @@
 
 #include "engine/cuda/cuda_model.h"
 #include "engine/cuda/device_weights.h"
-#include "kernels/cuda/attention.h"
+#include "engine/cuda/attention_runner.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/ops.h"
 #include "model/bert.h"
@@ -55,8 +55,8 @@ class BertCudaModel final : public CudaModel {
     PETAL_RETURN_IF_ERROR(attn_.Allocate(T * H));
     PETAL_RETURN_IF_ERROR(inter_.Allocate(T * I));
     PETAL_RETURN_IF_ERROR(positions_.Allocate(T));
-    PETAL_RETURN_IF_ERROR(attn_ws_.Allocate(AttentionWorkspaceBytes(cap_.max_tokens, cap_.max_seqs)));
-    bytes_ += TotalBytes(x_, tmp_, qkv_, attn_, inter_, positions_, attn_ws_);
+    PETAL_RETURN_IF_ERROR(attention_.Init(cap_.max_tokens, cap_.max_seqs, config_.head_dim));
+    bytes_ += TotalBytes(x_, tmp_, qkv_, attn_, inter_, positions_) + attention_.bytes();
     PETAL_ASSIGN_OR_RETURN(gemm_, Gemm::Create());
     return Status::Ok();
   }
@@ -97,11 +97,11 @@ class BertCudaModel final : public CudaModel {
     ap.head_dim = config_.head_dim;
     ap.causal = false;
     ap.scale = 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
-    PETAL_RETURN_IF_ERROR(PlanRaggedAttention(ap, attn_ws_.get(), stream));
+    PETAL_RETURN_IF_ERROR(attention_.Plan(ap, stream));
 
     for (const auto& L : layers_) {
       PETAL_RETURN_IF_ERROR(gemm_->Run({x_.get(), L.qkv_w.get(), L.qkv_b.get(), nullptr, qkv_.get(), T, 3 * H, H}, stream));
-      PETAL_RETURN_IF_ERROR(RunRaggedAttention(ap, attn_ws_.get(), stream));
+      PETAL_RETURN_IF_ERROR(attention_.Run(ap, stream));
       PETAL_RETURN_IF_ERROR(gemm_->Run({attn_.get(), L.o_w.get(), L.o_b.get(), x_.get(), tmp_.get(), T, H, H}, stream));
       PETAL_RETURN_IF_ERROR(LaunchAddLayerNorm({tmp_.get(), nullptr, L.ln1_g.get(), L.ln1_b.get(), config_.norm_eps, x_.get(), T, H}, stream));
       PETAL_RETURN_IF_ERROR(gemm_->Run({x_.get(), L.in_w.get(), L.in_b.get(), nullptr, inter_.get(), T, I, H}, stream));
@@ -137,7 +137,7 @@ class BertCudaModel final : public CudaModel {
   std::vector<BertLayerDev> layers_;
   DeviceBuffer<bf16> x_, tmp_, qkv_, attn_, inter_;
   DeviceBuffer<int32_t> positions_;
-  DeviceBuffer<uint8_t> attn_ws_;
+  AttentionRunner attention_;
   std::unique_ptr<Gemm> gemm_;
 };
 

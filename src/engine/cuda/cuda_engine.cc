@@ -66,14 +66,21 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
   PETAL_ASSIGN_OR_RETURN(config_, LoadModelConfig(model_dir));
   PETAL_ASSIGN_OR_RETURN(auto store, WeightStore::Open(model_dir));
   PETAL_RETURN_IF_ERROR(CheckCuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream"));
-  Capacity cap{opt.max_tokens, opt.max_seqs};
+  // Sequence capacity: the caller's sequences, the dummy sequence that owns bucket padding, and
+  // the round-up of the sequence bucket to a power of two.
+  int seq_cap = 1;
+  while (seq_cap < opt.max_seqs + 1) seq_cap *= 2;
+  buckets_ = BucketPolicy{opt.token_bucket_small, opt.token_bucket_large, opt.bucket_threshold,
+                          opt.max_tokens, seq_cap};
+  graphs_ = std::make_unique<GraphCache>(opt.max_graphs, opt.use_graphs);
+  Capacity cap{opt.max_tokens, seq_cap};
   PETAL_ASSIGN_OR_RETURN(model_, CreateCudaModel(config_, *store, cap));
 
   // Device inputs: token ids, token type ids, cu_seqlens, num_seqs, in one allocation.
   const size_t in_ints = InputInts();
   PETAL_RETURN_IF_ERROR(CheckCuda(cudaMalloc(&dev_inputs_, in_ints * sizeof(int32_t)), "cudaMalloc inputs"));
   PETAL_RETURN_IF_ERROR(CheckCuda(cudaMemset(dev_inputs_, 0, in_ints * sizeof(int32_t)), "memset"));
-  const size_t out_floats = static_cast<size_t>(opt.max_seqs) * config_.hidden_size;
+  const size_t out_floats = static_cast<size_t>(seq_cap) * config_.hidden_size;
   PETAL_RETURN_IF_ERROR(CheckCuda(cudaMalloc(&dev_pooled_, out_floats * sizeof(float)), "cudaMalloc pooled"));
   slots_ = std::vector<RingSlot>(std::max(1, opt.ring_slots));
   for (auto& s : slots_) {
@@ -90,7 +97,7 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
 
 size_t CudaEngine::InputInts() const {
   // token ids + token type ids + cu_seqlens + num_seqs
-  return 2 * static_cast<size_t>(options_.max_tokens) + options_.max_seqs + 1 + 1;
+  return 2 * static_cast<size_t>(options_.max_tokens) + buckets_.max_seqs + 1 + 1;
 }
 
 StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch) {
@@ -110,34 +117,47 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch
   }
   slot.busy.store(true, std::memory_order_relaxed);
 
-  // Stage the inputs in page-locked memory so the copy to the device is truly asynchronous.
+  // Pad to the (sequence, token) bucket: padding tokens form one dummy sequence whose output is
+  // dropped, and the sequence count is padded with empty sequences.
   const int T = batch.num_tokens(), S = batch.num_seqs();
+  const int T_pad = buckets_.PadTokens(T);
+  const int S_pad = buckets_.PadSeqs(S + (T_pad > T ? 1 : 0));
+  ++batches_;
+  real_tokens_ += T;
+  padded_tokens_ += T_pad;
+
+  // Stage the inputs in page-locked memory so the copy to the device is truly asynchronous.
   int32_t* h = slot.host_in;
   std::memcpy(h, batch.token_ids.data(), T * sizeof(int32_t));
+  std::memset(h + T, 0, (T_pad - T) * sizeof(int32_t));
   int32_t* h_types = h + options_.max_tokens;
   if (batch.token_type_ids.empty()) {
-    std::memset(h_types, 0, T * sizeof(int32_t));
+    std::memset(h_types, 0, T_pad * sizeof(int32_t));
   } else {
     std::memcpy(h_types, batch.token_type_ids.data(), T * sizeof(int32_t));
+    std::memset(h_types + T, 0, (T_pad - T) * sizeof(int32_t));
   }
   int32_t* h_cu = h_types + options_.max_tokens;
   std::memcpy(h_cu, batch.cu_seqlens.data(), (S + 1) * sizeof(int32_t));
-  int32_t* h_num = h_cu + options_.max_seqs + 1;
-  *h_num = S;
+  for (int i = S + 1; i <= S_pad; ++i) h_cu[i] = T_pad;
+  int32_t* h_num = h_cu + buckets_.max_seqs + 1;
+  *h_num = S_pad;
 
   int32_t* d = dev_inputs_;
   int32_t* d_types = d + options_.max_tokens;
   int32_t* d_cu = d_types + options_.max_tokens;
-  int32_t* d_num = d_cu + options_.max_seqs + 1;
+  int32_t* d_num = d_cu + buckets_.max_seqs + 1;
   auto copy = [&](int32_t* dst, const int32_t* src, size_t n) {
     return CheckCuda(cudaMemcpyAsync(dst, src, n * sizeof(int32_t), cudaMemcpyHostToDevice, stream_), "H2D");
   };
-  Status s = copy(d, h, T);
-  if (s.ok()) s = copy(d_types, h_types, T);
-  if (s.ok()) s = copy(d_cu, h_cu, S + 1);
+  Status s = copy(d, h, T_pad);
+  if (s.ok()) s = copy(d_types, h_types, T_pad);
+  if (s.ok()) s = copy(d_cu, h_cu, S_pad + 1);
   if (s.ok()) s = copy(d_num, h_num, 1);
-  DeviceBatch db{d, d_types, d_cu, d_num, T, S};
-  if (s.ok()) s = model_->Forward(db, dev_pooled_, stream_);
+  DeviceBatch db{d, d_types, d_cu, d_num, T_pad, S_pad};
+  if (s.ok()) {
+    s = graphs_->Run({S_pad, T_pad}, stream_, [&] { return model_->Forward(db, dev_pooled_, stream_); });
+  }
   const size_t out_n = static_cast<size_t>(S) * config_.hidden_size;
   if (s.ok()) {
     s = CheckCuda(cudaMemcpyAsync(slot.host_out, dev_pooled_, out_n * sizeof(float),
@@ -149,6 +169,15 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch
     return s;
   }
   return std::unique_ptr<PendingEmbeddings>(new PendingSlot(&slot, S, config_.hidden_size));
+}
+
+std::map<std::string, double> CudaEngine::Stats() const {
+  auto st = graphs_->Stats();
+  st["batches"] = double(batches_);
+  st["tokens"] = double(real_tokens_);
+  st["padded_tokens"] = double(padded_tokens_);
+  st["device_bytes"] = double(model_->DeviceBytes());
+  return st;
 }
 
 }  // namespace cuda

@@ -18,6 +18,16 @@ struct CudaEngineOptions {
   int max_tokens = 16384;  // per batch
   int max_seqs = 512;      // per batch
   int ring_slots = 4;      // batches in flight
+  // Whole-model CUDA graphs, keyed by (sequence bucket, token bucket). Token counts are padded
+  // up to a multiple of token_bucket_small, or of token_bucket_large above bucket_threshold;
+  // sequence counts up to a power of two. A configuration runs eagerly on first use, is captured
+  // on its second, and replayed after that; at most max_graphs are kept (least recently used
+  // evicted). use_graphs=false runs every batch eagerly (still padded to its bucket).
+  bool use_graphs = true;
+  int token_bucket_small = 64;
+  int token_bucket_large = 256;
+  int bucket_threshold = 1024;
+  int max_graphs = 256;
 };
 
 // Creates the CUDA engine for a model folder; Unavailable if no device or not compiled with CUDA.

@@ -9,6 +9,7 @@
 
 #include "engine/cuda/cuda_engine.h"
 #include "engine/cuda/cuda_model.h"
+#include "engine/cuda/graph_cache.h"
 
 namespace petal::cuda {
 
@@ -35,6 +36,7 @@ class CudaEngine final : public Engine {
   const ModelConfig& config() const override { return config_; }
   std::string backend() const override { return "cuda"; }
   StatusOr<std::unique_ptr<PendingEmbeddings>> Step(const Batch& batch) override;
+  std::map<std::string, double> Stats() const override;
 
  private:
   size_t InputInts() const;
@@ -47,6 +49,9 @@ class CudaEngine final : public Engine {
   float* dev_pooled_ = nullptr;
   std::vector<RingSlot> slots_;
   size_t next_slot_ = 0;
+  BucketPolicy buckets_;
+  std::unique_ptr<GraphCache> graphs_;
+  int64_t batches_ = 0, padded_tokens_ = 0, real_tokens_ = 0;
 };
 
 }  // namespace petal::cuda

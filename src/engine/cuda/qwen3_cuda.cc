@@ -7,7 +7,7 @@
 
 #include "engine/cuda/cuda_model.h"
 #include "engine/cuda/device_weights.h"
-#include "kernels/cuda/attention.h"
+#include "engine/cuda/attention_runner.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/ops.h"
 #include "model/qwen3.h"
@@ -54,8 +54,8 @@ class Qwen3CudaModel final : public CudaModel {
     PETAL_RETURN_IF_ERROR(gate_up_.Allocate(T * 2 * I));
     PETAL_RETURN_IF_ERROR(act_.Allocate(T * I));
     PETAL_RETURN_IF_ERROR(positions_.Allocate(T));
-    PETAL_RETURN_IF_ERROR(attn_ws_.Allocate(AttentionWorkspaceBytes(cap_.max_tokens, cap_.max_seqs)));
-    bytes_ += TotalBytes(r_, x_, qkv_, attn_, gate_up_, act_, positions_, attn_ws_);
+    PETAL_RETURN_IF_ERROR(attention_.Init(cap_.max_tokens, cap_.max_seqs, config_.head_dim));
+    bytes_ += TotalBytes(r_, x_, qkv_, attn_, gate_up_, act_, positions_) + attention_.bytes();
     PETAL_ASSIGN_OR_RETURN(gemm_, Gemm::Create());
     return Status::Ok();
   }
@@ -86,7 +86,7 @@ class Qwen3CudaModel final : public CudaModel {
     ap.head_dim = D;
     ap.causal = config_.mask == AttentionMask::kCausal;
     ap.scale = 1.0f / std::sqrt(static_cast<float>(D));
-    PETAL_RETURN_IF_ERROR(PlanRaggedAttention(ap, attn_ws_.get(), stream));
+    PETAL_RETURN_IF_ERROR(attention_.Plan(ap, stream));
 
     QkNormRopeParams rp;
     rp.qkv = qkv_.get();
@@ -105,7 +105,7 @@ class Qwen3CudaModel final : public CudaModel {
       rp.q_norm_weight = L.q_norm.get();
       rp.k_norm_weight = L.k_norm.get();
       PETAL_RETURN_IF_ERROR(LaunchQkNormRope(rp, stream));
-      PETAL_RETURN_IF_ERROR(RunRaggedAttention(ap, attn_ws_.get(), stream));
+      PETAL_RETURN_IF_ERROR(attention_.Run(ap, stream));
       PETAL_RETURN_IF_ERROR(gemm_->Run({attn_.get(), L.o.get(), L.o_b.get(), r_.get(), r_.get(), T, H, Q}, stream));
       PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm({nullptr, r_.get(), L.post_norm.get(), config_.norm_eps, x_.get(), T, H}, stream));
       PETAL_RETURN_IF_ERROR(gemm_->Run({x_.get(), L.gate_up.get(), nullptr, nullptr, gate_up_.get(), T, 2 * I, H}, stream));
@@ -132,7 +132,7 @@ class Qwen3CudaModel final : public CudaModel {
   std::vector<Qwen3LayerDev> layers_;
   DeviceBuffer<bf16> r_, x_, qkv_, attn_, gate_up_, act_;
   DeviceBuffer<int32_t> positions_;
-  DeviceBuffer<uint8_t> attn_ws_;
+  AttentionRunner attention_;
   std::unique_ptr<Gemm> gemm_;
 };
 
