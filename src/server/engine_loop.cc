@@ -93,6 +93,11 @@ void EngineLoop::Shutdown() {
   if (completer_.joinable()) completer_.join();
 }
 
+std::map<std::string, double> EngineLoop::EngineStats() const {
+  std::lock_guard<std::mutex> lock(engine_stats_mu_);
+  return engine_stats_;
+}
+
 QueueGauges EngineLoop::Gauges() const {
   std::lock_guard<std::mutex> lock(mu_);
   return {queue_requests_, queue_tokens_, static_cast<int>(pool_.size()), inflight_count_};
@@ -227,6 +232,12 @@ void EngineLoop::SchedulerMain() {
     // fails the batch's requests, in order.
     item.handle =
         step.ok() ? std::move(step).value() : std::make_unique<ReadyEmbeddings>(step.status());
+    if (const auto t = Clock::now(); t - engine_stats_at_ >= std::chrono::milliseconds(50)) {
+      engine_stats_at_ = t;
+      auto st = engine_->Stats();
+      std::lock_guard<std::mutex> stats_lock(engine_stats_mu_);
+      engine_stats_ = std::move(st);
+    }
     lock.lock();
     inflight_.push_back(std::move(item));
     done_cv_.notify_one();

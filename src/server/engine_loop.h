@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -94,6 +95,9 @@ class EngineLoop {
   // Stops admitting, finishes all admitted work, joins the threads. Idempotent.
   void Shutdown();
   QueueGauges Gauges() const;
+  // The engine's counters (Engine::Stats()), sampled by the scheduler thread, which is the only
+  // thread allowed to touch the engine, at most every 50 ms.
+  std::map<std::string, double> EngineStats() const;
   const EngineLoopOptions& options() const { return options_; }
 
  private:
@@ -134,6 +138,10 @@ class EngineLoop {
   bool stopping_ = false;
   bool scheduler_done_ = false;
   std::atomic<bool> sweep_all_{false};  // a cancellation happened: sweep the whole pool
+
+  mutable std::mutex engine_stats_mu_;
+  std::map<std::string, double> engine_stats_;
+  Clock::time_point engine_stats_at_{};  // scheduler thread only
 
   std::thread scheduler_;
   std::thread completer_;

@@ -116,6 +116,11 @@ void FakeEngine::FailNextSteps(int n) {
   fail_next_ = n;
 }
 
+std::map<std::string, double> FakeEngine::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {{"batches", static_cast<double>(batches_.size())}};
+}
+
 std::vector<FakeBatchRecord> FakeEngine::batches() const {
   std::lock_guard<std::mutex> lock(mu_);
   return batches_;

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -49,6 +50,8 @@ class FakeEngine final : public Engine {
   // The next `n` Step() calls fail with INTERNAL.
   void FailNextSteps(int n);
   std::vector<FakeBatchRecord> batches() const;
+  // {"batches": n}, so the server's pass-through of engine counters can be tested.
+  std::map<std::string, double> Stats() const override;
 
   struct Gate {
     std::mutex mu;

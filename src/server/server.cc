@@ -172,6 +172,7 @@ class EmbedServer::Impl final : public v1::Embedder::CallbackService {
       resp->set_queue_tokens(g.queue_tokens);
       resp->set_pending_sequences(g.pending_sequences);
       resp->set_inflight_batches(g.inflight_batches);
+      for (const auto& [k, v] : backend->loop->EngineStats()) (*resp->mutable_engine())[k] = v;
     }
     FillHistogram(m.request_latency_s, resp->mutable_request_latency_s());
     FillHistogram(m.queue_wait_s, resp->mutable_queue_wait_s());

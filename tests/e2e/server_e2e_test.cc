@@ -91,6 +91,8 @@ TEST(ServerE2E, ConcurrentClientsGetExactlyTheirOwnEmbeddings) {
   EXPECT_EQ(stats->sequences(),
             static_cast<uint64_t>(sequences.load()));  // none lost or duplicated
   EXPECT_EQ(stats->queue_requests(), 0u);
+  ASSERT_EQ(stats->engine().count("batches"), 1u);  // the engine's own counters pass through
+  EXPECT_GT(stats->engine().at("batches"), 0.0);
   int engine_seqs = 0;
   for (const auto& b : ts.engine->batches()) {
     EXPECT_LE(b.num_seqs, 7);
