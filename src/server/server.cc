@@ -201,6 +201,9 @@ StatusOr<std::unique_ptr<EmbedServer>> EmbedServer::Start(const ServerOptions& o
   auto impl = std::make_unique<Impl>(options);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
+  // gRPC enables SO_REUSEPORT by default, which lets a second server silently share the port
+  // (and half the traffic); a busy port must be an error instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &impl->port_);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);

@@ -45,6 +45,14 @@ TEST(ServerE2E, HealthAndModelInfoFollowModelLoading) {
   EXPECT_EQ(info->dtypes_size(), 6);
 }
 
+TEST(ServerE2E, BusyPortIsAnError) {
+  TestServer ts;
+  ServerOptions so;
+  so.listen = "127.0.0.1:" + std::to_string(ts.server->port());
+  auto second = EmbedServer::Start(so);
+  EXPECT_FALSE(second.ok());
+}
+
 TEST(ServerE2E, ConcurrentClientsGetExactlyTheirOwnEmbeddings) {
   ServerOptions so;
   so.loop.limits = {96, 7};  // small, so requests spread over several batches
