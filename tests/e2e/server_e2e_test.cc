@@ -306,7 +306,7 @@ TEST(ServerE2E, ExpiredDeadlineDropsWorkBeforeItRuns) {
   ServerOptions so;
   so.loop.max_inflight_batches = 1;
   TestServer ts(so);
-  Blocked b = BlockEngineAndQueueVictim(ts, 300ms);
+  Blocked b = BlockEngineAndQueueVictim(ts, 1000ms);
   EXPECT_EQ(b.victim->Wait().status().code(), StatusCode::kDeadlineExceeded);
   ASSERT_TRUE(ts.WaitForStats([](const v1::StatsResponse& s) {
     return s.requests_cancelled() + s.requests_expired() == 1;

@@ -44,8 +44,8 @@ TEST(ServerProcess, SigtermDrainsInFlightWorkAndExitsZero) {
   if (pid == 0) {
     FILE* f = std::freopen(log_path.c_str(), "w", stderr);
     (void)f;
-    // 150 ms per batch, one sequence per batch: four requests take ~600 ms to drain.
-    execl(PETAL_BIN, PETAL_BIN, "server", "--fake-engine", "--fake-latency-us", "150000",
+    // 400 ms per batch, one sequence per batch: four requests take ~1.6 s to drain.
+    execl(PETAL_BIN, PETAL_BIN, "server", "--fake-engine", "--fake-latency-us", "400000",
           "--listen", "127.0.0.1:0", "--max-batch-seqs", "1", static_cast<char*>(nullptr));
     _exit(127);
   }
@@ -56,13 +56,17 @@ TEST(ServerProcess, SigtermDrainsInFlightWorkAndExitsZero) {
   std::vector<std::unique_ptr<PendingCall>> calls;
   for (int i = 0; i < 4; ++i)
     calls.push_back(client.StartEmbed(MakeEmbedRequest({{i + 1, 7, 8}}), 10000ms));
-  bool queued = false;
-  for (int i = 0; i < 200 && !queued; ++i) {
+  // SIGTERM once all four are admitted; at 400 ms per batch most are still queued or running.
+  uint32_t in_flight = 0;
+  bool admitted = false;
+  for (int i = 0; i < 400 && !admitted; ++i) {
     auto st = client.Stats();
-    queued = st.ok() && st->queue_requests() == 4;
-    if (!queued) std::this_thread::sleep_for(5ms);
+    admitted = st.ok() && st->requests() == 4;
+    if (admitted) in_flight = st->queue_requests();
+    if (!admitted) std::this_thread::sleep_for(5ms);
   }
-  ASSERT_TRUE(queued);
+  ASSERT_TRUE(admitted);
+  EXPECT_GE(in_flight, 1u) << "nothing left to drain; the test proves little";
   ASSERT_EQ(kill(pid, SIGTERM), 0);
   for (auto& c : calls) {
     auto r = c->Wait();
