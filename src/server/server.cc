@@ -56,6 +56,7 @@ class EmbedServer::Impl final : public v1::Embedder::CallbackService {
       impl->metrics_.requests.fetch_add(1, std::memory_order_relaxed);
       Backend* backend = impl->backend_.load(std::memory_order_acquire);
       if (backend == nullptr) {
+        impl->metrics_.requests_failed.fetch_add(1, std::memory_order_relaxed);
         Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "model is still loading"));
         return;
       }
@@ -77,6 +78,12 @@ class EmbedServer::Impl final : public v1::Embedder::CallbackService {
             Finish(ToGrpc(status));
           });
       if (!admitted.ok()) {
+        // RESOURCE_EXHAUSTED is counted by the loop; keep the other outcomes adding up too.
+        if (admitted.status().code() == StatusCode::kInvalidArgument) {
+          impl->metrics_.requests_invalid.fetch_add(1, std::memory_order_relaxed);
+        } else if (admitted.status().code() != StatusCode::kResourceExhausted) {
+          impl->metrics_.requests_failed.fetch_add(1, std::memory_order_relaxed);
+        }
         Finish(ToGrpc(admitted.status()));
         return;
       }

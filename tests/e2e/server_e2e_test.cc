@@ -29,6 +29,10 @@ TEST(ServerE2E, HealthAndModelInfoFollowModelLoading) {
   EXPECT_FALSE(*serving);
   auto early = ts.client->Embed(MakeEmbedRequest({{1, 2}}));
   EXPECT_EQ(early.status().code(), StatusCode::kUnavailable);
+  auto st = ts.client->Stats();
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->requests(), 1u);
+  EXPECT_EQ(st->requests_failed(), 1u);
   ts.Attach();
   EXPECT_TRUE(ts.client->WaitUntilServing(5s));
   auto per_service = ts.client->Serving("petal.v1.Embedder");
@@ -254,6 +258,7 @@ TEST(ServerE2E, FullQueueRejectsAtOnceAndAcceptedWorkCompletes) {
   auto stats = ts.client->Stats();
   EXPECT_EQ(stats->requests_rejected(), 1u);
   EXPECT_EQ(stats->requests_ok(), 4u);
+  EXPECT_EQ(stats->requests(), 5u);
   EXPECT_TRUE(ts.client->Embed(MakeEmbedRequest({{1, 2, 3}})).ok());  // capacity is back
 }
 
