@@ -173,6 +173,24 @@ TEST(ServerE2E, WireDtypesDecodeToTheReference) {
   }
 }
 
+TEST(ServerE2E, NormalizeOverrideOnAModelThatDoesNotNormalize) {
+  FakeEngineOptions fo;
+  fo.normalize = false;
+  TestServer ts({}, fo);
+  const std::vector<int32_t> ids = {5, 6, 7, 8};
+  auto raw = FakeEngine::Reference(ids, fo);
+  for (auto mode : {v1::NORMALIZE_DEFAULT, v1::NORMALIZE_FALSE, v1::NORMALIZE_TRUE}) {
+    v1::EmbedOptions o = Options(v1::DTYPE_FLOAT32, 16);
+    o.set_normalize(mode);
+    auto resp = ts.client->Embed(MakeEmbedRequest({ids}, o));
+    ASSERT_TRUE(resp.ok()) << resp.status().ToString();
+    auto rows = DecodeEmbeddings(*resp);
+    std::vector<float> want(raw.begin(), raw.begin() + 16);
+    if (mode == v1::NORMALIZE_TRUE) L2Normalize(want.data(), 16);
+    for (int k = 0; k < 16; ++k) EXPECT_NEAR((*rows)[0][k], want[k], 1e-6f) << "mode " << mode;
+  }
+}
+
 TEST(ServerE2E, InvalidArgumentsNameTheField) {
   TestServer ts;
   struct Case {
