@@ -4,6 +4,7 @@
 // with the git SHA, machine, threads, texts/s and tokens/s. Single-threaded driver; the engine
 // itself uses `--threads` BLAS/OpenMP threads.
 #include <omp.h>
+#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -50,6 +51,13 @@ std::string LoadAverage() {
   std::string a, b, c;
   f >> a >> b >> c;
   return a + " " + b + " " + c;
+}
+
+// User + system CPU seconds this process has used, all threads.
+double CpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + 1e-6 * (u.ru_utime.tv_usec + u.ru_stime.tv_usec);
 }
 
 double Percentile(std::vector<double> v, double p) {
@@ -110,6 +118,7 @@ int main(int argc, char** argv) {
   using Clock = std::chrono::steady_clock;
   std::vector<double> batch_ms;
   const auto start = Clock::now();
+  const double cpu_start = CpuSeconds();
   double elapsed = 0;
   while (elapsed < seconds || batch_ms.size() < 3) {
     const auto t0 = Clock::now();
@@ -119,6 +128,8 @@ int main(int argc, char** argv) {
     batch_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
     elapsed = std::chrono::duration<double>(t1 - start).count();
   }
+  // On a shared machine the threads may get less than `threads` cores; CPU time says how much.
+  const double cpu_s = CpuSeconds() - cpu_start;
   const double texts = static_cast<double>(batch_ms.size()) * batch_size;
   const double texts_per_s = texts / elapsed, tokens_per_s = texts_per_s * seq_len;
   const double p50 = Percentile(batch_ms, 0.5), p90 = Percentile(batch_ms, 0.9);
@@ -144,24 +155,50 @@ int main(int argc, char** argv) {
   std::printf("%-22s %.1f\n", "texts/s", texts_per_s);
   std::printf("%-22s %.0f\n", "tokens/s", tokens_per_s);
   std::printf("%-22s %.1f / %.1f\n", "batch ms p50 / p90", p50, p90);
+  std::printf("%-22s %.2f cores (%.1f texts per CPU-second)\n", "CPU used", cpu_s / elapsed,
+              texts / cpu_s);
   std::printf("%-22s %s -> %s\n", "load average", load_before.c_str(), LoadAverage().c_str());
   if (!write) return 0;
 
-  char json[2048];
-  std::snprintf(
-      json, sizeof(json),
-      "{\n  \"benchmark\": \"cpu_engine_throughput\",\n  \"model\": \"%s\",\n"
-      "  \"git_sha\": \"%s\",\n  \"git_dirty\": %s,\n  \"date_utc\": \"%s\",\n"
-      "  \"machine\": {\"cpu\": \"%s\", \"logical_cpus\": %u, \"load_average_before\": \"%s\", "
-      "\"load_average_after\": \"%s\"},\n"
-      "  \"threads\": %d,\n  \"blas_threads\": %d,\n  \"omp_wait_policy\": \"%s\",\n  "
-      "\"batch_size\": %d,\n  \"seq_len\": %d,\n  \"batches\": %zu,\n"
-      "  \"seconds\": %.3f,\n  \"texts_per_s\": %.2f,\n  \"tokens_per_s\": %.1f,\n"
-      "  \"batch_ms_p50\": %.2f,\n  \"batch_ms_p90\": %.2f,\n  \"command\": \"%s\"\n}\n",
-      model_name.c_str(), sha.c_str(), dirty ? "true" : "false", stamp, CpuModelName().c_str(),
-      std::thread::hardware_concurrency(), load_before.c_str(), LoadAverage().c_str(), threads,
-      blas_threads, wait_policy, batch_size, seq_len, batch_ms.size(), elapsed, texts_per_s,
-      tokens_per_s, p50, p90, command.c_str());
+  // The result file: one flat JSON object (strings are escaped; numbers printed as given).
+  std::string json = "{\n";
+  auto add = [&json](const std::string& key, const std::string& value, bool quote) {
+    std::string v;
+    for (char ch : value) {
+      if (ch == '"' || ch == '\\') v += '\\';
+      if (static_cast<unsigned char>(ch) >= 0x20) v += ch;
+    }
+    json += (json.size() > 2 ? ",\n  \"" : "  \"") + key + "\": " + (quote ? "\"" + v + "\"" : v);
+  };
+  auto fixed = [](double v, int digits) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
+    return std::string(buf);
+  };
+  add("benchmark", "cpu_engine_throughput", true);
+  add("model", model_name, true);
+  add("git_sha", sha, true);
+  add("git_dirty", dirty ? "true" : "false", false);
+  add("date_utc", stamp, true);
+  add("cpu", CpuModelName(), true);
+  add("logical_cpus", std::to_string(std::thread::hardware_concurrency()), false);
+  add("load_average_before", load_before, true);
+  add("load_average_after", LoadAverage(), true);
+  add("threads", std::to_string(threads), false);
+  add("blas_threads", std::to_string(blas_threads), false);
+  add("omp_wait_policy", wait_policy, true);
+  add("batch_size", std::to_string(batch_size), false);
+  add("seq_len", std::to_string(seq_len), false);
+  add("batches", std::to_string(batch_ms.size()), false);
+  add("seconds", fixed(elapsed, 3), false);
+  add("texts_per_s", fixed(texts_per_s, 2), false);
+  add("tokens_per_s", fixed(tokens_per_s, 1), false);
+  add("cpu_cores_used", fixed(cpu_s / elapsed, 3), false);
+  add("texts_per_cpu_s", fixed(texts / cpu_s, 2), false);
+  add("batch_ms_p50", fixed(p50, 2), false);
+  add("batch_ms_p90", fixed(p90, 2), false);
+  add("command", command, true);
+  json += "\n}\n";
   std::filesystem::create_directories(out_dir);
   std::string lower = model_name;
   std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);

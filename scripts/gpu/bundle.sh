@@ -109,8 +109,8 @@ done
 log "libraries (${#seen[@]}): $(ls "$STAGE/lib" | tr '\n' ' ')"
 
 # 3. Archive (xz: the GPU machine unpacks it with tar or, failing that, Python's tarfile).
-log "compressing (xz -9)"
-tar -C "$STAGE" -cf - bin lib | xz -9 -T "$JOBS" > "$DEST/bundle.tar.xz"
+log "compressing (xz -6)"
+tar -C "$STAGE" -cf - bin lib | xz -6 -T "$JOBS" > "$DEST/bundle.tar.xz"
 
 # 4. Manifest.
 python3 - "$DEST" "$ARCH" "$BUILD" "$STAGE" <<'PY'

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Compares `petal embed --ids` output with a reference JSON Lines file (bert_numpy.py's output
-or a golden fixture). Usage: compare.py REF.jsonl PETAL_OUT.txt; prints per-input cosine and max
-abs difference, and exits 1 if any falls outside --min-cos / --max-abs."""
+"""Compares `petal embed` output (one JSON array per line) with a reference: JSON Lines of
+{"ids", "embedding"} records (bert_numpy.py's output) or a golden_<model>.json whose "cases" array
+holds them (scripts/gpu/golden_st.py). Usage: compare.py REF PETAL_OUT.txt; prints per-input
+cosine and max abs difference, and exits 1 if any falls outside --min-cos / --max-abs."""
 import argparse
 import json
 import sys
@@ -14,7 +15,10 @@ ap.add_argument("petal")
 ap.add_argument("--min-cos", type=float, default=0.99999)
 ap.add_argument("--max-abs", type=float, default=1e-4)
 a = ap.parse_args()
-refs = [json.loads(l) for l in open(a.ref) if l.strip()]
+if a.ref.endswith(".json"):
+    refs = json.load(open(a.ref))["cases"]
+else:
+    refs = [json.loads(l) for l in open(a.ref) if l.strip()]
 outs = [json.loads(l) for l in open(a.petal) if l.strip()]
 assert len(refs) == len(outs), (len(refs), len(outs))
 worst_cos, worst_abs, ok = 1.0, 0.0, True

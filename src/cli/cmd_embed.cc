@@ -1,5 +1,5 @@
-// `petal embed`: embeds texts (or pre-tokenized id arrays) with an engine (--backend) and prints one
-// JSON array of floats per input, one per line. With no TEXT arguments it reads JSON Lines from
+// `petal embed`: embeds texts (or pre-tokenized id arrays) with an engine (--backend) and prints
+// one JSON array of floats per input, one per line. With no TEXT arguments it reads JSON Lines from
 // stdin and answers line by line, flushing each answer, so that it can sit behind a pipe.
 // Inputs that are already waiting are packed into one ragged batch; a lone interactive line is
 // answered at once. A bad input line prints an error naming the line on stderr and `null` on
@@ -291,7 +291,8 @@ std::function<int()> SetupEmbed(CLI::App* sub) {
   sub->add_option(
       "--dimensions", opts->dimensions,
       "Matryoshka: keep the first N dimensions (re-normalised if the model normalises)");
-  sub->add_option("--backend", opts->backend, "Engine backend: auto (cuda if a GPU is visible), cpu, cuda")
+  sub->add_option("--backend", opts->backend,
+                  "Engine backend: auto (cuda if a GPU is visible), cpu, cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
   sub->add_option("--device", opts->device, "CUDA device index")->capture_default_str();

@@ -36,7 +36,8 @@ class TinyCheckpoint {
     Remove(name);
     Add(name, std::move(shape), seed);
   }
-  void Write(const std::string& path) const {
+  // Writes F32 tensors, or BF16 (rounded to nearest even) if `bf16`.
+  void Write(const std::string& path, bool bf16 = false) const {
     std::string header = "{", data;
     for (const auto& [name, t] : tensors_) {
       std::string shape;
@@ -45,11 +46,18 @@ class TinyCheckpoint {
         shape += std::to_string(d);
       }
       const size_t begin = data.size();
-      data.append(reinterpret_cast<const char*>(t.second.data()), t.second.size() * 4);
-      header +=
-          (header.size() > 1 ? "," : "") +
-          ("\"" + name + "\":{\"dtype\":\"F32\",\"shape\":[" + shape + "],\"data_offsets\":[" +
-           std::to_string(begin) + "," + std::to_string(data.size()) + "]}");
+      for (float f : t.second) {
+        if (bf16) {
+          const uint16_t b = FloatToBFloat16(f);
+          data.append(reinterpret_cast<const char*>(&b), 2);
+        } else {
+          data.append(reinterpret_cast<const char*>(&f), 4);
+        }
+      }
+      header += (header.size() > 1 ? "," : "") +
+                ("\"" + name + "\":{\"dtype\":\"" + (bf16 ? "BF16" : "F32") + "\",\"shape\":[" +
+                 shape + "],\"data_offsets\":[" + std::to_string(begin) + "," +
+                 std::to_string(data.size()) + "]}");
     }
     header += "}";
     std::string out(8, '\0');
@@ -119,9 +127,9 @@ struct Loaded {
 };
 
 // Writes `ck` with the tiny config to a fresh folder and opens it.
-Loaded WriteAndOpen(const TinyCheckpoint& ck, const TempDir& dir) {
+Loaded WriteAndOpen(const TinyCheckpoint& ck, const TempDir& dir, bool bf16 = false) {
   std::ofstream(JoinPath(dir.path(), "config.json")) << kTinyConfig;
-  ck.Write(JoinPath(dir.path(), "model.safetensors"));
+  ck.Write(JoinPath(dir.path(), "model.safetensors"), bf16);
   Loaded l;
   auto c = LoadModelConfig(dir.path());
   EXPECT_TRUE(c.ok()) << c.status().ToString();
@@ -150,6 +158,24 @@ TEST(BertLoadTest, FusesQkvInQueryKeyValueOrder) {
     EXPECT_TRUE(std::equal(bs->begin(), bs->end(), w->layers[1].qkv_bias.begin() + part * kH))
         << names[part];
   }
+}
+
+TEST(BertLoadTest, Bf16CheckpointLoadsAsRoundedFloats) {
+  TempDir f32_dir, bf16_dir;
+  Loaded f32 = WriteAndOpen(MakeTiny(), f32_dir);
+  Loaded bf16 = WriteAndOpen(MakeTiny(), bf16_dir, /*bf16=*/true);
+  auto a = LoadBertWeights(f32.config, *f32.store);
+  auto b = LoadBertWeights(bf16.config, *bf16.store);
+  ASSERT_TRUE(a.ok() && b.ok());
+  const auto& x = a->layers[1].ffn_out_weight;
+  const auto& y = b->layers[1].ffn_out_weight;
+  ASSERT_EQ(x.size(), y.size());
+  int changed = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    ASSERT_EQ(y[i], BFloat16ToFloat(FloatToBFloat16(x[i]))) << i;
+    changed += y[i] != x[i];
+  }
+  EXPECT_GT(changed, 0);  // the rounding really happened
 }
 
 TEST(BertLoadTest, MissingTensorIsNamed) {

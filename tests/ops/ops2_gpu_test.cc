@@ -27,7 +27,8 @@ struct RopeCase {
   double theta;
 };
 
-void RunQkNormRope(const RopeCase& c, const std::vector<int>& lens, uint64_t seed) {
+void RunQkNormRope(const RopeCase& c, const std::vector<int>& lens, uint64_t seed,
+                   bool table = false) {
   const auto cu = CuSeqlens(lens);
   const int rows = cu.back() + 2, num_seqs = static_cast<int>(lens.size());
   const int stride = (c.hq + 2 * c.hkv) * c.d;
@@ -49,6 +50,14 @@ void RunQkNormRope(const RopeCase& c, const std::vector<int>& lens, uint64_t see
   p.eps = 1e-6f;
   p.positions = c.rope ? d_pos.get() : nullptr;
   p.theta = c.theta;
+  DeviceBuffer<float2> d_table;
+  if (table) {
+    const auto host = RopeTable(rows, c.d, c.theta);
+    ASSERT_OK(d_table.Allocate(host.size()));
+    ASSERT_OK(d_table.CopyFromHost(host.data(), host.size()));
+    p.rope_table = d_table.get();
+    p.rope_table_rows = rows;
+  }
   ASSERT_OK(LaunchQkNormRope(p, 0));
   ASSERT_OK(SyncDevice());
   ASSERT_OK_AND_ASSIGN(auto got, DownloadBf16(d_qkv.get(), n));
@@ -67,7 +76,8 @@ void RunQkNormRope(const RopeCase& c, const std::vector<int>& lens, uint64_t see
   }
   const std::string name = Describe(lens) + " H" + std::to_string(c.hq) + "/" +
                            std::to_string(c.hkv) + " d" + std::to_string(c.d) +
-                           (c.norm ? " norm" : "") + (c.rope ? " rope" : "");
+                           (c.norm ? " norm" : "") + (c.rope ? " rope" : "") +
+                           (table ? " table" : "");
   EXPECT_TRUE(CheckClose("QkNormRope", name, got, ref, rows, stride, kElemTol));
   int64_t v_changed = 0;
   for (int t = 0; t < rows; ++t)
@@ -90,10 +100,12 @@ TEST_F(OpsGpuTest2, QkNormRope) {
   for (const RopeCase& c : cases)
     for (const auto& lens : RaggedCases()) {
       ASSERT_NO_FATAL_FAILURE(RunQkNormRope(c, lens, seed));
+      ASSERT_NO_FATAL_FAILURE(RunQkNormRope(c, lens, seed + 1, /*table=*/true));
       seed += 3;
     }
   // Positions up to 32K: fp64 angle reduction must keep the rotation accurate at the far end.
   ASSERT_NO_FATAL_FAILURE(RunQkNormRope({2, 1, 128, true, true, 1e6}, {32768, 5}, 7000));
+  ASSERT_NO_FATAL_FAILURE(RunQkNormRope({2, 1, 128, true, true, 1e6}, {32768, 5}, 7001, true));
 }
 
 TEST_F(OpsGpuTest2, SiluMul) {

@@ -85,6 +85,12 @@ TEST_F(OpsTimingGpuTest, MemoryBoundOps) {
     p.rows = t, p.dim = 384;
     return LaunchBertEmbedding(p, 0);
   });
+  DeviceBuffer<float2> rope_table;
+  {
+    const auto host = RopeTable(t, 128, 1e6);
+    ASSERT_OK(rope_table.Allocate(host.size()));
+    ASSERT_OK(rope_table.CopyFromHost(host.data(), host.size()));
+  }
   for (auto [hq, hkv] : {std::pair{16, 8}, std::pair{32, 8}}) {
     const int stride = (hq + 2 * hkv) * 128;
     Report("QkNormRope", "T=8192 H" + std::to_string(hq) + "/" + std::to_string(hkv) + " d128",
@@ -93,6 +99,15 @@ TEST_F(OpsTimingGpuTest, MemoryBoundOps) {
              p.qkv = a.get(), p.rows = t, p.row_stride = stride, p.num_q_heads = hq;
              p.num_kv_heads = hkv, p.head_dim = 128, p.q_norm_weight = w.get();
              p.k_norm_weight = w.get(), p.positions = pos.get(), p.theta = 1e6;
+             return LaunchQkNormRope(p, 0);
+           });
+    Report("QkNormRope.table", "T=8192 H" + std::to_string(hq) + "/" + std::to_string(hkv) + " d128",
+           2 * n * (hq + hkv) * 128 * 2, [&] {
+             QkNormRopeParams p;
+             p.qkv = a.get(), p.rows = t, p.row_stride = stride, p.num_q_heads = hq;
+             p.num_kv_heads = hkv, p.head_dim = 128, p.q_norm_weight = w.get();
+             p.k_norm_weight = w.get(), p.positions = pos.get(), p.theta = 1e6;
+             p.rope_table = rope_table.get(), p.rope_table_rows = t;
              return LaunchQkNormRope(p, 0);
            });
   }

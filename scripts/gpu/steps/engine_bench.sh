@@ -16,5 +16,17 @@ if [[ -x .gpu_bundle/bin/petal_attention_bench ]]; then
 fi
 if [[ -z "${PETAL_SKIP_HF:-}" ]]; then
   PYTHONUNBUFFERED=1 python3 bench/baselines/hf_transformers.py --model $M --out "$OUT/bench/hf.json" \
-    --modes "${PETAL_HF_MODES:-eager,graph}" ${PETAL_HF_QUICK:+--quick}
+    --modes "${PETAL_HF_MODES:-eager,graph}" ${PETAL_HF_QUICK:+--quick} 2>&1 | grep -v "^Loading" || true
 fi
+# One file with both engines, the machine and the command, for bench/results/ and the report.
+python3 - "$OUT/bench" <<'PY2'
+import json, os, subprocess, sys
+d = sys.argv[1]
+load = lambda f: json.load(open(os.path.join(d, f))) if os.path.exists(os.path.join(d, f)) else None
+smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+                     capture_output=True, text=True).stdout.strip()
+json.dump({"petal": load("petal-engine.json"), "hf": load("hf.json"), "machine": smi,
+           "command": "bash scripts/gpu/run_on_device.sh engine_bench"},
+          open(os.path.join(d, "engine-combined.json"), "w"), indent=1)
+PY2
+python3 bench/engine_report.py "$OUT/bench/engine-combined.json"

@@ -3,6 +3,7 @@
 //   x = RmsNorm(r); qkv = x Wqkv; q,k = rope(RmsNorm_head(q,k)); r += attn(q,k,v) Wo;
 //   x = RmsNorm(r); r += (silu(x Wg) * x Wu) Wd;   final: RmsNorm(r), pooled.
 // The residual adds are folded into the o_proj and down_proj GEMMs (their addend, in place).
+#include <algorithm>
 #include <cmath>
 
 #include "engine/cuda/cuda_model.h"
@@ -54,6 +55,12 @@ class Qwen3CudaModel final : public CudaModel {
     PETAL_RETURN_IF_ERROR(gate_up_.Allocate(T * 2 * I));
     PETAL_RETURN_IF_ERROR(act_.Allocate(T * I));
     PETAL_RETURN_IF_ERROR(positions_.Allocate(T));
+    // Rotary (cos, sin) for every position a sequence may reach, computed once in fp64.
+    rope_rows_ = std::min(config_.max_position_embeddings, cap_.max_tokens);
+    const std::vector<float2> table = RopeTable(rope_rows_, config_.head_dim, config_.rope_theta);
+    PETAL_RETURN_IF_ERROR(rope_table_.Allocate(table.size()));
+    PETAL_RETURN_IF_ERROR(rope_table_.CopyFromHost(table.data(), table.size()));
+    bytes_ += rope_table_.bytes();
     PETAL_RETURN_IF_ERROR(attention_.Init(cap_.max_tokens, cap_.max_seqs, config_.head_dim));
     bytes_ += TotalBytes(r_, x_, qkv_, attn_, gate_up_, act_, positions_) + attention_.bytes();
     PETAL_ASSIGN_OR_RETURN(gemm_, Gemm::Create());
@@ -98,6 +105,8 @@ class Qwen3CudaModel final : public CudaModel {
     rp.eps = config_.norm_eps;
     rp.positions = positions_.get();
     rp.theta = config_.rope_theta;
+    rp.rope_table = rope_table_.get();
+    rp.rope_table_rows = rope_rows_;
 
     for (const auto& L : layers_) {
       PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm({nullptr, r_.get(), L.in_norm.get(), config_.norm_eps, x_.get(), T, H}, stream));
@@ -132,6 +141,8 @@ class Qwen3CudaModel final : public CudaModel {
   std::vector<Qwen3LayerDev> layers_;
   DeviceBuffer<bf16> r_, x_, qkv_, attn_, gate_up_, act_;
   DeviceBuffer<int32_t> positions_;
+  DeviceBuffer<float2> rope_table_;
+  int rope_rows_ = 0;
   AttentionRunner attention_;
   std::unique_ptr<Gemm> gemm_;
 };

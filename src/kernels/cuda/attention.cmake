@@ -1,5 +1,6 @@
 # Ragged attention kernels (flash + reference) as the static library petal_attention_cuda, its
-# GPU test (label gpu) and a micro-benchmark binary that CTest does not run. Included by
+# GPU test (label gpu), a CPU fragment-layout test, and a micro-benchmark binary that CTest does
+# not run. Included by
 # src/kernels (via kernels_cuda.cmake) when PETAL_CUDA is ON.
 set(PETAL_ATTN_DIR ${CMAKE_CURRENT_LIST_DIR})
 # CMake 3.25 does not know nvcc's C++20 flag; nvcc 12+ accepts -std=c++20 (same workaround as
@@ -15,16 +16,29 @@ add_library(petal_attention_cuda STATIC
 target_link_libraries(petal_attention_cuda PUBLIC petal_common CUDA::cudart)
 target_include_directories(petal_attention_cuda PUBLIC ${CMAKE_SOURCE_DIR}/src)
 target_compile_options(petal_attention_cuda PRIVATE
-                       $<$<COMPILE_LANGUAGE:CUDA>:-O3 -lineinfo -Xptxas=-warn-spills>)
+                       $<$<COMPILE_LANGUAGE:CUDA>:-O3 -lineinfo>)
 # Consumers of the CUDA ops library get attention too.
 if(TARGET petal_kernels_cuda)
   target_link_libraries(petal_kernels_cuda PUBLIC petal_attention_cuda)
 endif()
 
+# CPU-only: emulates ldmatrix/mma to check the kernel's fragment layouts (runs in CI).
+petal_test(attention_fragments_test SOURCES ${CMAKE_SOURCE_DIR}/tests/ops/attention_fragments_test.cc
+           LIBS petal_common)
+# CPU-only: the real kernels compiled as host code on an emulator (runs in CI). Deliberately not
+# linked with petal_attention_cuda: its device-kernel stubs share the kernels' mangled names.
+petal_test(attention_emulation_test
+           SOURCES ${CMAKE_SOURCE_DIR}/tests/ops/attention_emulation_test.cc
+           LIBS petal_kernels_cpu petal_common CUDA::cudart)
 petal_test(attention_gpu_test SOURCES ${CMAKE_SOURCE_DIR}/tests/ops/attention_gpu_test.cu
+           ${CMAKE_SOURCE_DIR}/tests/ops/attention_ptx_gpu_test.cu
            LIBS petal_attention_cuda petal_kernels_cpu LABELS gpu)
 
 # Not registered with CTest: run by hand on the GPU machine (see docs/attention.md).
 add_executable(petal_attention_bench ${PETAL_ATTN_DIR}/attention_bench.cu)
 target_link_libraries(petal_attention_bench PRIVATE petal_attention_cuda)
 set_target_properties(petal_attention_bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+if(TARGET attention_emulation_test)
+  # The kernels' `#pragma unroll` means nothing to the host compiler.
+  target_compile_options(attention_emulation_test PRIVATE -Wno-unknown-pragmas -Wno-attributes)
+endif()

@@ -65,6 +65,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
   }
   const Shape shapes[] = {
+      {"qwen3-0.6b 1x128", 16, 8, 128, 1, 128},
       {"qwen3-0.6b 1x512", 16, 8, 128, 1, 512},
       {"qwen3-0.6b 1x4096", 16, 8, 128, 1, 4096},
       {"qwen3-0.6b 100x512", 16, 8, 128, 100, 512},

@@ -40,7 +40,7 @@ struct WorkItem {
 static_assert(sizeof(WorkItem) == 16);
 
 // Smallest query tile of any configuration; bounds the work list for every head_dim.
-constexpr int kMinBlockM = 64;
+constexpr int kMinBlockM = 32;
 // Workspace: [int count | pad to 256 B | WorkItem items[kMaxItems]].
 constexpr size_t kItemsOffset = 256;
 
@@ -66,19 +66,23 @@ Status DispatchHeadDim(int head_dim, F&& f) {
   }
 }
 
-// Tile shape of the flash kernel. Each warp owns 16 query rows (one m16 MMA tile) of one query
-// head for the whole pass. A CTA holds kHeadsPerCta query heads that share one KV head (GQA), so
-// every K/V tile it loads serves all of them; kWarps / kHeadsPerCta warps per head give
-// kBlockM = 16 * kWarps / kHeadsPerCta query rows per tile. K/V stream through shared memory
-// kBlockN rows at a time, double-buffered.
-template <int kHeadDim_, int kWarps_, int kBlockN_, int kMinBlocks_, int kHeadsPerCta_>
+// Tile shape of the flash kernel. Each warp owns 16 * kMTiles query rows of one query head for
+// the whole pass. A CTA holds kHeadsPerCta query heads that share one KV head (GQA), so every K/V
+// tile it loads serves all of them; kWarps / kHeadsPerCta warps per head give
+// kBlockM = 16 * kMTiles * kWarps / kHeadsPerCta query rows per tile. K/V stream through shared
+// memory kBlockN rows at a time, double-buffered.
+template <int kHeadDim_, int kWarps_, int kBlockN_, int kMinBlocks_, int kHeadsPerCta_,
+          int kMTiles_ = 1>
 struct FlashConfig {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kWarps = kWarps_;
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kHeadsPerCta = kHeadsPerCta_;
   static constexpr int kWarpsPerHead = kWarps / kHeadsPerCta;
-  static constexpr int kBlockM = 16 * kWarpsPerHead;
+  // m16 MMA tiles (of 16 query rows) per warp: 2 halves shared-memory reads per MMA (each K/V
+  // fragment feeds two MMAs) at the cost of accumulator registers.
+  static constexpr int kMTiles = kMTiles_;
+  static constexpr int kBlockM = 16 * kMTiles * kWarpsPerHead;
   static constexpr int kBlockN = kBlockN_;
   static constexpr int kMinBlocks = kMinBlocks_;  // __launch_bounds__ occupancy hint
   // Shared-memory rows are padded by 16 bytes: the 8 row addresses of one ldmatrix 8x8 matrix
@@ -106,6 +110,31 @@ struct FlashArgs {
   int group;         // num_heads / num_kv_heads
   float scale_log2;  // softmax scale * log2(e): scores go through exp2
 };
+
+// The flash kernel's arguments for these params and a planned workspace.
+inline FlashArgs MakeFlashArgs(const AttentionParams& p, const void* workspace) {
+  const auto* ws = static_cast<const char*>(workspace);
+  FlashArgs args;
+  args.q = p.q;
+  args.k = p.k;
+  args.v = p.v;
+  args.q_stride = p.q_stride;
+  args.k_stride = p.k_stride;
+  args.v_stride = p.v_stride;
+  args.out = p.out;
+  args.work_count = reinterpret_cast<const int*>(ws);
+  args.work_items = reinterpret_cast<const WorkItem*>(ws + kItemsOffset);
+  args.num_heads = p.num_heads;
+  args.group = p.num_heads / p.num_kv_heads;
+  args.scale_log2 = p.scale * 1.4426950408889634f;  // log2(e): scores go through exp2
+  return args;
+}
+
+// CTAs of the flash grid: a capacity bound on work items x head groups (capacity only).
+template <class Cfg>
+int64_t FlashGridBlocks(const AttentionParams& p) {
+  return MaxWorkItems(p.max_tokens, p.max_seqs, Cfg::kBlockM) * (p.num_heads / Cfg::kHeadsPerCta);
+}
 
 // Enqueues the plan kernel for query tiles of block_m rows (attention_plan.cu).
 Status EnqueuePlan(const AttentionParams& p, void* workspace, int block_m, cudaStream_t stream);

@@ -11,28 +11,11 @@
 #include "kernels/cuda/attention_common.cuh"
 #include "kernels/cuda/attention_flash.cuh"
 #include "kernels/cuda/attention_internal.h"
+#include "kernels/cuda/attention_variants.h"
 
 namespace petal::cuda {
 namespace attn {
 namespace {
-
-// Variants per head dim, in order of preference (the default is the first that supports the
-// GQA group). FlashConfig<head_dim, warps, block_n, min CTAs per SM, q heads per CTA>.
-template <int kHeadDim>
-struct Variants;
-template <>
-struct Variants<32> {
-  using List = std::tuple<FlashConfig<32, 4, 64, 4, 1>, FlashConfig<32, 8, 64, 2, 2>>;
-};
-template <>
-struct Variants<64> {
-  using List = std::tuple<FlashConfig<64, 4, 64, 3, 1>, FlashConfig<64, 8, 64, 1, 2>>;
-};
-template <>
-struct Variants<128> {
-  using List = std::tuple<FlashConfig<128, 8, 64, 1, 2>, FlashConfig<128, 4, 64, 2, 1>,
-                          FlashConfig<128, 8, 64, 1, 1>>;
-};
 
 // Calls f(Config{}) for variant `index` of head dim D (compile-time walk of the list).
 template <int D, size_t I = 0, class F>
@@ -54,34 +37,23 @@ Status LaunchFlash(const AttentionParams& p, const void* workspace, cudaStream_t
   // it also holds on whichever device is current.
   PETAL_ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              static_cast<int>(Cfg::kSmemBytes)));
-  const int64_t blocks =
-      MaxWorkItems(p.max_tokens, p.max_seqs, Cfg::kBlockM) * (p.num_heads / Cfg::kHeadsPerCta);
+  const int64_t blocks = FlashGridBlocks<Cfg>(p);
   if (blocks > INT_MAX) {
     return InvalidArgument("attention: capacity too large for one grid (" + std::to_string(blocks) +
                            " CTAs)");
   }
   if (blocks == 0) return Status::Ok();
-  const auto* ws = static_cast<const char*>(workspace);
-  FlashArgs args;
-  args.q = p.q;
-  args.k = p.k;
-  args.v = p.v;
-  args.q_stride = p.q_stride;
-  args.k_stride = p.k_stride;
-  args.v_stride = p.v_stride;
-  args.out = p.out;
-  args.work_count = reinterpret_cast<const int*>(ws);
-  args.work_items = reinterpret_cast<const WorkItem*>(ws + kItemsOffset);
-  args.num_heads = p.num_heads;
-  args.group = p.num_heads / p.num_kv_heads;
-  args.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
+  const FlashArgs args = MakeFlashArgs(p, workspace);
   kernel<<<static_cast<unsigned>(blocks), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(args);
   PETAL_ATTN_CUDA_CHECK(cudaGetLastError());
   return Status::Ok();
 }
 
-Status CheckVariant(const AttentionParams& p, int variant) {
+Status CheckVariant(const AttentionParams& p, int variant, const void* workspace) {
   PETAL_RETURN_IF_ERROR(ValidateAttentionParams(p));
+  if (workspace == nullptr || reinterpret_cast<uintptr_t>(workspace) % 16 != 0) {
+    return InvalidArgument("attention: workspace must be non-null and 16-byte aligned");
+  }
   if (variant < 0 || variant >= FlashVariantCount(p.head_dim)) {
     return InvalidArgument("attention: no flash variant " + std::to_string(variant) +
                            " for head_dim " + std::to_string(p.head_dim));
@@ -111,7 +83,8 @@ std::string FlashVariantName(int head_dim, int variant) {
     return attn::WithVariant<decltype(d)::value>(variant, [&](auto cfg) -> Status {
       using Cfg = decltype(cfg);
       name = "w" + std::to_string(Cfg::kWarps) + " bm" + std::to_string(Cfg::kBlockM) + " bn" +
-             std::to_string(Cfg::kBlockN) + " hpc" + std::to_string(Cfg::kHeadsPerCta);
+             std::to_string(Cfg::kBlockN) + " hpc" + std::to_string(Cfg::kHeadsPerCta) + " mt" +
+             std::to_string(Cfg::kMTiles);
       return Status::Ok();
     });
   });
@@ -129,18 +102,44 @@ bool FlashVariantSupports(int head_dim, int variant, int group) {
   return ok;
 }
 
+int64_t FlashVariantCtas(const AttentionParams& p, int variant) {
+  int64_t ctas = 0;
+  (void)attn::DispatchHeadDim(p.head_dim, [&](auto d) -> Status {
+    return attn::WithVariant<decltype(d)::value>(variant, [&](auto cfg) -> Status {
+      ctas = attn::FlashGridBlocks<decltype(cfg)>(p);
+      return Status::Ok();
+    });
+  });
+  return ctas;
+}
+
 int DefaultFlashVariant(const AttentionParams& p) {
-  if (p.num_kv_heads <= 0) return 0;
+  if (p.num_kv_heads <= 0 || p.num_heads % p.num_kv_heads != 0) return 0;
   const int group = p.num_heads / p.num_kv_heads;
-  for (int v = 0; v < FlashVariantCount(p.head_dim); ++v) {
-    if (FlashVariantSupports(p.head_dim, v, group)) return v;
+  // Depends on capacity and the device only, so Plan and Run agree and graphs stay valid.
+  int device = 0, sms = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    sms = 132;
   }
-  return 0;
+  int best = 0;
+  int64_t best_ctas = -1;
+  for (int v = 0; v < FlashVariantCount(p.head_dim); ++v) {
+    if (!FlashVariantSupports(p.head_dim, v, group)) continue;
+    const int64_t ctas = FlashVariantCtas(p, v);
+    if (ctas >= 2 * static_cast<int64_t>(sms)) return v;
+    if (ctas > best_ctas) {
+      best = v;
+      best_ctas = ctas;
+    }
+  }
+  return best;
 }
 
 Status PlanRaggedAttentionVariant(const AttentionParams& p, int variant, void* workspace,
                                   cudaStream_t stream) {
-  PETAL_RETURN_IF_ERROR(attn::CheckVariant(p, variant));
+  PETAL_RETURN_IF_ERROR(attn::CheckVariant(p, variant, workspace));
   return attn::DispatchHeadDim(p.head_dim, [&](auto d) -> Status {
     return attn::WithVariant<decltype(d)::value>(variant, [&](auto cfg) -> Status {
       return attn::EnqueuePlan(p, workspace, decltype(cfg)::kBlockM, stream);
@@ -150,8 +149,7 @@ Status PlanRaggedAttentionVariant(const AttentionParams& p, int variant, void* w
 
 Status RunRaggedAttentionVariant(const AttentionParams& p, int variant, const void* workspace,
                                  cudaStream_t stream) {
-  PETAL_RETURN_IF_ERROR(attn::CheckVariant(p, variant));
-  if (workspace == nullptr) return InvalidArgument("attention: null workspace");
+  PETAL_RETURN_IF_ERROR(attn::CheckVariant(p, variant, workspace));
   return attn::DispatchHeadDim(p.head_dim, [&](auto d) -> Status {
     return attn::WithVariant<decltype(d)::value>(variant, [&](auto cfg) -> Status {
       using Cfg = decltype(cfg);

@@ -16,6 +16,7 @@
 #include <cmath>
 
 #include "kernels/cuda/attention_common.cuh"
+#include "kernels/cuda/attention_fragments.h"
 #include "kernels/cuda/attention_ptx.cuh"
 
 namespace petal::cuda::attn {
@@ -27,16 +28,19 @@ template <class Cfg, int kRows>
 __device__ __forceinline__ void LoadRows(bf16* smem, const bf16* gmem, int64_t stride,
                                          int valid_rows, int tid) {
   constexpr int kChunksPerRow = Cfg::kHeadDim / 8;  // 16-byte chunks
-  constexpr int kChunks = kRows * kChunksPerRow;
-  static_assert(kChunks % Cfg::kThreads == 0, "tile must split evenly over the threads");
+  static_assert(Cfg::kThreads % kChunksPerRow == 0 && kRows % (Cfg::kThreads / kChunksPerRow) == 0,
+                "tile must split evenly over the threads");
+  // Every thread copies the same column chunk of rows r0, r0 + kRowStep, ...
+  constexpr int kRowStep = Cfg::kThreads / kChunksPerRow;
+  const int r0 = tid / kChunksPerRow;
+  const int col = (tid % kChunksPerRow) * 8;
+  const bf16* src = gmem + r0 * stride + col;
+  const uint32_t dst = SmemAddr(smem + r0 * Cfg::kSmemStride + col);
 #pragma unroll
-  for (int i = 0; i < kChunks / Cfg::kThreads; ++i) {
-    const int c = tid + i * Cfg::kThreads;
-    const int r = c / kChunksPerRow;
-    const int col = (c % kChunksPerRow) * 8;
-    const bool valid = r < valid_rows;
-    const bf16* src = gmem + (valid ? r * stride + col : 0);
-    CpAsync16(SmemAddr(smem + r * Cfg::kSmemStride + col), src, valid);
+  for (int i = 0; i < kRows / kRowStep; ++i) {
+    const bool valid = r0 + i * kRowStep < valid_rows;
+    CpAsync16(dst + i * kRowStep * Cfg::kSmemStride * static_cast<int>(sizeof(bf16)),
+              valid ? src + i * kRowStep * stride : gmem, valid);
   }
 }
 
@@ -62,7 +66,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   const int kv_head = head0 / args.group;  // the same for all heads of the CTA (group % kHPC == 0)
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int g = lane / 4, t = lane % 4;
   // Warp w computes rows 16 * (w % kWarpsPerHead) .. +15 of head head0 + w / kWarpsPerHead.
   const int head = head0 + warp / Cfg::kWarpsPerHead;
 
@@ -90,18 +93,27 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   LoadRows<Cfg, BN>(sv, gv, args.v_stride, min(BN, len), tid);
   CpAsyncCommit();
 
-  // This warp's 16 query rows; each thread holds rows g and g + 8 of them (positions in the
-  // sequence row_lo, row_hi).
-  const int warp_row0 = q0 + (warp % Cfg::kWarpsPerHead) * 16;
-  const int row_lo = warp_row0 + g;
-  const int row_hi = row_lo + 8;
+  // This warp's kMT * 16 query rows, rows warp_row0 + 16 * mt + {g, g + 8} for m-tile mt (each
+  // thread holds two rows per m-tile; index [mt][0] is row g, [mt][1] row g + 8).
+  constexpr int kMT = Cfg::kMTiles;
+  const int warp_row0 = q0 + (warp % Cfg::kWarpsPerHead) * 16 * kMT;
   const bool warp_active = warp_row0 < len;  // warps wholly past the sequence end only sync
+  // Warp w's m-tile mt is rows 16 * (w * kMT + mt) .. +15 of the stacked Q tiles in smem.
+  const FragCoord lq = LdsmA(lane), lk = LdsmBKeyMajor(lane), lv = LdsmBTransposed(lane);
+  const bf16* sq_warp = sq + (warp * kMT * 16 + lq.row) * kStride + lq.col;
 
-  uint32_t qa[kDSteps][4];    // Q fragments, loaded once
-  float o[kDBlocks][4] = {};  // unnormalised output accumulator
-  // Running max (in log2 units) and this thread's partial row sums (quad-reduced at the end).
-  float m_lo = -INFINITY, m_hi = -INFINITY;
-  float l_lo = 0.0f, l_hi = 0.0f;
+  // With one m-tile per warp the Q fragments stay in registers for the whole pass; with more,
+  // registers are needed for the accumulators, so they are re-read from shared memory per tile.
+  constexpr bool kQInRegs = kMT == 1;
+  uint32_t qa[kQInRegs ? kDSteps : 1][4];
+  float o[kMT][kDBlocks][4] = {};  // unnormalised output accumulators
+  // Running max (raw score units) and this thread's partial row sums (quad-reduced at the end).
+  float m[kMT][2], l[kMT][2];
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+    m[mt][0] = m[mt][1] = -INFINITY;
+    l[mt][0] = l[mt][1] = 0.0f;
+  }
 
   for (int j = 0; j < num_kv_tiles; ++j) {
     const int stage = j & 1;
@@ -116,112 +128,126 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     CpAsyncWait<1>();
     __syncthreads();
 
-    if (j == 0) {  // warp w's rows are rows 16w..16w+15 of the stacked Q tiles
+    if constexpr (kQInRegs) {
+      if (j == 0) {
 #pragma unroll
-      for (int kc = 0; kc < kDSteps; ++kc) {
-        LdMatrixX4(qa[kc],
-                   SmemAddr(sq + (warp * 16 + (lane & 15)) * kStride + kc * 16 + (lane >> 4) * 8));
+        for (int kc = 0; kc < kDSteps; ++kc) LdMatrixX4(qa[kc], SmemAddr(sq_warp + kc * 16));
       }
     }
 
     const int k0 = j * BN;
-    const bool skip = !warp_active || (kCausal && k0 > warp_row0 + 15);
+    const bool skip = !warp_active || (kCausal && k0 > warp_row0 + 16 * kMT - 1);
     if (!skip) {
       const bf16* skj = sk + stage * Cfg::kKVElems;
       const bf16* svj = sv + stage * Cfg::kKVElems;
 
-      // S = Q K^T for this warp's 16 rows x BN keys.
-      float s[kNBlocks][4] = {};
-#pragma unroll
+      // S = Q K^T for this warp's rows x BN keys.
+      float s[kMT][kNBlocks][4] = {};
+      // With Q re-read from shared memory, a full unroll lets the scheduler hoist every load and
+      // run out of registers; a partial one keeps them in check (qa is not indexed then).
+      [[maybe_unused]] constexpr int kQkUnroll = kQInRegs ? kDSteps : 2;
+#pragma unroll kQkUnroll
       for (int kc = 0; kc < kDSteps; ++kc) {
+        uint32_t qk[kMT][4];
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) {
+          if constexpr (kQInRegs) {
+#pragma unroll
+            for (int r = 0; r < 4; ++r) qk[mt][r] = qa[kc][r];
+          } else {
+            LdMatrixX4(qk[mt], SmemAddr(sq_warp + mt * 16 * kStride + kc * 16));
+          }
+        }
 #pragma unroll
         for (int nb = 0; nb < kNBlocks / 2; ++nb) {
-          // Matrices: (keys 16nb+0..7, dims 16kc+0..7), (same keys, dims +8), (keys +8, dims
-          // +0), (keys +8, dims +8) = b0,b1 of n-block 2nb then b0,b1 of n-block 2nb+1.
+          // Keys 16nb..16nb+15 x dims 16kc..16kc+15: b0,b1 of n-block 2nb, then of 2nb+1.
           uint32_t b[4];
-          LdMatrixX4(b, SmemAddr(skj + (nb * 16 + (lane & 7) + (lane >> 4) * 8) * kStride +
-                                 kc * 16 + ((lane >> 3) & 1) * 8));
-          MmaBf16(s[2 * nb], qa[kc], b[0], b[1]);
-          MmaBf16(s[2 * nb + 1], qa[kc], b[2], b[3]);
-        }
-      }
-
-      // Scale into log2 units; mask keys past the sequence end and, if causal, after the row.
+          LdMatrixX4(b, SmemAddr(skj + (nb * 16 + lk.row) * kStride + kc * 16 + lk.col));
 #pragma unroll
-      for (int nb = 0; nb < kNBlocks; ++nb) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s[nb][e] *= args.scale_log2;
-      }
-      const bool need_mask = (k0 + BN > len) || (kCausal && k0 + BN - 1 > warp_row0);
-      if (need_mask) {
-#pragma unroll
-        for (int nb = 0; nb < kNBlocks; ++nb) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int col = k0 + nb * 8 + 2 * t + (e & 1);
-            const int row = e < 2 ? row_lo : row_hi;
-            if (col >= len || (kCausal && col > row)) s[nb][e] = -INFINITY;
+          for (int mt = 0; mt < kMT; ++mt) {
+            MmaBf16(s[mt][2 * nb], qk[mt], b[0], b[1]);
+            MmaBf16(s[mt][2 * nb + 1], qk[mt], b[2], b[3]);
           }
         }
       }
 
-      // Online softmax: new running max per row (the 4 lanes of a quad share a row).
-      float mx_lo = m_lo, mx_hi = m_hi;
+      // Mask keys past the sequence end and, if causal, after the row (raw scores; the scale is
+      // positive, so it commutes with max and is folded into the exp2 argument below).
+      const bool need_mask = (k0 + BN > len) || (kCausal && k0 + BN - 1 > warp_row0);
+      if (need_mask) {
 #pragma unroll
-      for (int nb = 0; nb < kNBlocks; ++nb) {
-        mx_lo = fmaxf(mx_lo, fmaxf(s[nb][0], s[nb][1]));
-        mx_hi = fmaxf(mx_hi, fmaxf(s[nb][2], s[nb][3]));
+        for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+          for (int nb = 0; nb < kNBlocks; ++nb) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int col = k0 + nb * 8 + AccumCoord(lane, e).col;
+              const int row = warp_row0 + mt * 16 + AccumCoord(lane, e).row;
+              if (col >= len || (kCausal && col > row)) s[mt][nb][e] = -INFINITY;
+            }
+          }
+        }
       }
-      mx_lo = fmaxf(mx_lo, __shfl_xor_sync(0xffffffffu, mx_lo, 1));
-      mx_lo = fmaxf(mx_lo, __shfl_xor_sync(0xffffffffu, mx_lo, 2));
-      mx_hi = fmaxf(mx_hi, __shfl_xor_sync(0xffffffffu, mx_hi, 1));
-      mx_hi = fmaxf(mx_hi, __shfl_xor_sync(0xffffffffu, mx_hi, 2));
-      // A row that has seen no visible key keeps max -inf; subtracting 0 instead makes its
-      // probabilities exp2(-inf) = 0 rather than NaN.
-      const float base_lo = mx_lo == -INFINITY ? 0.0f : mx_lo;
-      const float base_hi = mx_hi == -INFINITY ? 0.0f : mx_hi;
-      const float alpha_lo = exp2f(m_lo - base_lo);  // rescales what was accumulated so far
-      const float alpha_hi = exp2f(m_hi - base_hi);
-      m_lo = mx_lo;
-      m_hi = mx_hi;
 
-      float sum_lo = 0.0f, sum_hi = 0.0f;
+      const float c = args.scale_log2;
 #pragma unroll
-      for (int nb = 0; nb < kNBlocks; ++nb) {
-        s[nb][0] = exp2f(s[nb][0] - base_lo);
-        s[nb][1] = exp2f(s[nb][1] - base_lo);
-        s[nb][2] = exp2f(s[nb][2] - base_hi);
-        s[nb][3] = exp2f(s[nb][3] - base_hi);
-        sum_lo += s[nb][0] + s[nb][1];
-        sum_hi += s[nb][2] + s[nb][3];
-      }
-      l_lo = l_lo * alpha_lo + sum_lo;
-      l_hi = l_hi * alpha_hi + sum_hi;
+      for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
-      for (int db = 0; db < kDBlocks; ++db) {
-        o[db][0] *= alpha_lo;
-        o[db][1] *= alpha_lo;
-        o[db][2] *= alpha_hi;
-        o[db][3] *= alpha_hi;
+        for (int h = 0; h < 2; ++h) {  // h = 0: row g (elements 0, 1); h = 1: row g + 8 (2, 3)
+          // Online softmax: new running max of the row (the 4 lanes of a quad share a row).
+          // m is kept in raw score units; probabilities are exp2(s * c - m * c).
+          float mx = m[mt][h];
+#pragma unroll
+          for (int nb = 0; nb < kNBlocks; ++nb) {
+            mx = fmaxf(mx, fmaxf(s[mt][nb][2 * h], s[mt][nb][2 * h + 1]));
+          }
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+          // A row that has seen no visible key keeps max -inf; subtracting 0 instead makes its
+          // probabilities exp2(-inf) = 0 rather than NaN.
+          const float base = mx == -INFINITY ? 0.0f : mx * c;
+          // Rescales what was accumulated so far (m = -inf: nothing was, and the factor is 0).
+          const float alpha = FastExp2(m[mt][h] * c - base);
+          m[mt][h] = mx;
+          float sum = 0.0f;
+#pragma unroll
+          for (int nb = 0; nb < kNBlocks; ++nb) {
+            s[mt][nb][2 * h] = FastExp2(fmaf(s[mt][nb][2 * h], c, -base));
+            s[mt][nb][2 * h + 1] = FastExp2(fmaf(s[mt][nb][2 * h + 1], c, -base));
+            sum += s[mt][nb][2 * h] + s[mt][nb][2 * h + 1];
+          }
+          l[mt][h] = l[mt][h] * alpha + sum;
+#pragma unroll
+          for (int db = 0; db < kDBlocks; ++db) {
+            o[mt][db][2 * h] *= alpha;
+            o[mt][db][2 * h + 1] *= alpha;
+          }
+        }
       }
 
       // O += P V, P straight from the S accumulators (see the layout note at the top).
 #pragma unroll
       for (int kc = 0; kc < BN / 16; ++kc) {
-        const uint32_t pa[4] = {PackBf16(s[2 * kc][0], s[2 * kc][1]),
-                                PackBf16(s[2 * kc][2], s[2 * kc][3]),
-                                PackBf16(s[2 * kc + 1][0], s[2 * kc + 1][1]),
-                                PackBf16(s[2 * kc + 1][2], s[2 * kc + 1][3])};
+        uint32_t pa[kMT][4];
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+          for (int r = 0; r < 4; ++r) {
+            const float* src = s[mt][2 * kc + PRegBlock(r)];
+            pa[mt][r] = PackBf16(src[PRegElem(r)], src[PRegElem(r) + 1]);
+          }
+        }
 #pragma unroll
         for (int dp = 0; dp < D / 16; ++dp) {
-          // Matrices: (keys 16kc+0..7, dims 16dp+0..7), (keys +8, same dims), (keys +0, dims
-          // +8), (keys +8, dims +8), transposed = b0,b1 of d-block 2dp then of d-block 2dp+1.
+          // Keys 16kc..16kc+15 x dims 16dp..16dp+15, transposed: b0,b1 of d-block 2dp, then
+          // of 2dp+1.
           uint32_t b[4];
-          LdMatrixX4Trans(
-              b, SmemAddr(svj + (kc * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * kStride + dp * 16 +
-                          (lane >> 4) * 8));
-          MmaBf16(o[2 * dp], pa, b[0], b[1]);
-          MmaBf16(o[2 * dp + 1], pa, b[2], b[3]);
+          LdMatrixX4Trans(b, SmemAddr(svj + (kc * 16 + lv.row) * kStride + dp * 16 + lv.col));
+#pragma unroll
+          for (int mt = 0; mt < kMT; ++mt) {
+            MmaBf16(o[mt][2 * dp], pa[mt], b[0], b[1]);
+            MmaBf16(o[mt][2 * dp + 1], pa[mt], b[2], b[3]);
+          }
         }
       }
     }
@@ -229,25 +255,25 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   }
 
   if (!warp_active) return;
-  l_lo += __shfl_xor_sync(0xffffffffu, l_lo, 1);
-  l_lo += __shfl_xor_sync(0xffffffffu, l_lo, 2);
-  l_hi += __shfl_xor_sync(0xffffffffu, l_hi, 1);
-  l_hi += __shfl_xor_sync(0xffffffffu, l_hi, 2);
-  const float inv_lo = l_lo > 0.0f ? 1.0f / l_lo : 0.0f;
-  const float inv_hi = l_hi > 0.0f ? 1.0f / l_hi : 0.0f;
   const int64_t out_row = static_cast<int64_t>(args.num_heads) * D;
-  bf16* out_lo = args.out + static_cast<int64_t>(seq_begin + row_lo) * out_row +
-                 static_cast<int64_t>(head) * D + 2 * t;
-  bf16* out_hi = out_lo + 8 * out_row;
 #pragma unroll
-  for (int db = 0; db < kDBlocks; ++db) {
-    if (row_lo < len) {
-      *reinterpret_cast<uint32_t*>(out_lo + db * 8) =
-          PackBf16(o[db][0] * inv_lo, o[db][1] * inv_lo);
-    }
-    if (row_hi < len) {
-      *reinterpret_cast<uint32_t*>(out_hi + db * 8) =
-          PackBf16(o[db][2] * inv_hi, o[db][3] * inv_hi);
+  for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float sum = l[mt][h];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+      const FragCoord rc = AccumCoord(lane, 2 * h);  // elements 2h, 2h + 1: columns rc.col, +1
+      const int row = warp_row0 + mt * 16 + rc.row;
+      if (row >= len) continue;
+      bf16* dst = args.out + static_cast<int64_t>(seq_begin + row) * out_row +
+                  static_cast<int64_t>(head) * D + rc.col;
+#pragma unroll
+      for (int db = 0; db < kDBlocks; ++db) {
+        *reinterpret_cast<uint32_t*>(dst + db * 8) =
+            PackBf16(o[mt][db][2 * h] * inv, o[mt][db][2 * h + 1] * inv);
+      }
     }
   }
 }

@@ -5,6 +5,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <string>
 
 #include "common/status.h"
@@ -14,12 +15,16 @@ namespace petal::cuda {
 
 // Number of compiled variants for head_dim (0 if unsupported).
 int FlashVariantCount(int head_dim);
-// Short description, e.g. "w8 bm64 bn64 hpc2" (warps, query rows, key rows, heads per CTA).
+// Short description, e.g. "w8 bm64 bn64 hpc2 mt1" (warps, query rows and key rows per tile,
+// query heads per CTA, m16 tiles per warp).
 std::string FlashVariantName(int head_dim, int variant);
 // Whether the variant can run with this GQA group size (num_heads / num_kv_heads).
 bool FlashVariantSupports(int head_dim, int variant, int group);
+// CTAs of the variant's grid for this capacity.
+int64_t FlashVariantCtas(const AttentionParams& p, int variant);
 // The variant Plan/Run/Launch use for these params: the first one, in preference order, that
-// supports the group size.
+// supports the group size and has at least two CTAs per SM of the current device; if none does,
+// the supported one with the most CTAs. Depends only on capacity fields and the device.
 int DefaultFlashVariant(const AttentionParams& p);
 // Plan + run with an explicit variant; InvalidArgument if it does not support the params.
 Status LaunchRaggedAttentionVariant(const AttentionParams& p, int variant, void* workspace,

@@ -8,6 +8,10 @@
 
 #include <cstdint>
 
+// tests/ops/attention_emulation_test.cc compiles the kernels on the host with its own emulation
+// of these instructions (defined before including the kernel headers).
+#ifndef PETAL_ATTN_EMULATE
+
 namespace petal::cuda::attn {
 
 __device__ __forceinline__ uint32_t SmemAddr(const void* p) {
@@ -66,4 +70,14 @@ __device__ __forceinline__ uint32_t PackBf16(float lo, float hi) {
   return *reinterpret_cast<const uint32_t*>(&v);
 }
 
+// 2^x on the special-function unit, flushing denormal results to zero (they are below bf16's
+// relevance after normalisation); exp2(-inf) = 0. Skips exp2f's denormal fix-up instructions.
+__device__ __forceinline__ float FastExp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
 }  // namespace petal::cuda::attn
+
+#endif  // PETAL_ATTN_EMULATE

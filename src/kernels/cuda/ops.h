@@ -16,6 +16,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "common/status.h"
 #include "kernels/cpu/ops.h"
@@ -122,7 +123,17 @@ struct QkNormRopeParams {
   float eps = 1e-6f;
   const int32_t* positions = nullptr;  // [rows]; null: no rotary
   double theta = 1e6;
+  // Optional precomputed rotary table: rope_table[pos * head_dim/2 + j] = (cos, sin) of
+  // pos * inv_freq[j], computed once in fp64 (RopeTable below). With it the kernel does a gather
+  // instead of per-element fp64 math (5x faster at the 0.6b shape); positions are clamped to
+  // rope_table_rows - 1. Null: angles computed in fp64 in the kernel.
+  const float2* rope_table = nullptr;
+  int rope_table_rows = 0;
 };
+
+// Host-side (cos, sin) table for LaunchQkNormRope: rows positions x head_dim/2 pairs, in fp64
+// rounded to fp32, with inv_freq[j] = theta^(-2j/head_dim) (cpu::Rope's convention).
+std::vector<float2> RopeTable(int rows, int head_dim, double theta);
 Status LaunchQkNormRope(const QkNormRopeParams& p, cudaStream_t stream);
 
 // ---- Activations -------------------------------------------------------------------------------

@@ -56,6 +56,17 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) QkNormRopeKernel(RopeArgs
     return;
   }
   const int half = d / 2;
+  if (p.rope_table != nullptr) {
+    const int pos = min(max(p.positions[t], 0), p.rope_table_rows - 1);
+    const float2* cs = p.rope_table + static_cast<int64_t>(pos) * half;
+    for (int j = lane; j < half; j += 32) {
+      const float2 c = cs[j];
+      const float a = s[j], b = s[j + half];
+      x[j] = __float2bfloat16_rn(a * c.x - b * c.y);
+      x[j + half] = __float2bfloat16_rn(b * c.x + a * c.y);
+    }
+    return;
+  }
   const double pos = p.positions[t];
   for (int j = lane; j < half; j += 32) {
     // inv_freq = theta^(-2j/d) and the angle in fp64, reduced to [-pi, pi] before the fp32
@@ -72,6 +83,20 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) QkNormRopeKernel(RopeArgs
 
 }  // namespace
 
+std::vector<float2> RopeTable(int rows, int head_dim, double theta) {
+  const int half = head_dim / 2;
+  std::vector<float2> t(static_cast<size_t>(rows) * half);
+  for (int j = 0; j < half; ++j) {
+    const double inv_freq = std::pow(theta, -2.0 * j / head_dim);
+    for (int pos = 0; pos < rows; ++pos) {
+      const double a = pos * inv_freq;
+      t[static_cast<size_t>(pos) * half + j] = make_float2(static_cast<float>(std::cos(a)),
+                                                           static_cast<float>(std::sin(a)));
+    }
+  }
+  return t;
+}
+
 Status LaunchQkNormRope(const QkNormRopeParams& p, cudaStream_t stream) {
   const char* op = "QkNormRope";
   if (!p.qkv) return BadArg(op, "null qkv");
@@ -86,6 +111,8 @@ Status LaunchQkNormRope(const QkNormRopeParams& p, cudaStream_t stream) {
       (p.q_norm_weight && (!IsAligned(p.q_norm_weight, 4) || !IsAligned(p.k_norm_weight, 4))))
     return BadArg(op, "pointers must be 4-byte aligned");
   if (p.positions && !(p.theta > 0)) return BadArg(op, "theta must be positive");
+  if (p.rope_table && (p.rope_table_rows <= 0 || !IsAligned(p.rope_table, 8)))
+    return BadArg(op, "rope_table needs rope_table_rows > 0 and 8-byte alignment");
   const int64_t items = static_cast<int64_t>(p.rows) * (p.num_q_heads + p.num_kv_heads);
   if (items == 0) return Status::Ok();
   const int64_t blocks = (items + kWarpsPerBlock - 1) / kWarpsPerBlock;
