@@ -15,6 +15,7 @@
 #include "server/client.h"
 #include "server/fake_engine.h"
 #include "server/log.h"
+#include "server/prometheus.h"
 #include "server/server.h"
 
 namespace petal::cli {
@@ -170,6 +171,7 @@ struct ClientArgs {
   double seconds = 5;
   int max_iters = 2000;
   int clients = 4;
+  bool prometheus = false;
 };
 
 int Fail(const Status& s) {
@@ -276,6 +278,7 @@ std::function<int()> SetupClient(CLI::App* app) {
   embed->add_option("--timeout-ms", a->timeout_ms, "Deadline (0 = none)");
   auto* info = app->add_subcommand("info", "Print the server's ModelInfo");
   auto* stats = app->add_subcommand("stats", "Print the server's Stats");
+  stats->add_flag("--prometheus", a->prometheus, "In the Prometheus text format");
   auto* health = app->add_subcommand("health", "Exit 0 iff the server reports SERVING");
   auto* bench = app->add_subcommand("bench", "Latency/throughput scenarios against the server");
   bench->add_option("--scenarios", a->scenarios, "Comma-separated subset (default: all)");
@@ -299,7 +302,7 @@ std::function<int()> SetupClient(CLI::App* app) {
       } else {
         auto r = client.Stats();
         if (!r.ok()) return Fail(r.status());
-        text = r->DebugString();
+        text = a->prometheus ? server::StatsToPrometheus(*r) : r->DebugString();
       }
       std::printf("%s", text.c_str());
       return 0;
