@@ -31,7 +31,7 @@ class EmbedServer {
   static StatusOr<std::unique_ptr<EmbedServer>> Start(const ServerOptions& options);
   ~EmbedServer();  // Shutdown(0)
 
-  // Serves `engine` from now on (the server owns it); health becomes SERVING.
+  // Serves `engine` from now on (the server owns it); health becomes SERVING. Call once.
   void AttachEngine(std::unique_ptr<Engine> engine);
   // Port actually bound.
   int port() const;
