@@ -5,6 +5,10 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
 find_package(CLI11 QUIET)
+# Inference server: Debian packages libgrpc++-dev, protobuf-compiler-grpc, libprotobuf-dev
+# (protobuf-compiler comes with them). Debian's gRPC ships a CMake config in lib/cmake/grpc.
+find_package(Protobuf REQUIRED)
+find_package(gRPC CONFIG REQUIRED)
 if(PETAL_TESTS)
   find_package(GTest REQUIRED)
 endif()

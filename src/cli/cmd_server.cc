@@ -1,0 +1,325 @@
+// `petal server`: the gRPC inference server; `petal client`: a small command-line client for it
+// (embed pre-tokenized ids, model info, stats, health).
+#include <signal.h>
+
+#include <simdjson.h>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "cli/bench_engine.h"
+#include "cli/command.h"
+#include "cli/engine_flags.h"
+#include "server/bench_client.h"
+#include "server/client.h"
+#include "server/fake_engine.h"
+#include "server/log.h"
+#include "server/prometheus.h"
+#include "server/server.h"
+
+namespace petal::cli {
+namespace {
+
+using server::Log;
+
+struct ServerArgs {
+  std::string model;
+  std::string listen = "0.0.0.0:50051";
+  EngineOptions engine;
+  int64_t max_queue_tokens = 1 << 20;
+  int max_queue_requests = 4096;
+  int max_inflight = 2;
+  int grace_ms = 30000;
+  bool fake = false;
+  int fake_latency_us = 0;
+};
+
+int RunServer(const ServerArgs& a) {
+  // Signals are taken synchronously by this thread (sigwait); block them before any thread starts
+  // so gRPC's and the engine loop's threads inherit the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  server::ServerOptions so;
+  so.listen = a.listen;
+  so.loop.limits = {a.engine.cuda.max_tokens, a.engine.cuda.max_seqs};
+  so.loop.max_queue_tokens = a.max_queue_tokens;
+  so.loop.max_queue_requests = a.max_queue_requests;
+  so.loop.max_inflight_batches = a.max_inflight;
+  auto srv = server::EmbedServer::Start(so);
+  if (!srv.ok()) {
+    Log("error", "cannot start server", {{"error", srv.status().ToString()}});
+    return 1;
+  }
+  Log("info", "listening; loading model",
+      {{"listen", a.listen},
+       {"port", std::to_string((*srv)->port())},
+       {"model", a.fake ? "fake" : a.model}});
+  std::unique_ptr<Engine> engine;
+  if (a.fake) {
+    server::FakeEngineOptions fo;
+    fo.per_batch = std::chrono::microseconds(a.fake_latency_us);
+    engine = std::make_unique<server::FakeEngine>(fo);
+  } else {
+    EngineOptions eo = a.engine;
+    // The engine must hold the longest sequence the server accepts even when the scheduler's
+    // token budget is smaller (such a sequence runs in a batch of its own).
+    if (auto cfg = LoadModelConfig(a.model); cfg.ok()) {
+      eo.cuda.max_tokens = std::max(eo.cuda.max_tokens, cfg->max_position_embeddings);
+    }
+    auto e = CreateEngine(a.model, eo);
+    if (!e.ok()) {
+      Log("error", "cannot load model", {{"model", a.model}, {"error", e.status().ToString()}});
+      (*srv)->Shutdown(std::chrono::milliseconds(0));
+      return 1;
+    }
+    engine = std::move(e).value();
+  }
+  const ModelConfig& c = engine->config();
+  Log("info", "serving",
+      {{"model", a.fake ? "fake" : a.model},
+       {"backend", engine->backend()},
+       {"architecture", ArchitectureName(c.architecture)},
+       {"hidden", std::to_string(c.hidden_size)},
+       {"max_tokens", std::to_string(c.max_position_embeddings)},
+       {"listen", a.listen},
+       {"port", std::to_string((*srv)->port())},
+       {"max_batch_tokens", std::to_string(so.loop.limits.max_batch_tokens)},
+       {"max_batch_seqs", std::to_string(so.loop.limits.max_batch_seqs)},
+       {"max_queue_tokens", std::to_string(so.loop.max_queue_tokens)},
+       {"max_queue_requests", std::to_string(so.loop.max_queue_requests)}});
+  (*srv)->AttachEngine(std::move(engine));
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  Log("info", "signal received; draining",
+      {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"},
+       {"grace_ms", std::to_string(a.grace_ms)}});
+  (*srv)->Shutdown(std::chrono::milliseconds(a.grace_ms));
+  Log("info", "stopped");
+  return 0;
+}
+
+std::function<int()> SetupServer(CLI::App* app) {
+  auto a = std::make_shared<ServerArgs>();
+  app->add_option("--model", a->model, "Model folder (config.json + safetensors)");
+  app->add_option("--listen", a->listen, "Address to listen on, host:port (port 0 picks one)")
+      ->capture_default_str();
+  AddEngineFlags(app, &a->engine);
+  app->add_option("--max-queue-tokens", a->max_queue_tokens,
+                  "Most tokens admitted and not yet answered; beyond it RESOURCE_EXHAUSTED")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_option("--max-queue-requests", a->max_queue_requests,
+                  "Most requests admitted and not yet answered; beyond it RESOURCE_EXHAUSTED")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_option("--max-inflight-batches", a->max_inflight,
+                  "Batches enqueued on the engine at once")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_option("--shutdown-grace-ms", a->grace_ms,
+                  "On SIGTERM/SIGINT, how long in-flight requests may take before being cancelled")
+      ->capture_default_str();
+  app->add_flag("--fake-engine", a->fake,
+                "Serve the deterministic FakeEngine (no model; for tests)");
+  app->add_option("--fake-latency-us", a->fake_latency_us, "FakeEngine: simulated time per batch");
+  return [a] {
+    if (a->model.empty() && !a->fake) {
+      std::fprintf(stderr, "error: --model is required (or --fake-engine)\n");
+      return 2;
+    }
+    return RunServer(*a);
+  };
+}
+
+// Parses '[[101,2023,102],[101,102]]'.
+StatusOr<std::vector<std::vector<int32_t>>> ParseIds(const std::string& text) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(text).get(doc)) return InvalidArgument("--ids: not valid JSON");
+  simdjson::dom::array outer;
+  if (doc.get_array().get(outer)) return InvalidArgument("--ids: expected a list of lists of ints");
+  std::vector<std::vector<int32_t>> seqs;
+  for (simdjson::dom::element inner : outer) {
+    simdjson::dom::array arr;
+    if (inner.get_array().get(arr))
+      return InvalidArgument("--ids: expected a list of lists of ints");
+    auto& s = seqs.emplace_back();
+    for (simdjson::dom::element v : arr) {
+      int64_t id;
+      if (v.get_int64().get(id)) return InvalidArgument("--ids: token ids must be integers");
+      s.push_back(static_cast<int32_t>(id));
+    }
+  }
+  return seqs;
+}
+
+struct ClientArgs {
+  std::string server = "127.0.0.1:50051";
+  std::string ids;
+  uint32_t dims = 0;
+  std::string dtype = "float32";
+  int timeout_ms = 0;
+  // bench
+  std::string scenarios;
+  std::string out;
+  double seconds = 5;
+  int max_iters = 2000;
+  int clients = 4;
+  bool prometheus = false;
+};
+
+int Fail(const Status& s) {
+  std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
+  return 1;
+}
+
+int RunClientEmbed(const ClientArgs& a) {
+  auto seqs = ParseIds(a.ids);
+  if (!seqs.ok()) return Fail(seqs.status());
+  v1::EmbedOptions opts;
+  opts.set_dimensions(a.dims);
+  const std::map<std::string, v1::DType> dtypes = {
+      {"float32", v1::DTYPE_FLOAT32}, {"float16", v1::DTYPE_FLOAT16},
+      {"int8", v1::DTYPE_INT8},       {"binary", v1::DTYPE_BINARY},
+      {"ubinary", v1::DTYPE_UBINARY}, {"int8_tanh", v1::DTYPE_INT8_TANH}};
+  opts.set_dtype(dtypes.at(a.dtype));  // CLI11 has checked membership
+  server::EmbedClient client(a.server);
+  auto resp = client.Embed(server::MakeEmbedRequest(*seqs, opts, "cli"),
+                           std::chrono::milliseconds(a.timeout_ms));
+  if (!resp.ok()) return Fail(resp.status());
+  auto rows = server::DecodeEmbeddings(*resp);
+  if (!rows.ok()) return Fail(rows.status());
+  std::printf(
+      "{\"shape\": [%u, %u], \"dtype\": \"%s\", \"queue_us\": %llu, \"total_us\": %llu, "
+      "\"embeddings\": [",
+      resp->shape(0), resp->dimensions(), a.dtype.c_str(),
+      static_cast<unsigned long long>(resp->queue_us()),
+      static_cast<unsigned long long>(resp->total_us()));
+  for (size_t r = 0; r < rows->size(); ++r) {
+    std::printf("%s[", r ? ", " : "");
+    for (size_t d = 0; d < (*rows)[r].size(); ++d)
+      std::printf("%s%.7g", d ? ", " : "", (*rows)[r][d]);
+    std::printf("]");
+  }
+  std::printf("]}\n");
+  return 0;
+}
+
+// `petal client bench`: the brief's pre-tokenized scenarios against a running server. Latency
+// scenarios use one strictly sequential client; throughput scenarios `--clients` concurrent ones.
+int RunClientBench(const ClientArgs& a) {
+  server::EmbedClient probe(a.server);
+  auto info = probe.ModelInfo();
+  if (!info.ok()) return Fail(info.status());
+  std::ostringstream js;
+  js << "{\"tool\":\"petal client bench\",\"server\":\"" << a.server << "\",\"model\":\""
+     << info->model_dir() << "\",\"backend\":\"" << info->backend()
+     << "\",\"max_batch_tokens\":" << info->max_batch_tokens()
+     << ",\"max_batch_seqs\":" << info->max_batch_seqs() << ",\"scenarios\":{";
+  std::printf("petal client bench: server %s, model %s, backend %s\n", a.server.c_str(),
+              info->model_dir().c_str(), info->backend().c_str());
+  bool first = true;
+  for (const auto& sc : StandardScenarios(a.scenarios)) {
+    if (static_cast<uint32_t>(sc.len) > info->max_tokens()) {
+      std::printf("  %-22s skipped: %d tokens > model maximum %u\n", sc.name.c_str(), sc.len,
+                  info->max_tokens());
+      continue;
+    }
+    server::GrpcBenchSpec spec;
+    spec.seqs = sc.seqs;
+    spec.len = sc.len;
+    spec.clients = sc.throughput ? a.clients : 1;
+    spec.seconds = a.seconds;
+    spec.max_iters = a.max_iters;
+    spec.vocab = static_cast<int>(info->vocab_size());
+    auto r = server::RunGrpcBench(a.server, spec);
+    if (!r.ok()) return Fail(r.status().WithContext(sc.name));
+    const LatencyStats st = Summarise(r->latency_ms);
+    const LatencyStats sv = Summarise(r->server_ms);
+    const double eps = r->wall_s > 0 ? r->embeddings / r->wall_s : 0;
+    js << (first ? "\"" : ",\"") << sc.name << "\":{\"seqs\":" << sc.seqs << ",\"len\":" << sc.len
+       << ",\"clients\":" << spec.clients << ",\"p50_ms\":" << st.p50 << ",\"p90_ms\":" << st.p90
+       << ",\"p99_ms\":" << st.p99 << ",\"max_ms\":" << st.max << ",\"mean_ms\":" << st.mean
+       << ",\"n\":" << st.n << ",\"server_p50_ms\":" << sv.p50 << ",\"emb_per_s\":" << eps
+       << ",\"seconds\":" << r->wall_s << "}";
+    first = false;
+    std::printf(
+        "  %-22s p50 %8.3f  p90 %8.3f  p99 %8.3f  max %8.3f ms  server p50 %8.3f ms  %10.1f emb/s"
+        "  (n=%d, %d client%s)\n",
+        sc.name.c_str(), st.p50, st.p90, st.p99, st.max, sv.p50, eps, st.n, spec.clients,
+        spec.clients == 1 ? "" : "s");
+  }
+  js << "}}\n";
+  if (!a.out.empty()) {
+    std::ofstream f(a.out);
+    f << js.str();
+    if (!f) return Fail(Unavailable("cannot write " + a.out));
+    std::printf("wrote %s\n", a.out.c_str());
+  }
+  return 0;
+}
+
+std::function<int()> SetupClient(CLI::App* app) {
+  auto a = std::make_shared<ClientArgs>();
+  app->require_subcommand(1);
+  app->add_option("--server", a->server, "Server address host:port")->capture_default_str();
+  auto* embed = app->add_subcommand("embed", "Embed pre-tokenized sequences; prints JSON");
+  embed->add_option("--ids", a->ids, "Token ids as JSON, e.g. '[[101,2023,102]]'")->required();
+  embed->add_option("--dimensions", a->dims, "Matryoshka dimensions (0 = full)");
+  embed->add_option("--dtype", a->dtype, "float32, float16, int8, binary, ubinary or int8_tanh")
+      ->check(CLI::IsMember({"float32", "float16", "int8", "binary", "ubinary", "int8_tanh"}))
+      ->capture_default_str();
+  embed->add_option("--timeout-ms", a->timeout_ms, "Deadline (0 = none)");
+  auto* info = app->add_subcommand("info", "Print the server's ModelInfo");
+  auto* stats = app->add_subcommand("stats", "Print the server's Stats");
+  stats->add_flag("--prometheus", a->prometheus, "In the Prometheus text format");
+  auto* health = app->add_subcommand("health", "Exit 0 iff the server reports SERVING");
+  auto* bench = app->add_subcommand("bench", "Latency/throughput scenarios against the server");
+  bench->add_option("--scenarios", a->scenarios, "Comma-separated subset (default: all)");
+  bench->add_option("--seconds", a->seconds, "Time per scenario")->capture_default_str();
+  bench->add_option("--max-iters", a->max_iters, "Most requests per client per scenario")
+      ->capture_default_str();
+  bench->add_option("--clients", a->clients, "Concurrent clients in throughput scenarios")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  bench->add_option("--out", a->out, "Write results JSON here");
+  return [a, embed, info, stats, health, bench]() -> int {
+    server::EmbedClient client(a->server);
+    if (embed->parsed()) return RunClientEmbed(*a);
+    if (bench->parsed()) return RunClientBench(*a);
+    if (info->parsed() || stats->parsed()) {
+      std::string text;
+      if (info->parsed()) {
+        auto r = client.ModelInfo();
+        if (!r.ok()) return Fail(r.status());
+        text = r->DebugString();
+      } else {
+        auto r = client.Stats();
+        if (!r.ok()) return Fail(r.status());
+        text = a->prometheus ? server::StatsToPrometheus(*r) : r->DebugString();
+      }
+      std::printf("%s", text.c_str());
+      return 0;
+    }
+    if (health->parsed()) {
+      auto s = client.Serving();
+      if (!s.ok()) return Fail(s.status());
+      std::printf("%s\n", *s ? "SERVING" : "NOT_SERVING");
+      return *s ? 0 : 1;
+    }
+    return 2;
+  };
+}
+
+}  // namespace
+}  // namespace petal::cli
+
+PETAL_REGISTER_COMMAND(server, "server", "Run the gRPC inference server", petal::cli::SetupServer);
+PETAL_REGISTER_COMMAND(client, "client", "Talk to a running server (embed, info, stats, health)",
+                       petal::cli::SetupClient);

@@ -1,0 +1,192 @@
+#include "server/client.h"
+
+#include <cstring>
+#include <thread>
+
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "server/postprocess.h"
+
+namespace petal::server {
+
+Status FromGrpc(const grpc::Status& s) {
+  if (s.ok()) return Status::Ok();
+  return Status(static_cast<StatusCode>(s.error_code()), s.error_message());
+}
+
+v1::EmbedRequest MakeEmbedRequest(const std::vector<std::vector<int32_t>>& seqs,
+                                  const v1::EmbedOptions& options, const std::string& request_id) {
+  v1::EmbedRequest req;
+  req.set_protocol_version(1);
+  req.set_request_id(request_id);
+  size_t total = 0;
+  for (const auto& s : seqs) total += s.size();
+  std::string* bytes = req.mutable_token_ids();
+  bytes->resize(total * 4);
+  size_t off = 0;
+  for (const auto& s : seqs) {
+    std::memcpy(bytes->data() + off, s.data(), s.size() * 4);  // little-endian host
+    off += s.size() * 4;
+    req.add_lengths(static_cast<uint32_t>(s.size()));
+  }
+  *req.mutable_options() = options;
+  return req;
+}
+
+StatusOr<std::vector<std::vector<float>>> DecodeEmbeddings(const v1::EmbedResponse& resp) {
+  if (resp.shape_size() != 2)
+    return DataLoss("shape: expected 2 entries, got " + std::to_string(resp.shape_size()));
+  OutputFormat f;
+  f.dims = static_cast<int>(resp.dimensions());
+  switch (resp.dtype()) {
+    case v1::DTYPE_FLOAT32:
+      f.dtype = OutputDType::kFloat32;
+      break;
+    case v1::DTYPE_FLOAT16:
+      f.dtype = OutputDType::kFloat16;
+      break;
+    case v1::DTYPE_INT8:
+      f.dtype = OutputDType::kInt8;
+      break;
+    case v1::DTYPE_BINARY:
+      f.dtype = OutputDType::kBinary;
+      break;
+    case v1::DTYPE_UBINARY:
+      f.dtype = OutputDType::kUbinary;
+      break;
+    case v1::DTYPE_INT8_TANH:
+      f.dtype = OutputDType::kInt8Tanh;
+      break;
+    default:
+      return DataLoss("dtype: unknown value " + std::to_string(resp.dtype()));
+  }
+  const size_t rows = resp.shape(0);
+  if (resp.shape(1) != static_cast<uint32_t>(ElementsPerRow(f)) ||
+      resp.data().size() != rows * BytesPerRow(f)) {
+    return DataLoss("data: size does not match shape and dtype");
+  }
+  if (f.dtype == OutputDType::kInt8 && static_cast<size_t>(resp.scales_size()) != rows) {
+    return DataLoss("scales: expected one per row");
+  }
+  std::vector<std::vector<float>> out(rows, std::vector<float>(f.dims));
+  const auto* data = reinterpret_cast<const uint8_t*>(resp.data().data());
+  for (size_t r = 0; r < rows; ++r) {
+    const float scale = f.dtype == OutputDType::kInt8 ? resp.scales(static_cast<int>(r)) : 0.0f;
+    DecodeRow(data + r * BytesPerRow(f), f, scale, out[r].data());
+  }
+  return out;
+}
+
+PendingCall::~PendingCall() {
+  ctx_.TryCancel();
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return done_; });
+}
+
+StatusOr<v1::EmbedResponse> PendingCall::Wait() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return done_; });
+  if (!status_.ok()) return FromGrpc(status_);
+  return std::move(response_);
+}
+
+EmbedClient::EmbedClient(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  channel_ = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  stub_ = v1::Embedder::NewStub(channel_);
+}
+
+namespace {
+void SetTimeout(grpc::ClientContext* ctx, std::chrono::milliseconds timeout) {
+  if (timeout.count() > 0) ctx->set_deadline(std::chrono::system_clock::now() + timeout);
+}
+}  // namespace
+
+StatusOr<v1::EmbedResponse> EmbedClient::Embed(const v1::EmbedRequest& request,
+                                               std::chrono::milliseconds timeout) {
+  grpc::ClientContext ctx;
+  SetTimeout(&ctx, timeout);
+  v1::EmbedResponse resp;
+  PETAL_RETURN_IF_ERROR(FromGrpc(stub_->Embed(&ctx, request, &resp)));
+  return resp;
+}
+
+std::unique_ptr<PendingCall> EmbedClient::StartEmbed(v1::EmbedRequest request,
+                                                     std::chrono::milliseconds timeout) {
+  auto call = std::make_unique<PendingCall>();
+  call->request_ = std::move(request);
+  SetTimeout(&call->ctx_, timeout);
+  PendingCall* c = call.get();
+  stub_->async()->Embed(&c->ctx_, &c->request_, &c->response_, [c](grpc::Status s) {
+    std::lock_guard<std::mutex> lock(c->mu_);
+    c->status_ = std::move(s);
+    c->done_ = true;
+    c->cv_.notify_all();
+  });
+  return call;
+}
+
+void EmbedClient::EmbedAsync(v1::EmbedRequest request, std::chrono::milliseconds timeout,
+                             std::function<void(StatusOr<v1::EmbedResponse>)> done) {
+  // gRPC needs the context and messages alive until the callback; they die with it.
+  struct Call {
+    grpc::ClientContext ctx;
+    v1::EmbedRequest request;
+    v1::EmbedResponse response;
+    std::function<void(StatusOr<v1::EmbedResponse>)> done;
+  };
+  auto* call = new Call;
+  call->request = std::move(request);
+  call->done = std::move(done);
+  SetTimeout(&call->ctx, timeout);
+  stub_->async()->Embed(&call->ctx, &call->request, &call->response, [call](grpc::Status s) {
+    std::unique_ptr<Call> owned(call);
+    if (s.ok()) {
+      owned->done(std::move(owned->response));
+    } else {
+      owned->done(FromGrpc(s));
+    }
+  });
+}
+
+StatusOr<v1::ModelInfoResponse> EmbedClient::ModelInfo() {
+  grpc::ClientContext ctx;
+  SetTimeout(&ctx, std::chrono::milliseconds(10000));
+  v1::ModelInfoRequest req;
+  req.set_protocol_version(1);
+  v1::ModelInfoResponse resp;
+  PETAL_RETURN_IF_ERROR(FromGrpc(stub_->ModelInfo(&ctx, req, &resp)));
+  return resp;
+}
+
+StatusOr<v1::StatsResponse> EmbedClient::Stats() {
+  grpc::ClientContext ctx;
+  SetTimeout(&ctx, std::chrono::milliseconds(10000));
+  v1::StatsResponse resp;
+  PETAL_RETURN_IF_ERROR(FromGrpc(stub_->Stats(&ctx, v1::StatsRequest(), &resp)));
+  return resp;
+}
+
+StatusOr<bool> EmbedClient::Serving(const std::string& service) {
+  auto health = grpc::health::v1::Health::NewStub(channel_);
+  grpc::ClientContext ctx;
+  SetTimeout(&ctx, std::chrono::milliseconds(5000));
+  grpc::health::v1::HealthCheckRequest req;
+  req.set_service(service);
+  grpc::health::v1::HealthCheckResponse resp;
+  PETAL_RETURN_IF_ERROR(FromGrpc(health->Check(&ctx, req, &resp)));
+  return resp.status() == grpc::health::v1::HealthCheckResponse::SERVING;
+}
+
+bool EmbedClient::WaitUntilServing(std::chrono::milliseconds timeout) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    auto s = Serving();
+    if (s.ok() && *s) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+}  // namespace petal::server

@@ -1,0 +1,83 @@
+// EmbedClient: a small C++ client for the Petal server (petal.v1.Embedder and grpc.health.v1),
+// used by tests, `petal client`, and gateways. Packs pre-tokenized sequences into the wire
+// format and decodes responses back into float rows. Thread-safety: an EmbedClient may be used
+// from many threads at once (gRPC channels and stubs are thread-safe); a PendingCall belongs to
+// the thread that waits on it, but Cancel() may be called from any thread.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "petal.grpc.pb.h"
+
+namespace petal::server {
+
+// Converts a gRPC status to Petal's (the codes are the same numbers).
+Status FromGrpc(const grpc::Status& s);
+
+// Builds a request from token-id sequences (packed little-endian int32 + lengths).
+v1::EmbedRequest MakeEmbedRequest(const std::vector<std::vector<int32_t>>& seqs,
+                                  const v1::EmbedOptions& options = {},
+                                  const std::string& request_id = "");
+
+// Decodes any dtype to float rows (int8 dequantised with its scales; binary as +1/-1).
+StatusOr<std::vector<std::vector<float>>> DecodeEmbeddings(const v1::EmbedResponse& resp);
+
+// An Embed call in progress (gRPC callback API underneath).
+class PendingCall {
+ public:
+  // Cancels the call if still running and waits for it (gRPC must be done with it).
+  ~PendingCall();
+  // Cancels the call (the server drops its work if it has not run yet).
+  void Cancel() { ctx_.TryCancel(); }
+  // Blocks until the call finishes.
+  StatusOr<v1::EmbedResponse> Wait();
+
+ private:
+  friend class EmbedClient;
+  grpc::ClientContext ctx_;
+  v1::EmbedRequest request_;
+  v1::EmbedResponse response_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  grpc::Status status_;
+};
+
+class EmbedClient {
+ public:
+  // Connects lazily to "host:port" without TLS.
+  explicit EmbedClient(const std::string& address);
+
+  // Synchronous Embed; timeout 0 means no deadline.
+  StatusOr<v1::EmbedResponse> Embed(
+      const v1::EmbedRequest& request,
+      std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+  // Asynchronous Embed: returns at once; Wait() on the result.
+  std::unique_ptr<PendingCall> StartEmbed(
+      v1::EmbedRequest request, std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+  // Asynchronous Embed with a completion callback (for event-driven gateways). `done` runs once on
+  // a gRPC thread and must not block.
+  void EmbedAsync(v1::EmbedRequest request, std::chrono::milliseconds timeout,
+                  std::function<void(StatusOr<v1::EmbedResponse>)> done);
+  StatusOr<v1::ModelInfoResponse> ModelInfo();
+  StatusOr<v1::StatsResponse> Stats();
+  // grpc.health.v1 Check for `service` ("" = the whole server): true iff SERVING.
+  StatusOr<bool> Serving(const std::string& service = "");
+  // Waits until the server answers SERVING or `timeout` passes.
+  bool WaitUntilServing(std::chrono::milliseconds timeout);
+
+ private:
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Embedder::Stub> stub_;
+};
+
+}  // namespace petal::server

@@ -1,0 +1,303 @@
+#include "server/engine_loop.h"
+
+#include <algorithm>
+#include <atomic>
+
+#include "server/log.h"
+
+namespace petal::server {
+
+struct LoopRequest {
+  EmbedJob job;
+  EmbedCallback done;
+  int64_t tokens = 0;
+  Clock::time_point admitted;
+  std::atomic<bool> finished{false};
+  std::atomic<int64_t> queue_us{-1};  // set when the first sequence is submitted
+  int unresolved = 0;                 // sequences neither run nor dropped; guarded by mu_
+  EmbedResult result;                 // rows written by the completion thread
+};
+
+namespace {
+int64_t MicrosSince(Clock::time_point t, Clock::time_point now) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(now - t).count();
+}
+}  // namespace
+
+EngineLoop::EngineLoop(Engine* engine, EngineLoopOptions options, ServerMetrics* metrics)
+    : engine_(engine), options_(options), metrics_(metrics) {
+  scheduler_ = std::thread([this] { SchedulerMain(); });
+  completer_ = std::thread([this] { CompletionMain(); });
+}
+
+EngineLoop::~EngineLoop() { Shutdown(); }
+
+StatusOr<RequestHandle> EngineLoop::Submit(EmbedJob job, EmbedCallback done) {
+  auto r = std::make_shared<LoopRequest>();
+  const int n = job.num_seqs();
+  r->tokens = job.token_ids.size();
+  r->unresolved = n;
+  r->result.rows = n;
+  r->result.format = job.format;
+  r->result.data.resize(static_cast<size_t>(n) * BytesPerRow(job.format));
+  if (job.format.dtype == OutputDType::kInt8) r->result.scales.resize(n);
+  r->job = std::move(job);
+  r->done = std::move(done);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return Unavailable("server is shutting down");
+    if (r->tokens > options_.max_queue_tokens) {
+      return InvalidArgument("token_ids: request has " + std::to_string(r->tokens) +
+                             " tokens, more than the server's whole queue (max_queue_tokens=" +
+                             std::to_string(options_.max_queue_tokens) + "); split it");
+    }
+    if (queue_requests_ + 1 > options_.max_queue_requests ||
+        queue_tokens_ + r->tokens > options_.max_queue_tokens) {
+      metrics_->requests_rejected.fetch_add(1, std::memory_order_relaxed);
+      return ResourceExhausted("server queue is full (" + std::to_string(queue_requests_) +
+                               " requests, " + std::to_string(queue_tokens_) +
+                               " tokens queued; limits " +
+                               std::to_string(options_.max_queue_requests) + " requests, " +
+                               std::to_string(options_.max_queue_tokens) + " tokens); retry later");
+    }
+    ++queue_requests_;
+    queue_tokens_ += r->tokens;
+    r->admitted = Clock::now();
+    for (int s = 0; s < n; ++s) pool_.push_back({r, s});
+  }
+  sched_cv_.notify_one();
+  return r;
+}
+
+void EngineLoop::Cancel(const RequestHandle& request, const Status& why) {
+  if (!request) return;
+  Complete(*request, why);
+  // Its sequences may sit anywhere in the pool: have the scheduler sweep all of it now, so the
+  // queue budget is released even while the engine is busy. Set under the lock so the wake-up
+  // cannot be lost.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    sweep_all_.store(true);
+  }
+  sched_cv_.notify_one();
+}
+
+void EngineLoop::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  sched_cv_.notify_all();
+  done_cv_.notify_all();
+  if (scheduler_.joinable()) scheduler_.join();
+  if (completer_.joinable()) completer_.join();
+}
+
+std::map<std::string, double> EngineLoop::EngineStats() const {
+  std::lock_guard<std::mutex> lock(engine_stats_mu_);
+  return engine_stats_;
+}
+
+QueueGauges EngineLoop::Gauges() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {queue_requests_, queue_tokens_, static_cast<int>(pool_.size()), inflight_count_};
+}
+
+void EngineLoop::Complete(LoopRequest& r, const Status& status) {
+  if (r.finished.exchange(true)) return;
+  const auto now = Clock::now();
+  r.result.total_us = MicrosSince(r.admitted, now);
+  r.result.queue_us = std::max<int64_t>(0, r.queue_us.load());
+  switch (status.code()) {
+    case StatusCode::kOk:
+      metrics_->requests_ok.fetch_add(1);
+      break;
+    case StatusCode::kCancelled:
+      metrics_->requests_cancelled.fetch_add(1);
+      break;
+    case StatusCode::kDeadlineExceeded:
+      metrics_->requests_expired.fetch_add(1);
+      break;
+    default:
+      metrics_->requests_failed.fetch_add(1);
+      break;
+  }
+  if (status.ok()) metrics_->request_latency_s.Observe(r.result.total_us * 1e-6);
+  // Moving the callback out drops whatever it captured once it has run.
+  EmbedCallback done = std::move(r.done);
+  done(status, &r.result);
+}
+
+bool EngineLoop::ResolveLocked(LoopRequest& r, int n) {
+  r.unresolved -= n;
+  if (r.unresolved > 0) return false;
+  --queue_requests_;
+  queue_tokens_ -= r.tokens;
+  return true;
+}
+
+void EngineLoop::DropDeadLocked(Clock::time_point now, std::vector<RequestHandle>* expired) {
+  auto drop = [&](const Entry& e) {
+    LoopRequest& r = *e.request;
+    if (!r.finished.load()) {
+      if (now < r.job.deadline) return false;
+      if (expired->empty() || expired->back() != e.request) expired->push_back(e.request);
+    }
+    ResolveLocked(r, 1);
+    return true;
+  };
+  // Usually only the head matters: the scheduler looks at no more than max_batch_seqs entries,
+  // and anything dead further back is caught when it gets there, still before it runs. A
+  // cancellation asks for a full sweep so its queue budget is released promptly; gRPC turns an
+  // expired deadline into a cancellation too.
+  const bool full = sweep_all_.exchange(false);
+  const size_t window = static_cast<size_t>(std::max(1, options_.limits.max_batch_seqs));
+  for (;;) {
+    const auto end = pool_.begin() + (full ? pool_.size() : std::min(pool_.size(), window));
+    const auto kept_end = std::remove_if(pool_.begin(), end, drop);
+    const size_t removed = end - kept_end;
+    pool_.erase(kept_end, end);
+    if (removed > 0) metrics_->sequences_dropped.fetch_add(removed);
+    if (full || removed == 0) break;  // else refill the window and look again
+  }
+}
+
+void EngineLoop::SchedulerMain() {
+  std::vector<PendingSeq> window;
+  std::vector<RequestHandle> expired;
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    sched_cv_.wait(lock, [&] {
+      return (stopping_ && pool_.empty()) || sweep_all_.load() ||
+             (!pool_.empty() && inflight_count_ < options_.max_inflight_batches);
+    });
+    expired.clear();
+    DropDeadLocked(Clock::now(), &expired);
+    if (!expired.empty()) {
+      lock.unlock();
+      for (auto& r : expired)
+        Complete(*r,
+                 Status(StatusCode::kDeadlineExceeded, "deadline expired before the request ran"));
+      lock.lock();
+      continue;  // the pool may have changed while unlocked
+    }
+    if (pool_.empty()) {
+      if (stopping_) break;
+      continue;
+    }
+    if (inflight_count_ >= options_.max_inflight_batches) continue;  // woken only to sweep
+    // The scheduler needs at most max_batch_seqs candidates from the head of the pool.
+    const size_t n =
+        std::min(pool_.size(), static_cast<size_t>(std::max(1, options_.limits.max_batch_seqs)));
+    window.clear();
+    for (size_t i = 0; i < n; ++i) {
+      const Entry& e = pool_[i];
+      const auto& cu = e.request->job.cu_seqlens;
+      window.push_back(
+          {reinterpret_cast<uintptr_t>(e.request.get()), e.seq, cu[e.seq + 1] - cu[e.seq]});
+    }
+    const BatchPlan plan = ScheduleNextBatch(window, options_.limits);
+    Inflight item;
+    item.entries.assign(std::make_move_iterator(pool_.begin()),
+                        std::make_move_iterator(pool_.begin() + plan.num_seqs));
+    pool_.erase(pool_.begin(), pool_.begin() + plan.num_seqs);
+    ++inflight_count_;
+    lock.unlock();
+
+    // Assemble and enqueue outside the lock: handlers keep admitting meanwhile.
+    Batch batch;
+    batch.token_ids.reserve(plan.num_tokens);
+    batch.cu_seqlens.reserve(plan.num_seqs + 1);
+    batch.cu_seqlens.push_back(0);
+    const auto now = Clock::now();
+    for (const Entry& e : item.entries) {
+      LoopRequest& r = *e.request;
+      const auto& cu = r.job.cu_seqlens;
+      batch.token_ids.insert(batch.token_ids.end(), r.job.token_ids.begin() + cu[e.seq],
+                             r.job.token_ids.begin() + cu[e.seq + 1]);
+      batch.cu_seqlens.push_back(static_cast<int32_t>(batch.token_ids.size()));
+      int64_t unset = -1;
+      if (r.queue_us.compare_exchange_strong(unset, MicrosSince(r.admitted, now))) {
+        metrics_->queue_wait_s.Observe(MicrosSince(r.admitted, now) * 1e-6);
+      }
+    }
+    metrics_->batches.fetch_add(1);
+    metrics_->sequences.fetch_add(plan.num_seqs);
+    metrics_->tokens.fetch_add(plan.num_tokens);
+    metrics_->batch_tokens.Observe(plan.num_tokens);
+    metrics_->batch_sequences.Observe(plan.num_seqs);
+    item.submitted = Clock::now();
+    auto step = engine_->Step(batch);
+    // An enqueue failure travels the same path as a device failure: the completion thread
+    // fails the batch's requests, in order.
+    item.handle =
+        step.ok() ? std::move(step).value() : std::make_unique<ReadyEmbeddings>(step.status());
+    if (const auto t = Clock::now(); t - engine_stats_at_ >= std::chrono::milliseconds(50)) {
+      engine_stats_at_ = t;
+      auto st = engine_->Stats();
+      std::lock_guard<std::mutex> stats_lock(engine_stats_mu_);
+      engine_stats_ = std::move(st);
+    }
+    lock.lock();
+    inflight_.push_back(std::move(item));
+    done_cv_.notify_one();
+  }
+  scheduler_done_ = true;
+  done_cv_.notify_all();
+}
+
+void EngineLoop::CompletionMain() {
+  std::vector<RequestHandle> finished;
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    done_cv_.wait(lock, [&] { return !inflight_.empty() || scheduler_done_; });
+    if (inflight_.empty()) break;  // the scheduler has finished and everything is collected
+    Inflight item = std::move(inflight_.front());
+    inflight_.pop_front();
+    lock.unlock();
+
+    StatusOr<Embeddings> out = item.handle->Wait();  // the only place the loop waits on the engine
+    const auto now = Clock::now();
+    metrics_->step_latency_s.Observe(std::chrono::duration<double>(now - item.submitted).count());
+    Status status = out.status();
+    if (status.ok() && out->rows != static_cast<int>(item.entries.size())) {
+      status = Internal("engine returned " + std::to_string(out->rows) + " rows for a batch of " +
+                        std::to_string(item.entries.size()) + " sequences");
+    }
+    if (!status.ok()) {
+      Log("error", "engine batch failed",
+          {{"sequences", std::to_string(item.entries.size())}, {"error", status.ToString()}});
+    }
+    for (size_t i = 0; i < item.entries.size(); ++i) {
+      LoopRequest& r = *item.entries[i].request;
+      if (r.finished.load()) continue;  // cancelled while running: nothing to deliver
+      if (!status.ok()) {
+        Complete(r, status.WithContext("engine"));
+        continue;
+      }
+      if (now >= r.job.deadline) {
+        Complete(r, Status(StatusCode::kDeadlineExceeded, "deadline expired while running"));
+        continue;
+      }
+      const int seq = item.entries[i].seq;
+      const size_t bpr = BytesPerRow(r.result.format);
+      float scale = 0;
+      EncodeRow(out->row(static_cast<int>(i)), r.result.format,
+                reinterpret_cast<uint8_t*>(r.result.data.data()) + seq * bpr, &scale);
+      if (!r.result.scales.empty()) r.result.scales[seq] = scale;
+    }
+    finished.clear();
+    lock.lock();
+    for (const Entry& e : item.entries) {
+      if (ResolveLocked(*e.request, 1)) finished.push_back(e.request);
+    }
+    --inflight_count_;
+    sched_cv_.notify_one();
+    lock.unlock();
+    for (auto& r : finished) Complete(*r, Status::Ok());  // no-op for requests already completed
+    finished.clear();
+    lock.lock();
+  }
+}
+
+}  // namespace petal::server

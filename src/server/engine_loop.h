@@ -1,0 +1,150 @@
+// The engine loop: the server's pool of pending sequences and the two threads that drive the
+// engine.
+//
+// RPC handlers Submit() validated jobs; admission is bounded (tokens and requests) and answers
+// at once. The *scheduler thread* repeatedly takes the next first-come-first-served batch from
+// the pool (ScheduleNextBatch), drops sequences of cancelled or expired requests before they
+// run, and calls Engine::Step(), which returns a handle while the device works, so batch N+1 is
+// assembled and enqueued while batch N runs (up to max_inflight_batches at once). The
+// *completion thread* waits on those handles in submission order, post-processes each row into
+// its request's output (postprocess.h) and completes a request when its last sequence is done.
+//
+// Thread-safety: Submit, Cancel, Gauges and Shutdown may be called from any thread. Each job's
+// callback is called exactly once: from the completion thread, the scheduler thread, or the
+// thread calling Cancel. Callbacks must not block and must not call back into the loop.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/status.h"
+#include "engine/engine.h"
+#include "server/metrics.h"
+#include "server/postprocess.h"
+#include "server/scheduler.h"
+
+namespace petal::server {
+
+using Clock = std::chrono::steady_clock;
+
+// One validated request: its sequences packed end to end, and how to encode the results.
+struct EmbedJob {
+  std::string request_id;           // the caller's id, for logs
+  std::vector<int32_t> token_ids;   // all sequences end to end
+  std::vector<int32_t> cu_seqlens;  // num_seqs + 1 offsets into token_ids
+  OutputFormat format;
+  Clock::time_point deadline = Clock::time_point::max();
+  int num_seqs() const { return static_cast<int>(cu_seqlens.size()) - 1; }
+};
+
+struct EmbedResult {
+  int rows = 0;
+  OutputFormat format;
+  std::string data;           // rows * BytesPerRow(format) bytes, row-major
+  std::vector<float> scales;  // one per row for int8, else empty
+  int64_t queue_us = 0;       // admission to first batch submitted
+  int64_t total_us = 0;       // admission to completion
+};
+
+// Called exactly once per admitted job. `result` is meaningful only when status is OK (and may
+// be moved from then).
+using EmbedCallback = std::function<void(const Status& status, EmbedResult* result)>;
+
+struct LoopRequest;  // one admitted job; internal to the loop
+using RequestHandle = std::shared_ptr<LoopRequest>;
+
+struct EngineLoopOptions {
+  SchedulerLimits limits;
+  int64_t max_queue_tokens = 1 << 20;  // tokens of admitted, unfinished requests
+  int max_queue_requests = 4096;       // admitted, unfinished requests
+  int max_inflight_batches = 2;        // batches enqueued on the engine, not yet collected
+};
+
+struct QueueGauges {
+  int queue_requests = 0;
+  int64_t queue_tokens = 0;
+  int pending_sequences = 0;
+  int inflight_batches = 0;
+};
+
+class EngineLoop {
+ public:
+  // Starts the threads. `engine` and `metrics` must outlive the loop.
+  EngineLoop(Engine* engine, EngineLoopOptions options, ServerMetrics* metrics);
+  ~EngineLoop();  // Shutdown()
+  EngineLoop(const EngineLoop&) = delete;
+  EngineLoop& operator=(const EngineLoop&) = delete;
+
+  // Admits `job` (validated by the caller) and returns a handle for Cancel; or, without calling
+  // `done`: RESOURCE_EXHAUSTED when the queue is full, INVALID_ARGUMENT when the job alone is
+  // larger than the whole queue, UNAVAILABLE after Shutdown began.
+  StatusOr<RequestHandle> Submit(EmbedJob job, EmbedCallback done);
+  // Completes the request with `why` (CANCELLED, DEADLINE_EXCEEDED) unless already complete;
+  // its sequences that have not run yet are dropped before they reach the engine.
+  void Cancel(const RequestHandle& request, const Status& why);
+  // Stops admitting, finishes all admitted work, joins the threads. Idempotent.
+  void Shutdown();
+  QueueGauges Gauges() const;
+  // The engine's counters (Engine::Stats()), sampled by the scheduler thread, which is the only
+  // thread allowed to touch the engine, at most every 50 ms.
+  std::map<std::string, double> EngineStats() const;
+  const EngineLoopOptions& options() const { return options_; }
+
+ private:
+  struct Entry {  // one sequence in the pool
+    RequestHandle request;
+    int seq = 0;
+  };
+  struct Inflight {  // one batch on the engine
+    std::unique_ptr<PendingEmbeddings> handle;
+    std::vector<Entry> entries;
+    Clock::time_point submitted;
+  };
+
+  void SchedulerMain();
+  void CompletionMain();
+  // Removes entries of completed or expired requests from the head of the pool (from all of it
+  // after a cancellation); expired ones not yet completed are appended to `expired`, to be
+  // completed outside the lock.
+  void DropDeadLocked(Clock::time_point now, std::vector<RequestHandle>* expired);
+  // Marks `n` sequences of `r` resolved (ran or dropped); releases its queue budget at zero.
+  // Returns true if that was the request's last sequence.
+  bool ResolveLocked(LoopRequest& r, int n);
+  // Completes `r` with `status` unless it already was.
+  void Complete(LoopRequest& r, const Status& status);
+
+  Engine* const engine_;
+  const EngineLoopOptions options_;
+  ServerMetrics* const metrics_;
+
+  mutable std::mutex mu_;
+  std::condition_variable sched_cv_;  // pool non-empty, a batch slot freed, or stopping
+  std::condition_variable done_cv_;   // a batch enqueued, or the scheduler finished
+  std::deque<Entry> pool_;
+  std::deque<Inflight> inflight_;
+  int inflight_count_ = 0;  // batches taken from the pool and not yet collected
+  int queue_requests_ = 0;
+  int64_t queue_tokens_ = 0;
+  bool stopping_ = false;
+  bool scheduler_done_ = false;
+  std::atomic<bool> sweep_all_{false};  // a cancellation happened: sweep the whole pool
+
+  mutable std::mutex engine_stats_mu_;
+  std::map<std::string, double> engine_stats_;
+  Clock::time_point engine_stats_at_{};  // scheduler thread only
+
+  std::thread scheduler_;
+  std::thread completer_;
+};
+
+}  // namespace petal::server

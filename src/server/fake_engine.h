@@ -1,0 +1,72 @@
+// FakeEngine: a test double for Engine, so the server can be exercised without a model (unit
+// and e2e tests, and `petal server --fake-engine` for gateway development).
+//
+// Embeddings are a deterministic function of each sequence's token ids (FakeEngine::Reference),
+// so a client can check it got exactly its own rows. Like a GPU engine, Step() returns at once
+// and the handle becomes ready later: batches complete one after another, each taking
+// per_batch + per_token * tokens. Hold() stalls every handle's Wait() until Release(), to build
+// queues deterministically. Thread-safety: Step() from one thread at a time (as for any Engine);
+// Hold/Release/batches/FailNextSteps from any thread; handles may be waited on from any thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace petal::server {
+
+struct FakeEngineOptions {
+  int hidden_size = 32;
+  int vocab_size = 1000;
+  int max_positions = 512;
+  bool normalize = true;
+  std::chrono::microseconds per_batch{0};
+  std::chrono::nanoseconds per_token{0};
+};
+
+struct FakeBatchRecord {
+  int num_seqs = 0;
+  int num_tokens = 0;
+  std::vector<int32_t> first_tokens;  // each sequence's first token id, in batch order
+};
+
+class FakeEngine final : public Engine {
+ public:
+  explicit FakeEngine(FakeEngineOptions options = {});
+  const ModelConfig& config() const override { return config_; }
+  std::string backend() const override { return "fake"; }
+  StatusOr<std::unique_ptr<PendingEmbeddings>> Step(const Batch& batch) override;
+
+  // The embedding FakeEngine produces for one sequence (hidden_size floats).
+  static std::vector<float> Reference(const std::vector<int32_t>& ids, const FakeEngineOptions& o);
+
+  void Hold();
+  void Release();
+  // The next `n` Step() calls fail with INTERNAL.
+  void FailNextSteps(int n);
+  std::vector<FakeBatchRecord> batches() const;
+  // {"batches": n}, so the server's pass-through of engine counters can be tested.
+  std::map<std::string, double> Stats() const override;
+
+  struct Gate {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool held = false;
+  };
+
+ private:
+  const FakeEngineOptions options_;
+  ModelConfig config_;
+  std::shared_ptr<Gate> gate_ = std::make_shared<Gate>();
+  std::chrono::steady_clock::time_point device_free_{};  // when the simulated device goes idle
+  mutable std::mutex mu_;
+  std::vector<FakeBatchRecord> batches_;
+  int fail_next_ = 0;
+};
+
+}  // namespace petal::server

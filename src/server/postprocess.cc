@@ -1,0 +1,175 @@
+#include "server/postprocess.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "engine/postprocess.h"
+
+namespace petal::server {
+
+static_assert(std::endian::native == std::endian::little,
+              "wire formats assume a little-endian host");
+
+const char* OutputDTypeName(OutputDType t) {
+  switch (t) {
+    case OutputDType::kFloat32:
+      return "float32";
+    case OutputDType::kFloat16:
+      return "float16";
+    case OutputDType::kInt8:
+      return "int8";
+    case OutputDType::kBinary:
+      return "binary";
+    case OutputDType::kUbinary:
+      return "ubinary";
+    case OutputDType::kInt8Tanh:
+      return "int8_tanh";
+  }
+  return "?";
+}
+
+int ElementsPerRow(const OutputFormat& f) {
+  if (f.dtype == OutputDType::kBinary || f.dtype == OutputDType::kUbinary) return (f.dims + 7) / 8;
+  return f.dims;
+}
+
+size_t BytesPerRow(const OutputFormat& f) {
+  switch (f.dtype) {
+    case OutputDType::kFloat32:
+      return static_cast<size_t>(f.dims) * 4;
+    case OutputDType::kFloat16:
+      return static_cast<size_t>(f.dims) * 2;
+    default:
+      return static_cast<size_t>(ElementsPerRow(f));
+  }
+}
+
+void L2Normalize(float* x, int n) {
+  if (n <= 0) return;
+  // One implementation of Matryoshka re-normalisation in the codebase: the engine's.
+  Embeddings row;
+  row.rows = 1;
+  row.dim = n;
+  row.data.assign(x, x + n);
+  Status s = TruncateAndNormalize(&row, n);
+  if (s.ok()) std::copy(row.data.begin(), row.data.end(), x);
+}
+
+uint16_t FloatToHalf(float f) {
+  uint32_t x = std::bit_cast<uint32_t>(f);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  x &= 0x7fffffffu;
+  if (x >= 0x7f800000u) return sign | 0x7c00u | (x > 0x7f800000u ? 0x200u : 0u);  // inf, NaN
+  if (x >= 0x477ff000u) return sign | 0x7c00u;  // >= 65520 rounds past the largest half (65504)
+  if (x < 0x38800000u) {
+    // Below the smallest normal half (2^-14): a subnormal in units of 2^-24. Scaling by 2^24 is
+    // exact in float, and nearbyint rounds half to even in the default rounding mode.
+    const float units = std::nearbyint(std::bit_cast<float>(x) * 16777216.0f);
+    return sign | static_cast<uint16_t>(units);  // 1024 units is correctly the smallest normal
+  }
+  uint32_t h = ((((x >> 23) - 127 + 15) << 10) | ((x & 0x7fffffu) >> 13));
+  const uint32_t rest = x & 0x1fffu;                         // the 13 dropped mantissa bits
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // a carry correctly bumps the exponent
+  return sign | static_cast<uint16_t>(h);
+}
+
+float HalfToFloat(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu;
+  const uint32_t mant = h & 0x3ffu;
+  if (exp == 0) {
+    const float v = std::ldexp(static_cast<float>(mant), -24);
+    return sign ? -v : v;
+  }
+  if (exp == 31) return std::bit_cast<float>(sign | 0x7f800000u | (mant << 13));
+  return std::bit_cast<float>(sign | ((exp - 15 + 127) << 23) | (mant << 13));
+}
+
+void EncodeRow(const float* row, const OutputFormat& f, uint8_t* out, float* scale) {
+  *scale = 0;
+  const int n = f.dims;
+  // Only copy when the row must change; float32 without normalisation is a straight memcpy.
+  std::vector<float> tmp;
+  const float* x = row;
+  if (f.normalize) {
+    tmp.assign(row, row + n);
+    L2Normalize(tmp.data(), n);
+    x = tmp.data();
+  }
+  switch (f.dtype) {
+    case OutputDType::kFloat32:
+      std::memcpy(out, x, static_cast<size_t>(n) * 4);
+      return;
+    case OutputDType::kFloat16:
+      for (int i = 0; i < n; ++i) {
+        const uint16_t h = FloatToHalf(x[i]);
+        std::memcpy(out + 2 * i, &h, 2);
+      }
+      return;
+    case OutputDType::kInt8: {
+      // Symmetric per-row scale: uses the full int8 range whatever the row's magnitude (a fixed
+      // scale would waste most of it on normalised 1024-d rows, whose entries are ~0.03).
+      float absmax = 0;
+      for (int i = 0; i < n; ++i) absmax = std::max(absmax, std::fabs(x[i]));
+      const float s = absmax / 127.0f;
+      *scale = s;
+      for (int i = 0; i < n; ++i) {
+        const float q = s > 0 ? std::nearbyint(x[i] / s) : 0.0f;
+        out[i] = static_cast<uint8_t>(static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f)));
+      }
+      return;
+    }
+    case OutputDType::kInt8Tanh:
+      QuantizeInt8Tanh(x, n, reinterpret_cast<int8_t*>(out));
+      return;
+    case OutputDType::kBinary:
+    case OutputDType::kUbinary:
+      PackBinarySign(x, n, out);
+      // Flipping the top bit is the same as subtracting 128 and reading the byte as int8.
+      if (f.dtype == OutputDType::kBinary) {
+        for (int b = 0; b < (n + 7) / 8; ++b) out[b] ^= 0x80;
+      }
+      return;
+  }
+}
+
+void DecodeRow(const uint8_t* in, const OutputFormat& f, float scale, float* out) {
+  const int n = f.dims;
+  switch (f.dtype) {
+    case OutputDType::kFloat32:
+      std::memcpy(out, in, static_cast<size_t>(n) * 4);
+      return;
+    case OutputDType::kFloat16:
+      for (int i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, in + 2 * i, 2);
+        out[i] = HalfToFloat(h);
+      }
+      return;
+    case OutputDType::kInt8:
+      for (int i = 0; i < n; ++i) out[i] = static_cast<float>(static_cast<int8_t>(in[i])) * scale;
+      return;
+    case OutputDType::kInt8Tanh:
+      for (int i = 0; i < n; ++i) {
+        // +-127 maps to +-1, where atanh is infinite; clamp to keep the decode finite.
+        const float t =
+            std::clamp(static_cast<float>(static_cast<int8_t>(in[i])) / 127.0f, -0.999f, 0.999f);
+        out[i] = std::atanh(t);
+      }
+      return;
+    case OutputDType::kBinary:
+    case OutputDType::kUbinary: {
+      const uint8_t offset = f.dtype == OutputDType::kBinary ? 0x80 : 0x00;
+      for (int i = 0; i < n; ++i) {
+        const uint8_t byte = in[i / 8] ^ offset;
+        out[i] = (byte & (0x80u >> (i % 8))) ? 1.0f : -1.0f;
+      }
+      return;
+    }
+  }
+}
+
+}  // namespace petal::server

@@ -1,0 +1,149 @@
+// Tests for the server's row post-processing: truncation, normalisation and wire dtypes.
+#include "server/postprocess.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace petal::server {
+namespace {
+
+std::vector<uint8_t> Encode(const std::vector<float>& row, OutputFormat f, float* scale) {
+  std::vector<uint8_t> out(BytesPerRow(f));
+  EncodeRow(row.data(), f, out.data(), scale);
+  return out;
+}
+
+TEST(Postprocess, Float32TruncatesWithoutNormalising) {
+  std::vector<float> row = {3, 4, 12, 5};
+  float scale;
+  auto out = Encode(row, {2, false, OutputDType::kFloat32}, &scale);
+  ASSERT_EQ(out.size(), 8u);
+  float got[2];
+  std::memcpy(got, out.data(), 8);
+  EXPECT_EQ(got[0], 3);
+  EXPECT_EQ(got[1], 4);
+}
+
+TEST(Postprocess, MatryoshkaRenormalises) {
+  std::vector<float> row = {3, 4, 12, 5};
+  float scale;
+  auto out = Encode(row, {2, true, OutputDType::kFloat32}, &scale);
+  float got[2];
+  std::memcpy(got, out.data(), 8);
+  EXPECT_FLOAT_EQ(got[0], 0.6f);
+  EXPECT_FLOAT_EQ(got[1], 0.8f);
+}
+
+TEST(Postprocess, ZeroRowStaysZeroWhenNormalised) {
+  std::vector<float> row(5, 0.0f);
+  L2Normalize(row.data(), 5);
+  for (float v : row) EXPECT_EQ(v, 0.0f);
+}
+
+TEST(Postprocess, HalfKnownValues) {
+  EXPECT_EQ(FloatToHalf(0.0f), 0x0000);
+  EXPECT_EQ(FloatToHalf(-0.0f), 0x8000);
+  EXPECT_EQ(FloatToHalf(1.0f), 0x3c00);
+  EXPECT_EQ(FloatToHalf(-2.0f), 0xc000);
+  EXPECT_EQ(FloatToHalf(65504.0f), 0x7bff);
+  EXPECT_EQ(FloatToHalf(65520.0f), 0x7c00);  // ties to even rounds up to infinity
+  EXPECT_EQ(FloatToHalf(1e10f), 0x7c00);
+  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -24)), 0x0001);             // smallest subnormal
+  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -25)), 0x0000);             // tie to even -> 0
+  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -14)), 0x0400);             // smallest normal
+  EXPECT_EQ(FloatToHalf(1.0f + std::ldexp(1.0f, -11)), 0x3c00);      // tie, even stays
+  EXPECT_EQ(FloatToHalf(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);  // tie, odd rounds up
+  EXPECT_TRUE(std::isnan(HalfToFloat(FloatToHalf(std::numeric_limits<float>::quiet_NaN()))));
+  EXPECT_EQ(HalfToFloat(0x3555), 0.333251953125f);
+}
+
+TEST(Postprocess, HalfRoundTripIsWithinHalfUlp) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> d(-70000.0f, 70000.0f);
+  for (int i = 0; i < 100000; ++i) {
+    float x = d(rng) * std::ldexp(1.0f, -std::uniform_int_distribution<int>(0, 30)(rng));
+    float y = HalfToFloat(FloatToHalf(x));
+    if (std::fabs(x) >= 65520.0f) {
+      EXPECT_TRUE(std::isinf(y));
+      continue;
+    }
+    // Relative error <= 2^-11 for normals; absolute <= 2^-25 for subnormals.
+    float tol = std::max(std::fabs(x) * std::ldexp(1.0f, -11), std::ldexp(1.0f, -25));
+    ASSERT_LE(std::fabs(x - y), tol) << x;
+  }
+}
+
+TEST(Postprocess, Int8UsesPerRowScale) {
+  std::vector<float> row = {0.5f, -1.0f, 0.25f, 0.0f};
+  float scale;
+  auto out = Encode(row, {4, false, OutputDType::kInt8}, &scale);
+  EXPECT_FLOAT_EQ(scale, 1.0f / 127);
+  EXPECT_EQ(static_cast<int8_t>(out[0]), 64);  // 63.5 rounds to even
+  EXPECT_EQ(static_cast<int8_t>(out[1]), -127);
+  EXPECT_EQ(static_cast<int8_t>(out[2]), 32);  // 31.75
+  EXPECT_EQ(static_cast<int8_t>(out[3]), 0);
+  std::vector<float> back(4);
+  DecodeRow(out.data(), {4, false, OutputDType::kInt8}, scale, back.data());
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(back[i], row[i], scale / 2 + 1e-7f);
+}
+
+TEST(Postprocess, Int8AllZeroRow) {
+  std::vector<float> row(3, 0.0f);
+  float scale;
+  auto out = Encode(row, {3, false, OutputDType::kInt8}, &scale);
+  EXPECT_EQ(scale, 0.0f);
+  for (auto b : out) EXPECT_EQ(b, 0);
+}
+
+TEST(Postprocess, UbinaryPacksMsbFirstWithZeroPadding) {
+  // Signs: + - + + - - - + | + - (then 6 padding bits)
+  std::vector<float> row = {1, -1, 2, 3, -4, 0, -1, 5, 0.1f, -0.1f};
+  float scale;
+  auto out = Encode(row, {10, false, OutputDType::kUbinary}, &scale);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0], 0b10110101);  // 0 counts as positive (pplx-embed's rule, x >= 0)
+  EXPECT_EQ(out[1], 0b10000000);
+}
+
+TEST(Postprocess, BinaryIsUbinaryMinus128) {
+  std::vector<float> row = {1, -1, 2, 3, -4, 0, -1, 5, -1, -1, -1, -1, -1, -1, -1, -1};
+  float scale;
+  auto u = Encode(row, {16, false, OutputDType::kUbinary}, &scale);
+  auto b = Encode(row, {16, false, OutputDType::kBinary}, &scale);
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(static_cast<int8_t>(b[i]), static_cast<int>(u[i]) - 128);
+  EXPECT_EQ(static_cast<int8_t>(b[1]), -128);  // all-negative byte
+  std::vector<float> back(16);
+  DecodeRow(b.data(), {16, false, OutputDType::kBinary}, 0, back.data());
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(back[i], row[i] >= 0 ? 1.0f : -1.0f) << i;
+}
+
+TEST(Postprocess, Int8TanhMatchesPplxQuantiser) {
+  std::vector<float> row = {0.0f, 10.0f, -10.0f, 0.5f};
+  float scale;
+  auto out = Encode(row, {4, false, OutputDType::kInt8Tanh}, &scale);
+  EXPECT_EQ(scale, 0.0f);
+  EXPECT_EQ(static_cast<int8_t>(out[0]), 0);
+  EXPECT_EQ(static_cast<int8_t>(out[1]), 127);
+  EXPECT_EQ(static_cast<int8_t>(out[2]), -127);
+  EXPECT_EQ(static_cast<int8_t>(out[3]), static_cast<int>(std::nearbyint(std::tanh(0.5f) * 127)));
+  std::vector<float> back(4);
+  DecodeRow(out.data(), {4, false, OutputDType::kInt8Tanh}, 0, back.data());
+  EXPECT_NEAR(back[3], 0.5f, 0.01f);
+}
+
+TEST(Postprocess, SizesPerDtype) {
+  EXPECT_EQ(BytesPerRow({384, false, OutputDType::kFloat32}), 1536u);
+  EXPECT_EQ(BytesPerRow({384, false, OutputDType::kFloat16}), 768u);
+  EXPECT_EQ(BytesPerRow({384, false, OutputDType::kInt8}), 384u);
+  EXPECT_EQ(BytesPerRow({384, false, OutputDType::kInt8Tanh}), 384u);
+  EXPECT_EQ(BytesPerRow({385, false, OutputDType::kBinary}), 49u);
+  EXPECT_EQ(ElementsPerRow({385, false, OutputDType::kUbinary}), 49);
+}
+
+}  // namespace
+}  // namespace petal::server

@@ -1,0 +1,154 @@
+#include "server/request.h"
+
+#include <cstring>
+
+namespace petal::server {
+namespace {
+
+std::string Num(uint64_t v) { return std::to_string(v); }
+
+StatusOr<OutputDType> DTypeFromProto(int v) {
+  switch (v) {
+    case v1::DTYPE_UNSPECIFIED:
+    case v1::DTYPE_FLOAT32:
+      return OutputDType::kFloat32;
+    case v1::DTYPE_FLOAT16:
+      return OutputDType::kFloat16;
+    case v1::DTYPE_INT8:
+      return OutputDType::kInt8;
+    case v1::DTYPE_BINARY:
+      return OutputDType::kBinary;
+    case v1::DTYPE_UBINARY:
+      return OutputDType::kUbinary;
+    case v1::DTYPE_INT8_TANH:
+      return OutputDType::kInt8Tanh;
+  }
+  return InvalidArgument("options.dtype: unknown value " + std::to_string(v) +
+                         " (expected FLOAT32, FLOAT16, INT8, BINARY, UBINARY or INT8_TANH)");
+}
+
+}  // namespace
+
+int MaxSequenceTokens(const ModelConfig& config) {
+  return config.max_position_embeddings > 0 ? config.max_position_embeddings
+                                            : config.max_seq_length;
+}
+
+v1::DType ToProto(OutputDType t) {
+  switch (t) {
+    case OutputDType::kFloat32:
+      return v1::DTYPE_FLOAT32;
+    case OutputDType::kFloat16:
+      return v1::DTYPE_FLOAT16;
+    case OutputDType::kInt8:
+      return v1::DTYPE_INT8;
+    case OutputDType::kBinary:
+      return v1::DTYPE_BINARY;
+    case OutputDType::kUbinary:
+      return v1::DTYPE_UBINARY;
+    case OutputDType::kInt8Tanh:
+      return v1::DTYPE_INT8_TANH;
+  }
+  return v1::DTYPE_UNSPECIFIED;
+}
+
+int GrpcCode(StatusCode code) { return static_cast<int>(code); }  // StatusCode mirrors gRPC's
+
+StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig& config) {
+  const uint32_t version = req.protocol_version() == 0 ? 1 : req.protocol_version();
+  if (version < kMinProtocolVersion || version > kProtocolVersion) {
+    return InvalidArgument("protocol_version: " + Num(version) +
+                           " is not supported (server speaks " + Num(kMinProtocolVersion) + ".." +
+                           Num(kProtocolVersion) + ")");
+  }
+  EmbedJob job;
+  job.request_id = req.request_id();
+  const auto& opts = req.options();
+
+  // Options first: they are cheap to check and independent of the payload.
+  PETAL_ASSIGN_OR_RETURN(job.format.dtype, DTypeFromProto(opts.dtype()));
+  const uint32_t hidden = static_cast<uint32_t>(config.hidden_size);
+  if (opts.dimensions() > hidden) {
+    return InvalidArgument("options.dimensions: " + Num(opts.dimensions()) +
+                           " exceeds the model's hidden size " + Num(hidden));
+  }
+  job.format.dims =
+      opts.dimensions() == 0 ? config.hidden_size : static_cast<int>(opts.dimensions());
+  switch (opts.normalize()) {
+    case v1::NORMALIZE_DEFAULT:
+    case v1::NORMALIZE_TRUE:
+      // The engine already normalised full rows when the model does; only truncation (or a model
+      // that does not normalise) needs it again.
+      job.format.normalize = opts.normalize() == v1::NORMALIZE_TRUE ||
+                             (config.normalize && job.format.dims < config.hidden_size);
+      break;
+    case v1::NORMALIZE_FALSE:
+      if (config.normalize) {
+        return InvalidArgument(
+            "options.normalize: NORMALIZE_FALSE is not available for this model: its pipeline "
+            "L2-normalises embeddings before they leave the engine");
+      }
+      job.format.normalize = false;
+      break;
+    default:
+      return InvalidArgument("options.normalize: unknown value " +
+                             std::to_string(opts.normalize()));
+  }
+
+  const int n = req.lengths_size();
+  if (n == 0) return InvalidArgument("lengths: at least one sequence is required");
+  const std::string& bytes = req.token_ids();
+  if (bytes.size() % 4 != 0) {
+    return InvalidArgument("token_ids: " + Num(bytes.size()) +
+                           " bytes is not a multiple of 4 (packed little-endian int32)");
+  }
+  const int max_len = MaxSequenceTokens(config);
+  uint64_t total = 0;
+  for (int i = 0; i < n; ++i) {
+    const uint32_t len = req.lengths(i);
+    if (len == 0) return InvalidArgument("lengths[" + Num(i) + "]: sequence is empty");
+    if (max_len > 0 && len > static_cast<uint32_t>(max_len)) {
+      return InvalidArgument("lengths[" + Num(i) + "]: " + Num(len) +
+                             " tokens exceeds the model's maximum of " + Num(max_len));
+    }
+    total += len;
+  }
+  if (total * 4 != bytes.size()) {
+    return InvalidArgument("lengths: sum to " + Num(total) + " tokens but token_ids holds " +
+                           Num(bytes.size() / 4) + " (" + Num(bytes.size()) + " bytes)");
+  }
+  job.token_ids.resize(total);
+  std::memcpy(job.token_ids.data(), bytes.data(), bytes.size());  // little-endian host
+  job.cu_seqlens.resize(n + 1);
+  job.cu_seqlens[0] = 0;
+  for (int i = 0; i < n; ++i)
+    job.cu_seqlens[i + 1] = job.cu_seqlens[i] + static_cast<int32_t>(req.lengths(i));
+  const int32_t vocab = config.vocab_size;
+  for (size_t t = 0; t < job.token_ids.size(); ++t) {
+    const int32_t id = job.token_ids[t];
+    if (id < 0 || id >= vocab) {
+      // Locate the sequence only on the error path.
+      int s = 0;
+      while (job.cu_seqlens[s + 1] <= static_cast<int32_t>(t)) ++s;
+      return InvalidArgument("token_ids[" + Num(t) + "] (sequence " + Num(s) + ", position " +
+                             Num(t - job.cu_seqlens[s]) + "): id " + std::to_string(id) +
+                             " is outside the vocabulary [0, " + Num(vocab) + ")");
+    }
+  }
+  return job;
+}
+
+void FillResponse(const std::string& request_id, EmbedResult* result, v1::EmbedResponse* resp) {
+  resp->set_protocol_version(kProtocolVersion);
+  resp->set_request_id(request_id);
+  resp->set_dtype(ToProto(result->format.dtype));
+  resp->add_shape(static_cast<uint32_t>(result->rows));
+  resp->add_shape(static_cast<uint32_t>(ElementsPerRow(result->format)));
+  resp->set_dimensions(static_cast<uint32_t>(result->format.dims));
+  resp->set_data(std::move(result->data));
+  for (float s : result->scales) resp->add_scales(s);
+  resp->set_queue_us(static_cast<uint64_t>(result->queue_us));
+  resp->set_total_us(static_cast<uint64_t>(result->total_us));
+}
+
+}  // namespace petal::server

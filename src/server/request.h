@@ -1,0 +1,31 @@
+// Conversions between the wire protocol (petal.proto) and the engine loop's jobs and results,
+// including all request validation. Every INVALID_ARGUMENT message starts with the offending
+// field's name (e.g. "lengths[3]: ...") so gateways can report it. Thread-safety: pure functions.
+#pragma once
+
+#include "common/status.h"
+#include "model/config.h"
+#include "petal.pb.h"
+#include "server/engine_loop.h"
+
+namespace petal::server {
+
+// Protocol versions this server speaks; a request's 0 means 1.
+inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr uint32_t kMinProtocolVersion = 1;
+
+// Longest sequence the server accepts for `config`: the model's maximum positions.
+int MaxSequenceTokens(const ModelConfig& config);
+
+// Validates `req` against the model and builds the job (deadline left unset).
+StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig& config);
+
+// Fills `resp` from a finished job's result (moves the data out of `result`).
+void FillResponse(const std::string& request_id, EmbedResult* result, v1::EmbedResponse* resp);
+
+v1::DType ToProto(OutputDType t);
+
+// Maps a Petal Status code to the gRPC status of the same number.
+int GrpcCode(StatusCode code);
+
+}  // namespace petal::server
