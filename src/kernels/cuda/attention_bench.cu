@@ -1,7 +1,8 @@
 // Micro-benchmark of the flash attention kernel (not a test; CTest does not run it). Prints
 // TFLOP/s per shape, FLOPs = 4 * sum(len^2) * Hq * d (half for causal), timing the Run step
 // (plan excluded, it runs once per forward pass) and, separately, plan + run. Usage:
-//   petal_attention_bench [--causal] [--reps N]
+//   petal_attention_bench [--causal] [--reps N] [--json FILE]
+// --json appends one JSON object per (shape, variant) line to FILE (JSON Lines).
 // Thread-safety: a program.
 #include <algorithm>
 #include <cmath>
@@ -60,9 +61,11 @@ float Median(std::vector<float> v) {
 int main(int argc, char** argv) {
   bool causal = false;
   int reps = 20;
+  const char* json_path = nullptr;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--causal")) causal = true;
     if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
   }
   const Shape shapes[] = {
       {"qwen3-0.6b 1x128", 16, 8, 128, 1, 128},
@@ -74,7 +77,7 @@ int main(int argc, char** argv) {
       {"minilm 100x128", 12, 12, 32, 100, 128},
       {"d64 gqa2 100x512", 16, 8, 64, 100, 512},
   };
-  std::printf("%-22s %-6s %-20s %9s %8s %9s\n", "shape", "mode", "variant (* default)", "run ms",
+  std::printf("%-22s %-6s %-26s %9s %8s %9s\n", "shape", "mode", "variant (* default)", "run ms",
               "TFLOP/s", "plan+run");
   cudaStream_t stream;
   BENCH_CHECK(cudaStreamCreate(&stream));
@@ -142,8 +145,21 @@ int main(int argc, char** argv) {
       const float med = Median(run_ms);
       const std::string variant =
           petal::cuda::FlashVariantName(s.d, v) + (v == default_variant ? " *" : "");
-      std::printf("%-22s %-6s %-20s %9.4f %8.1f %9.4f\n", s.name, causal ? "causal" : "bidir",
+      std::printf("%-22s %-6s %-26s %9.4f %8.1f %9.4f\n", s.name, causal ? "causal" : "bidir",
                   variant.c_str(), med, flops / (med * 1e-3) / 1e12, Median(all_ms));
+      if (json_path != nullptr) {
+        if (FILE* f = std::fopen(json_path, "a")) {
+          std::fprintf(f,
+                       "{\"shape\": \"%s\", \"mode\": \"%s\", \"variant\": \"%s\", "
+                       "\"default\": %s, \"run_ms\": %.5f, \"tflops\": %.2f, "
+                       "\"plan_run_ms\": %.5f}\n",
+                       s.name, causal ? "causal" : "bidir",
+                       petal::cuda::FlashVariantName(s.d, v).c_str(),
+                       v == default_variant ? "true" : "false", med, flops / (med * 1e-3) / 1e12,
+                       Median(all_ms));
+          std::fclose(f);
+        }
+      }
     }
     cudaFree(qkv);
     cudaFree(out);
