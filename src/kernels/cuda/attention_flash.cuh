@@ -100,7 +100,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   const bool warp_active = warp_row0 < len;  // warps wholly past the sequence end only sync
   // Warp w's m-tile mt is rows 16 * (w * kMT + mt) .. +15 of the stacked Q tiles in smem.
   const FragCoord lq = LdsmA(lane), lk = LdsmBKeyMajor(lane), lv = LdsmBTransposed(lane);
-  const bf16* sq_warp = sq + (warp * kMT * 16 + lq.row) * kStride + lq.col;
+  // Shared-memory byte addresses of this lane's ldmatrix rows; tile offsets are added as
+  // compile-time constants (kB = bytes per element), which fold into the instructions.
+  constexpr int kB = sizeof(bf16);
+  const uint32_t q_lane = SmemAddr(sq + (warp * kMT * 16 + lq.row) * kStride + lq.col);
+  const uint32_t k_lane = SmemAddr(sk + lk.row * kStride + lk.col);
+  const uint32_t v_lane = SmemAddr(sv + lv.row * kStride + lv.col);
 
   // With one m-tile per warp the Q fragments stay in registers for the whole pass; with more,
   // registers are needed for the accumulators, so they are re-read from shared memory per tile.
@@ -131,15 +136,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     if constexpr (kQInRegs) {
       if (j == 0) {
 #pragma unroll
-        for (int kc = 0; kc < kDSteps; ++kc) LdMatrixX4(qa[kc], SmemAddr(sq_warp + kc * 16));
+        for (int kc = 0; kc < kDSteps; ++kc) LdMatrixX4(qa[kc], q_lane + kc * 16 * kB);
       }
     }
 
     const int k0 = j * BN;
     const bool skip = !warp_active || (kCausal && k0 > warp_row0 + 16 * kMT - 1);
     if (!skip) {
-      const bf16* skj = sk + stage * Cfg::kKVElems;
-      const bf16* svj = sv + stage * Cfg::kKVElems;
+      const uint32_t k_stage = k_lane + stage * Cfg::kKVElems * kB;
+      const uint32_t v_stage = v_lane + stage * Cfg::kKVElems * kB;
 
       // S = Q K^T for this warp's rows x BN keys.
       float s[kMT][kNBlocks][4] = {};
@@ -155,14 +160,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 #pragma unroll
             for (int r = 0; r < 4; ++r) qk[mt][r] = qa[kc][r];
           } else {
-            LdMatrixX4(qk[mt], SmemAddr(sq_warp + mt * 16 * kStride + kc * 16));
+            LdMatrixX4(qk[mt], q_lane + (mt * 16 * kStride + kc * 16) * kB);
           }
         }
 #pragma unroll
         for (int nb = 0; nb < kNBlocks / 2; ++nb) {
           // Keys 16nb..16nb+15 x dims 16kc..16kc+15: b0,b1 of n-block 2nb, then of 2nb+1.
           uint32_t b[4];
-          LdMatrixX4(b, SmemAddr(skj + (nb * 16 + lk.row) * kStride + kc * 16 + lk.col));
+          LdMatrixX4(b, k_stage + (nb * 16 * kStride + kc * 16) * kB);
 #pragma unroll
           for (int mt = 0; mt < kMT; ++mt) {
             MmaBf16(s[mt][2 * nb], qk[mt], b[0], b[1]);
@@ -225,28 +230,34 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         }
       }
 
-      // O += P V, P straight from the S accumulators (see the layout note at the top).
+      // P as bf16 A fragments, packed from the S accumulators (see the layout note at the top)
+      // all at once, so the fp32 scores are dead before the P V loop needs its registers.
+      uint32_t pa[BN / 16][kMT][4];
 #pragma unroll
       for (int kc = 0; kc < BN / 16; ++kc) {
-        uint32_t pa[kMT][4];
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
           for (int r = 0; r < 4; ++r) {
             const float* src = s[mt][2 * kc + PRegBlock(r)];
-            pa[mt][r] = PackBf16(src[PRegElem(r)], src[PRegElem(r) + 1]);
+            pa[kc][mt][r] = PackBf16(src[PRegElem(r)], src[PRegElem(r) + 1]);
           }
         }
+      }
+
+      // O += P V.
+#pragma unroll
+      for (int kc = 0; kc < BN / 16; ++kc) {
 #pragma unroll
         for (int dp = 0; dp < D / 16; ++dp) {
           // Keys 16kc..16kc+15 x dims 16dp..16dp+15, transposed: b0,b1 of d-block 2dp, then
           // of 2dp+1.
           uint32_t b[4];
-          LdMatrixX4Trans(b, SmemAddr(svj + (kc * 16 + lv.row) * kStride + dp * 16 + lv.col));
+          LdMatrixX4Trans(b, v_stage + (kc * 16 * kStride + dp * 16) * kB);
 #pragma unroll
           for (int mt = 0; mt < kMT; ++mt) {
-            MmaBf16(o[mt][2 * dp], pa[mt], b[0], b[1]);
-            MmaBf16(o[mt][2 * dp + 1], pa[mt], b[2], b[3]);
+            MmaBf16(o[mt][2 * dp], pa[kc][mt], b[0], b[1]);
+            MmaBf16(o[mt][2 * dp + 1], pa[kc][mt], b[2], b[3]);
           }
         }
       }
