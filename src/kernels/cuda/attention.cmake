@@ -23,7 +23,8 @@ if(TARGET petal_kernels_cuda)
 endif()
 
 # CPU-only: emulates ldmatrix/mma to check the kernel's fragment layouts (runs in CI).
-petal_test(attention_fragments_test SOURCES ${CMAKE_SOURCE_DIR}/tests/ops/attention_fragments_test.cc
+petal_test(attention_fragments_test
+           SOURCES ${CMAKE_SOURCE_DIR}/tests/ops/attention_fragments_test.cc
            LIBS petal_common)
 # CPU-only: the real kernels compiled as host code on an emulator (runs in CI). Deliberately not
 # linked with petal_attention_cuda: its device-kernel stubs share the kernels' mangled names.
