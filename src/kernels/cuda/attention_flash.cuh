@@ -265,8 +265,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     __syncthreads();  // everyone is done with `stage` before iteration j+1 refills it
   }
 
+  // Epilogue. Each warp normalises its rows and stages them as bf16 in its own rows of the Q
+  // tile in shared memory (every warp is past its last read of Q: the loop ends with a barrier),
+  // then writes them out row-contiguously with 16-byte stores. The staging writes are
+  // conflict-free: lane (g, t) hits bank 4g + t thanks to the 16-byte row padding.
   if (!warp_active) return;
-  const int64_t out_row = static_cast<int64_t>(args.num_heads) * D;
+  bf16* staged = sq + warp * kMT * 16 * kStride;
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
@@ -276,15 +280,25 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
       const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
       const FragCoord rc = AccumCoord(lane, 2 * h);  // elements 2h, 2h + 1: columns rc.col, +1
-      const int row = warp_row0 + mt * 16 + rc.row;
-      if (row >= len) continue;
-      bf16* dst = args.out + static_cast<int64_t>(seq_begin + row) * out_row +
-                  static_cast<int64_t>(head) * D + rc.col;
+      bf16* dst = staged + (mt * 16 + rc.row) * kStride + rc.col;
 #pragma unroll
       for (int db = 0; db < kDBlocks; ++db) {
         *reinterpret_cast<uint32_t*>(dst + db * 8) =
             PackBf16(o[mt][db][2 * h] * inv, o[mt][db][2 * h + 1] * inv);
       }
+    }
+  }
+  __syncwarp();
+  constexpr int kChunksPerRow = D / 8;  // 16-byte chunks
+  const int64_t out_row = static_cast<int64_t>(args.num_heads) * D;
+#pragma unroll
+  for (int c = lane; c < kMT * 16 * kChunksPerRow; c += 32) {
+    const int r = c / kChunksPerRow, col = (c % kChunksPerRow) * 8;
+    const int row = warp_row0 + r;
+    if (row < len) {
+      *reinterpret_cast<uint4*>(args.out + static_cast<int64_t>(seq_begin + row) * out_row +
+                                static_cast<int64_t>(head) * D + col) =
+          *reinterpret_cast<const uint4*>(staged + r * kStride + col);
     }
   }
 }
