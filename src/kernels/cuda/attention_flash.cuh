@@ -34,13 +34,15 @@ __device__ __forceinline__ void LoadRows(bf16* smem, const bf16* gmem, int64_t s
   constexpr int kRowStep = Cfg::kThreads / kChunksPerRow;
   const int r0 = tid / kChunksPerRow;
   const int col = (tid % kChunksPerRow) * 8;
-  const bf16* src = gmem + r0 * stride + col;
   const uint32_t dst = SmemAddr(smem + r0 * Cfg::kSmemStride + col);
 #pragma unroll
   for (int i = 0; i < kRows / kRowStep; ++i) {
-    const bool valid = r0 + i * kRowStep < valid_rows;
+    const int r = r0 + i * kRowStep;
+    const bool valid = r < valid_rows;
+    // Invalid rows read nothing (src-size 0) but still get an in-bounds address: the last valid
+    // row (valid_rows >= 1 for every tile the kernel loads).
     CpAsync16(dst + i * kRowStep * Cfg::kSmemStride * static_cast<int>(sizeof(bf16)),
-              valid ? src + i * kRowStep * stride : gmem, valid);
+              gmem + min(r, valid_rows - 1) * stride + col, valid);
   }
 }
 
