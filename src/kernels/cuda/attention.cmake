@@ -12,6 +12,9 @@ endif()
 add_library(petal_attention_cuda STATIC
   ${PETAL_ATTN_DIR}/attention_plan.cu
   ${PETAL_ATTN_DIR}/attention_flash.cu
+  ${PETAL_ATTN_DIR}/attention_flash_d32.cu
+  ${PETAL_ATTN_DIR}/attention_flash_d64.cu
+  ${PETAL_ATTN_DIR}/attention_flash_d128.cu
   ${PETAL_ATTN_DIR}/attention_reference.cu)
 target_link_libraries(petal_attention_cuda PUBLIC petal_common CUDA::cudart)
 target_include_directories(petal_attention_cuda PUBLIC ${CMAKE_SOURCE_DIR}/src)
