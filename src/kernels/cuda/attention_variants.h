@@ -36,7 +36,8 @@ struct Variants<128> {
   using List = std::tuple<FlashConfig<128, 4, 64, 2, 2, 2>, FlashConfig<128, 4, 64, 2, 1, 2>,
                           FlashConfig<128, 8, 64, 1, 2, 1>, FlashConfig<128, 4, 64, 2, 1, 1>,
                           FlashConfig<128, 8, 64, 1, 1, 1>, FlashConfig<128, 4, 32, 2, 2, 2>,
-                          FlashConfig<128, 4, 32, 2, 1, 2>, FlashConfig<128, 4, 64, 2, 2, 1>>;
+                          FlashConfig<128, 4, 32, 2, 1, 2>, FlashConfig<128, 4, 64, 2, 2, 1>,
+                          FlashConfig<128, 8, 64, 1, 2, 2>>;
 };
 
 // Calls f(Config{}) for variant `index` of head dim D (compile-time walk of the list).
