@@ -6,6 +6,7 @@
 // PendingEmbeddings handles may be waited on from another thread.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,6 +56,8 @@ class Engine {
   virtual StatusOr<std::unique_ptr<PendingEmbeddings>> Step(const Batch& batch) = 0;
   // Step() followed by Wait().
   StatusOr<Embeddings> Embed(const Batch& batch);
+  // Counters for logs, benchmarks and metrics (e.g. graph captures and replays); may be empty.
+  virtual std::map<std::string, double> Stats() const { return {}; }
 };
 
 }  // namespace petal

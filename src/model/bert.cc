@@ -1,10 +1,228 @@
-// Placeholder until the Bert CPU model lands.
-#include "model/model.h"
+#include "model/bert.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "kernels/cpu/ops.h"
 
 namespace petal {
+namespace {
 
-StatusOr<std::unique_ptr<CpuModel>> LoadBertCpuModel(const ModelConfig&, const WeightStore&) {
-  return Unimplemented("bert CPU model is not implemented yet");
+// Which config dimension a tensor axis has.
+enum class Dim { kHidden, kInter, kVocab, kPos, kType };
+
+int64_t DimSize(const ModelConfig& c, Dim d) {
+  switch (d) {
+    case Dim::kHidden:
+      return c.hidden_size;
+    case Dim::kInter:
+      return c.intermediate_size;
+    case Dim::kVocab:
+      return c.vocab_size;
+    case Dim::kPos:
+      return c.max_position_embeddings;
+    case Dim::kType:
+      return c.type_vocab_size;
+  }
+  return 0;
+}
+
+// One checkpoint tensor and where it lands. A tensor that is one of `parts` fused blocks (Q/K/V)
+// is copied to offset part * numel of a field sized parts * numel.
+template <typename Owner>
+struct TensorSpec {
+  const char* name;  // without "bert." and, for layers, without "encoder.layer.N."
+  std::vector<float> Owner::*field;
+  std::vector<Dim> shape;
+  int part = 0;
+  int parts = 1;
+};
+
+using L = BertLayerWeights;
+using W = BertWeights;
+constexpr Dim kH = Dim::kHidden;
+constexpr Dim kI = Dim::kInter;
+
+const std::vector<TensorSpec<W>>& EmbeddingTable() {
+  static const std::vector<TensorSpec<W>> t = {
+      {"embeddings.word_embeddings.weight", &W::word_embeddings, {Dim::kVocab, kH}},
+      {"embeddings.position_embeddings.weight", &W::position_embeddings, {Dim::kPos, kH}},
+      {"embeddings.token_type_embeddings.weight", &W::token_type_embeddings, {Dim::kType, kH}},
+      {"embeddings.LayerNorm.weight", &W::embed_norm_gamma, {kH}},
+      {"embeddings.LayerNorm.bias", &W::embed_norm_beta, {kH}},
+  };
+  return t;
+}
+
+const std::vector<TensorSpec<L>>& LayerTable() {
+  static const std::vector<TensorSpec<L>> t = {
+      {"attention.self.query.weight", &L::qkv_weight, {kH, kH}, 0, 3},
+      {"attention.self.key.weight", &L::qkv_weight, {kH, kH}, 1, 3},
+      {"attention.self.value.weight", &L::qkv_weight, {kH, kH}, 2, 3},
+      {"attention.self.query.bias", &L::qkv_bias, {kH}, 0, 3},
+      {"attention.self.key.bias", &L::qkv_bias, {kH}, 1, 3},
+      {"attention.self.value.bias", &L::qkv_bias, {kH}, 2, 3},
+      {"attention.output.dense.weight", &L::attn_out_weight, {kH, kH}},
+      {"attention.output.dense.bias", &L::attn_out_bias, {kH}},
+      {"attention.output.LayerNorm.weight", &L::attn_norm_gamma, {kH}},
+      {"attention.output.LayerNorm.bias", &L::attn_norm_beta, {kH}},
+      {"intermediate.dense.weight", &L::ffn_in_weight, {kI, kH}},
+      {"intermediate.dense.bias", &L::ffn_in_bias, {kI}},
+      {"output.dense.weight", &L::ffn_out_weight, {kH, kI}},
+      {"output.dense.bias", &L::ffn_out_bias, {kH}},
+      {"output.LayerNorm.weight", &L::ffn_norm_gamma, {kH}},
+      {"output.LayerNorm.bias", &L::ffn_norm_beta, {kH}},
+  };
+  return t;
+}
+
+// Replaces the trailing `from` of `s` with `to`, or returns "" if `s` does not end with it.
+std::string ReplaceSuffix(const std::string& s, const std::string& from, const std::string& to) {
+  if (s.size() < from.size() || s.compare(s.size() - from.size(), from.size(), from) != 0)
+    return "";
+  return s.substr(0, s.size() - from.size()) + to;
+}
+
+// The name under which `canonical` is stored: BertModel checkpoints have no prefix,
+// BertForXxx ones prefix "bert.", and TF-era conversions call LayerNorm's parameters gamma/beta.
+std::string Resolve(const WeightStore& store, const std::string& canonical) {
+  std::vector<std::string> names = {canonical};
+  for (const auto& [from, to] : {std::pair{"LayerNorm.weight", "LayerNorm.gamma"},
+                                 std::pair{"LayerNorm.bias", "LayerNorm.beta"}}) {
+    std::string alias = ReplaceSuffix(canonical, from, to);
+    if (!alias.empty()) names.push_back(alias);
+  }
+  const size_t n = names.size();
+  for (size_t i = 0; i < n; ++i) names.push_back("bert." + names[i]);
+  for (const auto& name : names) {
+    if (store.Find(name) != nullptr) return name;
+  }
+  return "";
+}
+
+template <typename Owner>
+Status ReadInto(const ModelConfig& c, const WeightStore& store, const std::string& prefix,
+                const TensorSpec<Owner>& spec, Owner& owner) {
+  const std::string canonical = prefix + spec.name;
+  const std::string name = Resolve(store, canonical);
+  if (name.empty()) {
+    return NotFound("BERT checkpoint is missing tensor '" + canonical +
+                    "' (also looked for it with a 'bert.' prefix and LayerNorm gamma/beta names)");
+  }
+  std::vector<int64_t> shape;
+  for (Dim d : spec.shape) shape.push_back(DimSize(c, d));
+  PETAL_ASSIGN_OR_RETURN(std::vector<float> v, store.ReadF32(name, shape));
+  std::vector<float>& dst = owner.*(spec.field);
+  if (spec.parts == 1) {
+    dst = std::move(v);
+  } else {
+    if (dst.size() != v.size() * spec.parts) dst.assign(v.size() * spec.parts, 0.0f);
+    std::copy(v.begin(), v.end(), dst.begin() + static_cast<int64_t>(spec.part) * v.size());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<BertWeights> LoadBertWeights(const ModelConfig& config, const WeightStore& store) {
+  if (config.architecture != Architecture::kBert) {
+    return InvalidArgument(std::string("LoadBertWeights called for architecture '") +
+                           ArchitectureName(config.architecture) + "'");
+  }
+  BertWeights w;
+  for (const auto& spec : EmbeddingTable()) {
+    if (spec.field == &W::token_type_embeddings && config.type_vocab_size == 0) continue;
+    PETAL_RETURN_IF_ERROR(ReadInto(config, store, "", spec, w));
+  }
+  w.layers.resize(config.num_layers);
+  for (int l = 0; l < config.num_layers; ++l) {
+    const std::string prefix = "encoder.layer." + std::to_string(l) + ".";
+    for (const auto& spec : LayerTable()) {
+      PETAL_RETURN_IF_ERROR(ReadInto(config, store, prefix, spec, w.layers[l]));
+    }
+  }
+  return w;
+}
+
+StatusOr<std::unique_ptr<CpuModel>> LoadBertCpuModel(const ModelConfig& config,
+                                                     const WeightStore& weights) {
+  PETAL_ASSIGN_OR_RETURN(BertWeights w, LoadBertWeights(config, weights));
+  return std::unique_ptr<CpuModel>(new BertCpuModel(config, std::move(w)));
+}
+
+BertCpuModel::BertCpuModel(ModelConfig config, BertWeights weights)
+    : config_(std::move(config)), weights_(std::move(weights)) {}
+
+Status BertCpuModel::Forward(const Batch& batch, std::vector<float>* hidden) const {
+  const ModelConfig& c = config_;
+  const int T = batch.num_tokens(), H = c.hidden_size, I = c.intermediate_size;
+  const int S = batch.num_seqs();
+  const bool typed = !batch.token_type_ids.empty();
+  for (int s = 0; s < S; ++s) {
+    if (batch.seq_len(s) > c.max_position_embeddings) {
+      return InvalidArgument("sequence " + std::to_string(s) + " has " +
+                             std::to_string(batch.seq_len(s)) + " tokens; the model has " +
+                             std::to_string(c.max_position_embeddings) + " positions");
+    }
+  }
+
+  if (typed) {
+    const int types = std::max(c.type_vocab_size, 1);  // type 0 is allowed without the table
+    for (int t = 0; t < T; ++t) {
+      if (batch.token_type_ids[t] < 0 || batch.token_type_ids[t] >= types) {
+        return InvalidArgument("token type id " + std::to_string(batch.token_type_ids[t]) +
+                               " at position " + std::to_string(t) + " is outside [0, " +
+                               std::to_string(types) + ")");
+      }
+    }
+  }
+  hidden->clear();
+  if (T == 0) return Status::Ok();
+
+  // Embeddings: word + position (restarting per sequence) + token type, then LayerNorm.
+  std::vector<float>& x = *hidden;
+  x.assign(static_cast<size_t>(T) * H, 0.0f);
+  for (int s = 0; s < S; ++s) {
+    const int begin = batch.cu_seqlens[s], end = batch.cu_seqlens[s + 1];
+    for (int t = begin; t < end; ++t) {
+      const int type = typed ? batch.token_type_ids[t] : 0;
+      const float* word = weights_.word_embeddings.data() + int64_t{batch.token_ids[t]} * H;
+      const float* pos = weights_.position_embeddings.data() + int64_t{t - begin} * H;
+      const float* tt = weights_.token_type_embeddings.empty()
+                            ? nullptr
+                            : weights_.token_type_embeddings.data() + int64_t{type} * H;
+      float* row = x.data() + int64_t{t} * H;
+      for (int i = 0; i < H; ++i) row[i] = word[i] + pos[i] + (tt ? tt[i] : 0.0f);
+    }
+  }
+  cpu::LayerNorm(x.data(), weights_.embed_norm_gamma.data(), weights_.embed_norm_beta.data(),
+                 c.norm_eps, x.data(), T, H);
+
+  std::vector<float> qkv(static_cast<size_t>(T) * 3 * H);
+  std::vector<float> ctx(static_cast<size_t>(T) * H);
+  std::vector<float> proj(static_cast<size_t>(T) * H);
+  std::vector<float> inter(static_cast<size_t>(T) * I);
+  const int d = c.head_dim;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  for (const BertLayerWeights& lw : weights_.layers) {
+    cpu::Gemm(x.data(), lw.qkv_weight.data(), lw.qkv_bias.data(), qkv.data(), T, 3 * H, H);
+    cpu::Attention(qkv.data(), 3 * H, qkv.data() + H, 3 * H, qkv.data() + 2 * H, 3 * H, ctx.data(),
+                   batch.cu_seqlens.data(), S, c.num_heads, c.num_heads, d,
+                   /*causal=*/false, scale);
+    cpu::Gemm(ctx.data(), lw.attn_out_weight.data(), lw.attn_out_bias.data(), proj.data(), T, H, H);
+    // Post-norm residuals: x = LN(x + sublayer(x)).
+    cpu::AddInPlace(x.data(), proj.data(), int64_t{T} * H);
+    cpu::LayerNorm(x.data(), lw.attn_norm_gamma.data(), lw.attn_norm_beta.data(), c.norm_eps,
+                   x.data(), T, H);
+    cpu::Gemm(x.data(), lw.ffn_in_weight.data(), lw.ffn_in_bias.data(), inter.data(), T, I, H);
+    cpu::Gelu(inter.data(), int64_t{T} * I);
+    cpu::Gemm(inter.data(), lw.ffn_out_weight.data(), lw.ffn_out_bias.data(), proj.data(), T, H, I);
+    cpu::AddInPlace(x.data(), proj.data(), int64_t{T} * H);
+    cpu::LayerNorm(x.data(), lw.ffn_norm_gamma.data(), lw.ffn_norm_beta.data(), c.norm_eps,
+                   x.data(), T, H);
+  }
+  return Status::Ok();
 }
 
 }  // namespace petal

@@ -154,10 +154,18 @@ Status SafetensorsFile::Parse(const uint8_t* base, size_t size) {
     if (t["dtype"].get_string().get(dtype_s) != simdjson::SUCCESS) return bad("missing dtype");
     TensorView v;
     v.name = name;
+    // Integer and boolean tensors hold no weights (BERT checkpoints carry an int64
+    // embeddings.position_ids buffer): they are validated like the others but not exposed.
+    size_t int_size = 0;
     if (dtype_s == "F32") v.dtype = DType::kF32;
     else if (dtype_s == "F16") v.dtype = DType::kF16;
     else if (dtype_s == "BF16") v.dtype = DType::kBF16;
+    else if (dtype_s == "I64" || dtype_s == "U64") int_size = 8;
+    else if (dtype_s == "I32" || dtype_s == "U32") int_size = 4;
+    else if (dtype_s == "I16" || dtype_s == "U16") int_size = 2;
+    else if (dtype_s == "I8" || dtype_s == "U8" || dtype_s == "BOOL") int_size = 1;
     else return bad("unsupported dtype " + std::string(dtype_s) + " (supported: F32, F16, BF16)");
+    const size_t elem_size = int_size ? int_size : DTypeSize(v.dtype);
     simdjson::dom::array shape, offsets;
     if (t["shape"].get_array().get(shape) != simdjson::SUCCESS) return bad("missing shape");
     if (t["data_offsets"].get_array().get(offsets) != simdjson::SUCCESS) {
@@ -181,14 +189,15 @@ Status SafetensorsFile::Parse(const uint8_t* base, size_t size) {
       return bad("data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
                  ") are out of bounds of the " + std::to_string(data_size) + "-byte data section");
     }
-    if (end - begin != numel * DTypeSize(v.dtype)) {
-      return bad("shape " + v.ShapeString() + " of " + DTypeName(v.dtype) + " needs " +
-                 std::to_string(numel * DTypeSize(v.dtype)) + " bytes but data_offsets span " +
+    if (end - begin != numel * elem_size) {
+      return bad("shape " + v.ShapeString() + " of " + std::string(dtype_s) + " needs " +
+                 std::to_string(numel * elem_size) + " bytes but data_offsets span " +
                  std::to_string(end - begin));
     }
     v.data = base + data_start + begin;
     v.nbytes = end - begin;
     if (end > begin) ranges.emplace_back(begin, end);
+    if (int_size) continue;
     if (!tensors_.emplace(name, std::move(v)).second) return bad("appears twice");
   }
   std::sort(ranges.begin(), ranges.end());

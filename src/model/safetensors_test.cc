@@ -53,7 +53,8 @@ TEST(SafetensorsTest, RejectsCorruptFiles) {
       {"too short", std::string("\x01\x00", 2), "too short"},
       {"header past end", std::string("\x64\0\0\0\0\0\0\0{}", 10), "exceeds file size"},
       {"not json", Build("{nope", d16), "not valid JSON"},
-      {"bad dtype", Build(R"({"a":{"dtype":"I64","shape":[2],"data_offsets":[0,16]}})", d16), "unsupported dtype I64"},
+      {"bad dtype", Build(R"({"a":{"dtype":"F8_E4M3","shape":[16],"data_offsets":[0,16]}})", d16), "unsupported dtype F8_E4M3"},
+      {"int size mismatch", Build(R"({"a":{"dtype":"I64","shape":[3],"data_offsets":[0,16]}})", d16), "needs 24 bytes"},
       {"out of bounds", Build(R"({"a":{"dtype":"F32","shape":[8],"data_offsets":[0,32]}})", d16), "out of bounds"},
       {"size mismatch", Build(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,16]}})", d16), "needs 12 bytes"},
       {"overlap", Build(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", d16), "overlap"},
@@ -65,6 +66,19 @@ TEST(SafetensorsTest, RejectsCorruptFiles) {
     ASSERT_FALSE(f.ok()) << c.what;
     EXPECT_NE(f.status().message().find(c.expect), std::string::npos) << c.what << ": " << f.status().message();
   }
+}
+
+TEST(SafetensorsTest, SkipsIntegerBuffers) {
+  // BERT checkpoints carry an int64 position_ids buffer next to the float weights.
+  auto bytes = Build(R"({"ids":{"dtype":"I64","shape":[2],"data_offsets":[0,16]},
+    "w":{"dtype":"F32","shape":[1],"data_offsets":[16,20]}})", Floats({1, 2, 3, 4, 5}));
+  auto f = SafetensorsFile::FromBytes(bytes, "t");
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ((*f)->Find("ids"), nullptr);
+  ASSERT_NE((*f)->Find("w"), nullptr);
+  auto overlap = Build(R"({"ids":{"dtype":"I64","shape":[2],"data_offsets":[0,16]},
+    "w":{"dtype":"F32","shape":[1],"data_offsets":[12,16]}})", Floats({1, 2, 3, 4}));
+  EXPECT_FALSE(SafetensorsFile::FromBytes(overlap, "t").ok());
 }
 
 TEST(SafetensorsTest, TruncatedFileOnDisk) {

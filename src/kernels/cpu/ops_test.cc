@@ -51,6 +51,60 @@ TEST(CpuOpsTest, RaggedAttentionEqualsPerSequence) {
   }
 }
 
+TEST(CpuOpsTest, AttentionMatchesNaive) {
+  // Grouped-query heads, strided q/k/v inside one fused buffer, causal and not.
+  const int heads = 4, kv = 2, d = 8, row = (heads + 2 * kv) * d;
+  const std::vector<int32_t> cu = {0, 5, 6, 19};
+  const int T = cu.back();
+  auto qkv = Random(T * row, 7);
+  const float* q = qkv.data();
+  const float* k = q + heads * d;
+  const float* v = k + kv * d;
+  for (bool causal : {false, true}) {
+    std::vector<float> out(T * heads * d, NAN);
+    Attention(q, row, k, row, v, row, out.data(), cu.data(), 3, heads, kv, d, causal, 0.3f);
+    for (int s = 0; s < 3; ++s) {
+      for (int i = cu[s]; i < cu[s + 1]; ++i) {
+        for (int h = 0; h < heads; ++h) {
+          const int g = h / (heads / kv), jmax = causal ? i + 1 : cu[s + 1];
+          std::vector<double> p;
+          double mx = -1e300, sum = 0;
+          for (int j = cu[s]; j < jmax; ++j) {
+            double dot = 0;
+            for (int e = 0; e < d; ++e)
+              dot += double(q[i * row + h * d + e]) * k[j * row + g * d + e];
+            p.push_back(dot * 0.3);
+            mx = std::max(mx, p.back());
+          }
+          for (double& x : p) sum += (x = std::exp(x - mx));
+          for (int e = 0; e < d; ++e) {
+            double ref = 0;
+            for (int j = cu[s]; j < jmax; ++j) ref += p[j - cu[s]] / sum * v[j * row + g * d + e];
+            EXPECT_NEAR(out[(i * heads + h) * d + e], ref, 1e-5) << causal << " " << i << " " << h;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuOpsTest, GeluMatchesErfDefinition) {
+  std::vector<float> x;
+  for (double v = -12; v <= 12; v += 1.0 / 1024) x.push_back(static_cast<float>(v));
+  for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 1e30f, -1e30f}) x.push_back(v);
+  std::vector<float> y = x;
+  Gelu(y.data(), static_cast<int64_t>(y.size()));
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i], ref = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+    const double err = std::abs(y[i] - ref) / std::max(1.0, std::abs(v));
+    worst = std::max(worst, err);
+    ASSERT_LE(err, 3e-7) << "x = " << v << " gelu = " << y[i] << " ref = " << ref;
+  }
+  EXPECT_EQ(y[x.size() - 2], 1e30f);  // saturates exactly
+  EXPECT_EQ(y[x.size() - 1], -0.0f);
+}
+
 TEST(CpuOpsTest, PoolingModes) {
   const int dim = 3;
   const std::vector<float> h = {1, 2, 3, 3, 4, 5, 10, 0, 0};

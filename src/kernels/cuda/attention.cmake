@@ -42,6 +42,7 @@ petal_test(attention_gpu_test SOURCES ${CMAKE_SOURCE_DIR}/tests/ops/attention_gp
 # Not registered with CTest: run by hand on the GPU machine (see docs/attention.md).
 add_executable(petal_attention_bench ${PETAL_ATTN_DIR}/attention_bench.cu)
 target_link_libraries(petal_attention_bench PRIVATE petal_attention_cuda)
+set_target_properties(petal_attention_bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
 if(TARGET attention_emulation_test)
   # The kernels' `#pragma unroll` means nothing to the host compiler.
   target_compile_options(attention_emulation_test PRIVATE -Wno-unknown-pragmas -Wno-attributes)

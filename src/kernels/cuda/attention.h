@@ -57,6 +57,9 @@ size_t AttentionWorkspaceBytes(int max_tokens, int max_seqs);
 
 // Checks shapes, pointers and alignment on the host; no device access.
 Status ValidateAttentionParams(const AttentionParams& p);
+// The same checks except the flash kernel's head dims: any multiple of 8 up to 128 (the reference
+// kernel's contract).
+Status ValidateAttentionLayout(const AttentionParams& p);
 
 // Enqueues the plan kernel: reads cu_seqlens/num_seqs and writes the work list into `workspace`
 // (AttentionWorkspaceBytes bytes of device memory, 16-byte aligned; cudaMalloc's are). Valid for

@@ -29,14 +29,22 @@ size_t AttentionWorkspaceBytes(int max_tokens, int max_seqs) {
 }
 
 Status ValidateAttentionParams(const AttentionParams& p) {
+  if (p.head_dim != 32 && p.head_dim != 64 && p.head_dim != 128) {
+    return InvalidArgument("attention: head_dim " + std::to_string(p.head_dim) +
+                           " is not supported by the flash kernel (32, 64, 128)");
+  }
+  return ValidateAttentionLayout(p);
+}
+
+Status ValidateAttentionLayout(const AttentionParams& p) {
   auto bad = [](const std::string& m) { return InvalidArgument("attention: " + m); };
   if (p.max_tokens < 0 || p.max_seqs < 0) return bad("negative capacity");
   if (p.num_heads <= 0 || p.num_kv_heads <= 0 || p.num_heads % p.num_kv_heads != 0) {
     return bad("num_heads " + std::to_string(p.num_heads) + " must be a positive multiple of " +
                "num_kv_heads " + std::to_string(p.num_kv_heads));
   }
-  if (p.head_dim != 32 && p.head_dim != 64 && p.head_dim != 128) {
-    return bad("head_dim " + std::to_string(p.head_dim) + " is not supported (32, 64, 128)");
+  if (p.head_dim <= 0 || p.head_dim > 128 || p.head_dim % 8 != 0) {
+    return bad("head_dim " + std::to_string(p.head_dim) + " must be a multiple of 8 up to 128");
   }
   if (p.max_tokens > 0 && (!p.q || !p.k || !p.v || !p.out)) return bad("null q/k/v/out");
   if (!p.cu_seqlens) return bad("null cu_seqlens");

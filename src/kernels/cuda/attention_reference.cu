@@ -102,7 +102,7 @@ __global__ void __launch_bounds__(kRefThreads)
 }  // namespace attn
 
 Status LaunchReferenceAttention(const AttentionParams& p, cudaStream_t stream) {
-  PETAL_RETURN_IF_ERROR(ValidateAttentionParams(p));
+  PETAL_RETURN_IF_ERROR(ValidateAttentionLayout(p));
   const int64_t blocks = static_cast<int64_t>(p.max_tokens) * p.num_heads;
   if (blocks > INT_MAX) return InvalidArgument("attention: reference grid too large");
   if (blocks == 0) return Status::Ok();

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# GPU step: compute-sanitizer memcheck and racecheck over the op tests (the custom kernels, the
+# graph-replayed GEMM, and the attention kernels on small ragged batches). Logs in $OUT/sanitizer/.
+set -uo pipefail
+mkdir -p "$OUT/sanitizer"
+san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+B=.gpu_bundle/bin
+status=0
+run() {  # name binary filter
+  for tool in memcheck racecheck; do
+    "$san" --tool "$tool" --error-exitcode 3 "$B/$2" --gtest_filter="$3" > "$OUT/sanitizer/$1-$tool.log" 2>&1
+    rc=$?
+    echo "$1 $tool: exit $rc ($(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer/$1-$tool.log" | tail -1))"
+    [ "$rc" -eq 0 ] || status=1
+  done
+}
+run ops ops_gpu_test 'OpsGpuTest.*:OpsGpuTest2.*:GemmGpuTest.UnalignedPointersAndGraphReplay'
+run attention attention_gpu_test 'ReferenceAttention.*:FlashAttention.SmallBatchUnderLargeCapacity:FlashAttention.CudaGraphReplayWithDifferentBatches:FlashVsCpu.MixedRaggedBatch/0'
+exit $status

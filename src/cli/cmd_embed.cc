@@ -1,0 +1,329 @@
+// `petal embed`: embeds texts (or pre-tokenized id arrays) with an engine (--backend) and prints
+// one JSON array of floats per input, one per line. With no TEXT arguments it reads JSON Lines from
+// stdin and answers line by line, flushing each answer, so that it can sit behind a pipe.
+// Inputs that are already waiting are packed into one ragged batch; a lone interactive line is
+// answered at once. A bad input line prints an error naming the line on stderr and `null` on
+// stdout (so output line N still answers input line N), and the exit code is 1 at the end.
+#include <poll.h>
+#include <simdjson.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "engine/engine_factory.h"
+
+#if __has_include("tokenizer/tokenizer.h")
+#include "tokenizer/tokenizer.h"
+#define PETAL_EMBED_HAS_TOKENIZER 1
+#endif
+
+namespace petal::cli {
+namespace {
+
+struct EmbedOptions {
+  std::string model_dir = "models/all-MiniLM-L6-v2";
+  int dimensions = 0;
+  bool ids = false;
+  int max_batch_texts = 64;
+  int max_batch_tokens = 8192;
+  std::vector<std::string> texts;
+  std::string backend = "auto";
+  int device = 0;
+};
+
+// Splits a file descriptor into lines. Next() with wait=false returns only a line that can be
+// had without blocking, which is how the batcher tells "more input is queued" from "the writer
+// is waiting for our answer".
+class LineReader {
+ public:
+  explicit LineReader(int fd) : fd_(fd) {}
+  // Sets *line (without '\n') and returns true, or returns false at end of input or, when
+  // !wait, if no complete line is available yet.
+  bool Next(std::string* line, bool wait) {
+    for (;;) {
+      const size_t nl = buf_.find('\n', pos_);
+      if (nl != std::string::npos) {
+        line->assign(buf_, pos_, nl - pos_);
+        pos_ = nl + 1;
+        return true;
+      }
+      if (eof_) {
+        if (pos_ >= buf_.size()) return false;
+        line->assign(buf_, pos_, std::string::npos);
+        pos_ = buf_.size();
+        return true;
+      }
+      if (!wait) {
+        pollfd p{fd_, POLLIN, 0};
+        if (poll(&p, 1, 0) <= 0) return false;
+      }
+      buf_.erase(0, pos_);
+      pos_ = 0;
+      char chunk[1 << 16];
+      const ssize_t n = read(fd_, chunk, sizeof(chunk));
+      if (n <= 0) {
+        eof_ = true;
+      } else {
+        buf_.append(chunk, static_cast<size_t>(n));
+      }
+    }
+  }
+
+ private:
+  int fd_;
+  std::string buf_;
+  size_t pos_ = 0;
+  bool eof_ = false;
+};
+
+// One input and, once run, its answer.
+struct Item {
+  std::string where;  // "line 3" or "text 2", for error messages
+  StatusOr<std::vector<int32_t>> ids = std::vector<int32_t>{};
+};
+
+class Embedder {
+ public:
+  Embedder(const EmbedOptions& opts, std::unique_ptr<Engine> engine)
+      : opts_(opts), engine_(std::move(engine)) {}
+
+  Status Init() {
+    const ModelConfig& c = engine_->config();
+    if (opts_.dimensions < 0 || opts_.dimensions > c.hidden_size) {
+      return InvalidArgument("--dimensions " + std::to_string(opts_.dimensions) +
+                             " is outside [1, " + std::to_string(c.hidden_size) + "]");
+    }
+    if (opts_.ids) return Status::Ok();
+#ifdef PETAL_EMBED_HAS_TOKENIZER
+    PETAL_ASSIGN_OR_RETURN(tokenizer_, Tokenizer::FromModelDir(c.model_dir));
+    return Status::Ok();
+#else
+    return Unimplemented("this build has no tokenizer yet; pass pre-tokenized ids with --ids");
+#endif
+  }
+
+  // Turns one input (a raw TEXT argument, or a JSON Lines line) into token ids.
+  Item Prepare(std::string where, std::string_view input, bool json) {
+    Item item;
+    item.where = std::move(where);
+    item.ids = ToIds(input, json);
+    if (item.ids.ok()) {
+      const ModelConfig& c = engine_->config();
+      const auto& ids = *item.ids;
+      if (ids.empty()) {
+        item.ids = InvalidArgument("empty token sequence");
+      } else if (static_cast<int>(ids.size()) > c.max_position_embeddings) {
+        item.ids = InvalidArgument(std::to_string(ids.size()) + " tokens, more than the model's " +
+                                   std::to_string(c.max_position_embeddings) + " positions");
+      } else {
+        for (int32_t id : ids) {
+          if (id < 0 || id >= c.vocab_size) {
+            item.ids = InvalidArgument("token id " + std::to_string(id) +
+                                       " is outside the vocabulary [0, " +
+                                       std::to_string(c.vocab_size) + ")");
+            break;
+          }
+        }
+      }
+    }
+    return item;
+  }
+
+  // Runs the valid items as one ragged batch and prints one line per item, in order.
+  void Run(const std::vector<Item>& items) {
+    Batch batch;
+    batch.cu_seqlens.push_back(0);
+    for (const Item& it : items) {
+      if (it.ids.ok()) batch.Add(*it.ids);
+    }
+    StatusOr<Embeddings> out = Embeddings{};
+    if (batch.num_seqs() > 0) out = engine_->Embed(batch);
+    int row = 0;
+    std::string line;
+    for (const Item& it : items) {
+      const Status& st = !it.ids.ok() ? it.ids.status() : out.status();
+      if (!st.ok()) {
+        std::fprintf(stderr, "petal embed: %s: %s\n", it.where.c_str(), st.message().c_str());
+        std::fputs("null\n", stdout);
+        failed_ = true;
+      } else {
+        FormatRow(out->row(row), out->dim, &line);
+        std::fwrite(line.data(), 1, line.size(), stdout);
+      }
+      if (it.ids.ok()) ++row;
+      std::fflush(stdout);
+    }
+  }
+
+  bool failed() const { return failed_; }
+  int BatchTokens(const std::vector<Item>& items) const {
+    int n = 0;
+    for (const Item& it : items) n += it.ids.ok() ? static_cast<int>(it.ids->size()) : 0;
+    return n;
+  }
+
+ private:
+  StatusOr<std::vector<int32_t>> ToIds(std::string_view input, bool json) {
+    std::string text;
+    if (json || opts_.ids) {
+      simdjson::dom::element doc;
+      if (parser_.parse(input.data(), input.size()).get(doc) != simdjson::SUCCESS) {
+        return InvalidArgument("not valid JSON");
+      }
+      if (opts_.ids) {
+        simdjson::dom::array arr;
+        if (doc.get_array().get(arr) != simdjson::SUCCESS) {
+          return InvalidArgument("expected a JSON array of token ids");
+        }
+        std::vector<int32_t> ids;
+        for (auto v : arr) {
+          int64_t id;
+          if (v.get_int64().get(id) != simdjson::SUCCESS || id < INT32_MIN || id > INT32_MAX) {
+            return InvalidArgument("token ids must be integers");
+          }
+          ids.push_back(static_cast<int32_t>(id));
+        }
+        return ids;
+      }
+      std::string_view s;
+      if (doc.get_string().get(s) != simdjson::SUCCESS) {
+        return InvalidArgument("expected a JSON string");
+      }
+      text.assign(s);
+    } else {
+      text.assign(input);
+    }
+#ifdef PETAL_EMBED_HAS_TOKENIZER
+    EncodeOptions eo;
+    eo.max_length = engine_->config().max_seq_length;
+    return tokenizer_->Encode(text, eo);
+#else
+    return Unimplemented("no tokenizer in this build");
+#endif
+  }
+
+  // "[f0,f1,...]\n" with Matryoshka truncation (and re-normalisation if the model normalises).
+  void FormatRow(const float* v, int dim, std::string* line) const {
+    const int n = opts_.dimensions > 0 ? opts_.dimensions : dim;
+    double scale = 1.0;
+    if (n < dim && engine_->config().normalize) {
+      double ss = 0;
+      for (int i = 0; i < n; ++i) ss += static_cast<double>(v[i]) * v[i];
+      scale = 1.0 / std::max(std::sqrt(ss), 1e-12);
+    }
+    line->assign("[");
+    char num[32];
+    for (int i = 0; i < n; ++i) {
+      const int len =
+          std::snprintf(num, sizeof(num), i ? ",%.9g" : "%.9g", static_cast<float>(v[i] * scale));
+      line->append(num, len);
+    }
+    line->append("]\n");
+  }
+
+  const EmbedOptions& opts_;
+  std::unique_ptr<Engine> engine_;
+  simdjson::dom::parser parser_;
+  bool failed_ = false;
+#ifdef PETAL_EMBED_HAS_TOKENIZER
+  std::unique_ptr<Tokenizer> tokenizer_;
+#endif
+};
+
+int RunEmbed(const EmbedOptions& opts) {
+  EngineOptions eo;
+  eo.backend = opts.backend;
+  eo.cuda.device = opts.device;
+  // A batch may end one input past --max-batch-tokens; leave room for a long last input.
+  eo.cuda.max_tokens = std::max(2 * opts.max_batch_tokens, 16384);
+  eo.cuda.max_seqs = opts.max_batch_texts + 1;
+  auto engine = CreateEngine(opts.model_dir, eo);
+  if (!engine.ok()) {
+    std::fprintf(stderr, "petal embed: %s\n", engine.status().ToString().c_str());
+    return 1;
+  }
+  Embedder embedder(opts, std::move(engine).value());
+  if (Status st = embedder.Init(); !st.ok()) {
+    std::fprintf(stderr, "petal embed: %s\n", st.ToString().c_str());
+    return 1;
+  }
+  std::vector<Item> items;
+  auto full = [&] {
+    return static_cast<int>(items.size()) >= opts.max_batch_texts ||
+           embedder.BatchTokens(items) >= opts.max_batch_tokens;
+  };
+  if (!opts.texts.empty()) {
+    // Arguments are raw text, or in --ids mode JSON arrays.
+    for (size_t i = 0; i < opts.texts.size(); ++i) {
+      items.push_back(embedder.Prepare("text " + std::to_string(i + 1), opts.texts[i], false));
+      if (full()) {
+        embedder.Run(items);
+        items.clear();
+      }
+    }
+    if (!items.empty()) embedder.Run(items);
+    return embedder.failed() ? 1 : 0;
+  }
+  LineReader reader(STDIN_FILENO);
+  std::string line;
+  int64_t line_no = 0;
+  while (reader.Next(&line, /*wait=*/true)) {
+    items.push_back(embedder.Prepare("line " + std::to_string(++line_no), line, true));
+    while (!full() && reader.Next(&line, /*wait=*/false)) {
+      items.push_back(embedder.Prepare("line " + std::to_string(++line_no), line, true));
+    }
+    embedder.Run(items);
+    items.clear();
+  }
+  return embedder.failed() ? 1 : 0;
+}
+
+std::function<int()> SetupEmbed(CLI::App* sub) {
+  auto opts = std::make_shared<EmbedOptions>();
+  sub->add_option("--model", opts->model_dir, "Model folder (Hugging Face layout)")
+      ->capture_default_str();
+  sub->add_option(
+      "--dimensions", opts->dimensions,
+      "Matryoshka: keep the first N dimensions (re-normalised if the model normalises)");
+  sub->add_option("--backend", opts->backend,
+                  "Engine backend: auto (cuda if a GPU is visible), cpu, cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
+  sub->add_option("--device", opts->device, "CUDA device index")->capture_default_str();
+  sub->add_flag("--ids", opts->ids,
+                "Inputs are JSON arrays of token ids (pre-tokenized, special tokens included)");
+  sub->add_option("--max-batch-texts", opts->max_batch_texts, "Most inputs per batch")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--max-batch-tokens", opts->max_batch_tokens,
+                  "Tokens per batch before it is run (a batch may end one input past it)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  // TEXT arguments are taken from the leftovers rather than a positional option because CLI11
+  // would split an argument that looks like "[1,2,3]" (an --ids input) into a list.
+  sub->allow_extras();
+  sub->footer(
+      "TEXT...: texts to embed (--ids: JSON arrays of ids); none: read JSON Lines from stdin\n");
+  return [opts, sub] {
+    for (const std::string& arg : sub->remaining()) {
+      if (arg.size() > 1 && arg[0] == '-' && arg[1] == '-') {
+        std::fprintf(stderr, "petal embed: unknown option '%s'\n", arg.c_str());
+        return 2;
+      }
+      opts->texts.push_back(arg);
+    }
+    return RunEmbed(*opts);
+  };
+}
+
+}  // namespace
+}  // namespace petal::cli
+
+PETAL_REGISTER_COMMAND(embed, "embed", "Embed texts and print one JSON array per line",
+                       petal::cli::SetupEmbed);

@@ -1,0 +1,121 @@
+// `petal info`: describes a model folder (architecture, dimensions, parameter count, pooling,
+// weights on disk) as aligned text or, with --json, one JSON object. Reads only the config and
+// the safetensors headers, so it is fast even for large checkpoints.
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cli/command.h"
+#include "model/config.h"
+#include "model/safetensors.h"
+
+namespace petal::cli {
+namespace {
+
+struct InfoOptions {
+  std::string model_dir = "models/all-MiniLM-L6-v2";
+  bool json = false;
+};
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char ch : s) {
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += static_cast<char>(ch);
+    } else if (ch < 0x20) {
+      char esc[8];
+      std::snprintf(esc, sizeof(esc), "\\u%04x", ch);
+      out += esc;
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return out + "\"";
+}
+
+// One row of the report: its value as text, and whether JSON should quote it.
+struct Field {
+  std::string key;
+  std::string value;
+  bool quoted;
+};
+
+int RunInfo(const InfoOptions& opts) {
+  auto config = LoadModelConfig(opts.model_dir);
+  if (!config.ok()) {
+    std::fprintf(stderr, "petal info: %s\n", config.status().ToString().c_str());
+    return 1;
+  }
+  auto store = WeightStore::Open(opts.model_dir);
+  if (!store.ok()) {
+    std::fprintf(stderr, "petal info: %s\n", store.status().ToString().c_str());
+    return 1;
+  }
+  // Weight dtypes on disk, with how many values each holds ("F32" for MiniLM).
+  std::map<std::string, int64_t> dtypes;
+  int64_t on_disk = 0;
+  for (const std::string& name : (*store)->Names()) {
+    const TensorView* t = (*store)->Find(name);
+    dtypes[DTypeName(t->dtype)] += t->numel();
+    on_disk += t->numel();
+  }
+  std::string dtype_list;
+  for (const auto& [d, n] : dtypes) dtype_list += (dtype_list.empty() ? "" : "+") + d;
+
+  const ModelConfig& c = *config;
+  auto num = [](int64_t v) { return std::to_string(v); };
+  std::vector<Field> fields = {
+      {"model_dir", c.model_dir, true},
+      {"architecture", ArchitectureName(c.architecture), true},
+      {"hf_architecture", c.hf_architecture, true},
+      {"hidden_size", num(c.hidden_size), false},
+      {"num_layers", num(c.num_layers), false},
+      {"num_heads", num(c.num_heads), false},
+      {"num_kv_heads", num(c.num_kv_heads), false},
+      {"head_dim", num(c.head_dim), false},
+      {"intermediate_size", num(c.intermediate_size), false},
+      {"vocab_size", num(c.vocab_size), false},
+      {"max_position_embeddings", num(c.max_position_embeddings), false},
+      {"max_seq_length", num(c.max_seq_length), false},
+      {"parameters", num(c.ParameterCount()), false},
+      {"parameters_on_disk", num(on_disk), false},
+      {"pooling", PoolingModeName(c.pooling), true},
+      {"normalize", c.normalize ? "true" : "false", false},
+      {"attention_mask", AttentionMaskName(c.mask), true},
+      {"weights_dtype", dtype_list, true},
+  };
+  if (opts.json) {
+    std::string out = "{";
+    for (size_t i = 0; i < fields.size(); ++i) {
+      out += (i ? "," : "") + JsonString(fields[i].key) + ":" +
+             (fields[i].quoted ? JsonString(fields[i].value) : fields[i].value);
+    }
+    std::printf("%s}\n", out.c_str());
+    return 0;
+  }
+  size_t width = 0;
+  for (const Field& f : fields) width = std::max(width, f.key.size());
+  for (const Field& f : fields) {
+    std::printf("%-*s  %s\n", static_cast<int>(width), f.key.c_str(), f.value.c_str());
+  }
+  return 0;
+}
+
+std::function<int()> SetupInfo(CLI::App* sub) {
+  auto opts = std::make_shared<InfoOptions>();
+  sub->add_option("--model", opts->model_dir, "Model folder (Hugging Face layout)")
+      ->capture_default_str();
+  sub->add_flag("--json", opts->json, "Print one JSON object instead of aligned text");
+  return [opts] { return RunInfo(*opts); };
+}
+
+}  // namespace
+}  // namespace petal::cli
+
+PETAL_REGISTER_COMMAND(info, "info", "Describe a model folder: architecture, sizes, pooling",
+                       petal::cli::SetupInfo);

@@ -1,0 +1,39 @@
+// Command-line flags shared by every subcommand that runs an engine (--backend, capacity).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "engine/engine_factory.h"
+
+namespace petal::cli {
+
+// Adds the engine flags (backend, capacity, device, CUDA graph buckets) to `app`, bound to `opts`.
+inline void AddEngineFlags(CLI::App* app, EngineOptions* opts) {
+  app->add_option("--backend", opts->backend, "Engine backend: auto, cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
+  app->add_option("--max-batch-tokens", opts->cuda.max_tokens, "CUDA engine: most tokens per batch")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_option("--max-batch-seqs", opts->cuda.max_seqs, "CUDA engine: most sequences per batch")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_option("--device", opts->cuda.device, "CUDA device index")->capture_default_str();
+  app->add_flag("!--no-graphs", opts->cuda.use_graphs, "CUDA engine: run every batch eagerly");
+  app->add_option("--token-bucket", opts->cuda.token_bucket_small,
+                  "CUDA graphs: token bucket below --bucket-threshold")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_option("--token-bucket-large", opts->cuda.token_bucket_large,
+                  "CUDA graphs: token bucket above --bucket-threshold")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_option("--bucket-threshold", opts->cuda.bucket_threshold,
+                  "CUDA graphs: token count where buckets switch from small to large")
+      ->capture_default_str();
+  app->add_option("--max-graphs", opts->cuda.max_graphs, "CUDA graphs kept (LRU)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+}
+
+}  // namespace petal::cli

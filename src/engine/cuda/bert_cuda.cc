@@ -1,0 +1,154 @@
+// BERT-family encoders on the GPU: the forward pass of model/bert.cc in bf16 with cuBLASLt GEMMs
+// and Petal's kernels. Post-LN: h = LN(h + attn(h)); h = LN(h + ffn(h)). The residual add is
+// folded into the output GEMMs (their addend), and exact (erf) GELU runs as its own kernel
+// because cuBLASLt's GELU epilogue is the tanh approximation.
+#include <cmath>
+
+#include "engine/cuda/cuda_model.h"
+#include "engine/cuda/device_weights.h"
+#include "engine/cuda/attention_runner.h"
+#include "kernels/cuda/gemm.h"
+#include "kernels/cuda/ops.h"
+#include "model/bert.h"
+
+namespace petal::cuda {
+namespace {
+
+struct BertLayerDev {
+  DeviceBuffer<bf16> qkv_w, qkv_b, o_w, o_b, ln1_g, ln1_b, in_w, in_b, out_w, out_b, ln2_g, ln2_b;
+};
+
+class BertCudaModel final : public CudaModel {
+ public:
+  BertCudaModel(ModelConfig config, Capacity cap) : config_(std::move(config)), cap_(cap) {}
+  const ModelConfig& config() const override { return config_; }
+  size_t DeviceBytes() const override { return bytes_; }
+
+  Status Init(const BertWeights& w) {
+    auto up = [&](DeviceBuffer<bf16>* dst, const std::vector<float>& src) -> Status {
+      PETAL_ASSIGN_OR_RETURN(*dst, UploadBf16(src));
+      bytes_ += dst->bytes();
+      return Status::Ok();
+    };
+    PETAL_RETURN_IF_ERROR(up(&word_, w.word_embeddings));
+    PETAL_RETURN_IF_ERROR(up(&pos_, w.position_embeddings));
+    PETAL_RETURN_IF_ERROR(up(&type_, w.token_type_embeddings));
+    PETAL_RETURN_IF_ERROR(up(&emb_g_, w.embed_norm_gamma));
+    PETAL_RETURN_IF_ERROR(up(&emb_b_, w.embed_norm_beta));
+    layers_.resize(w.layers.size());
+    for (size_t i = 0; i < w.layers.size(); ++i) {
+      const auto& s = w.layers[i];
+      auto& d = layers_[i];
+      for (auto [dst, src] : {std::pair{&d.qkv_w, &s.qkv_weight}, {&d.qkv_b, &s.qkv_bias},
+                              {&d.o_w, &s.attn_out_weight}, {&d.o_b, &s.attn_out_bias},
+                              {&d.ln1_g, &s.attn_norm_gamma}, {&d.ln1_b, &s.attn_norm_beta},
+                              {&d.in_w, &s.ffn_in_weight}, {&d.in_b, &s.ffn_in_bias},
+                              {&d.out_w, &s.ffn_out_weight}, {&d.out_b, &s.ffn_out_bias},
+                              {&d.ln2_g, &s.ffn_norm_gamma}, {&d.ln2_b, &s.ffn_norm_beta}}) {
+        PETAL_RETURN_IF_ERROR(up(dst, *src));
+      }
+    }
+    const size_t T = cap_.max_tokens, H = config_.hidden_size, I = config_.intermediate_size;
+    PETAL_RETURN_IF_ERROR(x_.Allocate(T * H));
+    PETAL_RETURN_IF_ERROR(tmp_.Allocate(T * H));
+    PETAL_RETURN_IF_ERROR(qkv_.Allocate(T * 3 * H));
+    PETAL_RETURN_IF_ERROR(attn_.Allocate(T * H));
+    PETAL_RETURN_IF_ERROR(inter_.Allocate(T * I));
+    PETAL_RETURN_IF_ERROR(positions_.Allocate(T));
+    PETAL_RETURN_IF_ERROR(attention_.Init(cap_.max_tokens, cap_.max_seqs, config_.head_dim));
+    bytes_ += TotalBytes(x_, tmp_, qkv_, attn_, inter_, positions_) + attention_.bytes();
+    PETAL_ASSIGN_OR_RETURN(gemm_, Gemm::Create());
+    return Status::Ok();
+  }
+
+  Status Forward(const DeviceBatch& b, float* pooled, cudaStream_t stream) override {
+    const int T = b.num_tokens, H = config_.hidden_size, I = config_.intermediate_size;
+    if (T == 0) return LaunchPoolOnly(b, pooled, stream);
+    PETAL_RETURN_IF_ERROR(LaunchSeqInfo({b.cu_seqlens, b.num_seqs_host, T, nullptr, positions_.get()}, stream));
+    BertEmbeddingParams ep;
+    ep.ids = b.token_ids;
+    ep.positions = positions_.get();
+    ep.type_ids = config_.type_vocab_size > 0 ? b.token_type_ids : nullptr;
+    ep.word = word_.get();
+    ep.pos = pos_.get();
+    ep.type = type_.get();
+    ep.vocab = config_.vocab_size;
+    ep.max_positions = config_.max_position_embeddings;
+    ep.num_types = config_.type_vocab_size;
+    ep.gamma = emb_g_.get();
+    ep.beta = emb_b_.get();
+    ep.eps = config_.norm_eps;
+    ep.out = x_.get();
+    ep.rows = T;
+    ep.dim = H;
+    PETAL_RETURN_IF_ERROR(LaunchBertEmbedding(ep, stream));
+
+    AttentionParams ap;
+    ap.q = qkv_.get();
+    ap.k = qkv_.get() + H;
+    ap.v = qkv_.get() + 2 * H;
+    ap.q_stride = ap.k_stride = ap.v_stride = 3 * H;
+    ap.out = attn_.get();
+    ap.cu_seqlens = b.cu_seqlens;
+    ap.num_seqs = b.num_seqs;
+    ap.max_tokens = T;
+    ap.max_seqs = b.num_seqs_host;
+    ap.num_heads = ap.num_kv_heads = config_.num_heads;
+    ap.head_dim = config_.head_dim;
+    ap.causal = false;
+    ap.scale = 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
+    PETAL_RETURN_IF_ERROR(attention_.Plan(ap, stream));
+
+    for (const auto& L : layers_) {
+      PETAL_RETURN_IF_ERROR(gemm_->Run({x_.get(), L.qkv_w.get(), L.qkv_b.get(), nullptr, qkv_.get(), T, 3 * H, H}, stream));
+      PETAL_RETURN_IF_ERROR(attention_.Run(ap, stream));
+      PETAL_RETURN_IF_ERROR(gemm_->Run({attn_.get(), L.o_w.get(), L.o_b.get(), x_.get(), tmp_.get(), T, H, H}, stream));
+      PETAL_RETURN_IF_ERROR(LaunchAddLayerNorm({tmp_.get(), nullptr, L.ln1_g.get(), L.ln1_b.get(), config_.norm_eps, x_.get(), T, H}, stream));
+      PETAL_RETURN_IF_ERROR(gemm_->Run({x_.get(), L.in_w.get(), L.in_b.get(), nullptr, inter_.get(), T, I, H}, stream));
+      PETAL_RETURN_IF_ERROR(LaunchGelu({inter_.get(), inter_.get(), static_cast<int64_t>(T) * I}, stream));
+      PETAL_RETURN_IF_ERROR(gemm_->Run({inter_.get(), L.out_w.get(), L.out_b.get(), x_.get(), tmp_.get(), T, H, I}, stream));
+      PETAL_RETURN_IF_ERROR(LaunchAddLayerNorm({tmp_.get(), nullptr, L.ln2_g.get(), L.ln2_b.get(), config_.norm_eps, x_.get(), T, H}, stream));
+    }
+    return Pool(b, x_.get(), pooled, stream);
+  }
+
+ private:
+  Status Pool(const DeviceBatch& b, const bf16* hidden, float* pooled, cudaStream_t stream) {
+    PoolParams pp;
+    pp.hidden = hidden;
+    pp.cu_seqlens = b.cu_seqlens;
+    pp.num_seqs = b.num_seqs_host;
+    pp.dim = config_.hidden_size;
+    pp.mode = static_cast<cpu::Pooling>(config_.pooling);
+    pp.normalize = config_.normalize;
+    pp.out = pooled;
+    return LaunchPool(pp, stream);
+  }
+  // A batch of only empty sequences: zeros, as the CPU engine gives.
+  Status LaunchPoolOnly(const DeviceBatch& b, float* pooled, cudaStream_t stream) {
+    PETAL_CUDA_CHECK(cudaMemsetAsync(pooled, 0, sizeof(float) * b.num_seqs_host * config_.hidden_size, stream));
+    return Status::Ok();
+  }
+
+  ModelConfig config_;
+  Capacity cap_;
+  size_t bytes_ = 0;
+  DeviceBuffer<bf16> word_, pos_, type_, emb_g_, emb_b_;
+  std::vector<BertLayerDev> layers_;
+  DeviceBuffer<bf16> x_, tmp_, qkv_, attn_, inter_;
+  DeviceBuffer<int32_t> positions_;
+  AttentionRunner attention_;
+  std::unique_ptr<Gemm> gemm_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<CudaModel>> CreateBertCudaModel(const ModelConfig& config,
+                                                         const WeightStore& store, Capacity cap) {
+  PETAL_ASSIGN_OR_RETURN(BertWeights w, LoadBertWeights(config, store));
+  auto m = std::make_unique<BertCudaModel>(config, cap);
+  PETAL_RETURN_IF_ERROR(m->Init(w));
+  return std::unique_ptr<CudaModel>(std::move(m));
+}
+
+}  // namespace petal::cuda

@@ -1,0 +1,204 @@
+#include "engine/cuda/cuda_engine_impl.h"
+
+#include <cstring>
+#include <string>
+
+namespace petal {
+namespace cuda {
+
+Status CheckCuda(cudaError_t err, const char* what) {
+  if (err == cudaSuccess) return Status::Ok();
+  return Internal(std::string(what) + ": " + cudaGetErrorString(err));
+}
+
+// The handle returned by Step(): owns a ring slot until the result has been copied out.
+class PendingSlot final : public PendingEmbeddings {
+ public:
+  PendingSlot(RingSlot* slot, int rows, int dim) : slot_(slot), rows_(rows), dim_(dim) {}
+  ~PendingSlot() override {
+    if (slot_) Release();
+  }
+  bool Ready() override { return !slot_ || cudaEventQuery(slot_->done) != cudaErrorNotReady; }
+  StatusOr<Embeddings> Wait() override {
+    if (!slot_) return FailedPrecondition("result already taken");
+    Status s = CheckCuda(cudaEventSynchronize(slot_->done), "waiting for the forward pass");
+    if (!s.ok()) {
+      Release();
+      return s;
+    }
+    Embeddings e;
+    e.rows = rows_;
+    e.dim = dim_;
+    e.data.assign(slot_->host_out, slot_->host_out + static_cast<size_t>(rows_) * dim_);
+    Release();
+    return e;
+  }
+
+ private:
+  void Release() {
+    // The slot may be reused only once the GPU is done with it; synchronising here is cheap
+    // because Wait() already did, and a dropped handle must not let the ring overwrite a copy
+    // still in flight.
+    cudaEventSynchronize(slot_->done);
+    slot_->busy.store(false, std::memory_order_release);
+    slot_ = nullptr;
+  }
+  RingSlot* slot_;
+  int rows_, dim_;
+};
+
+CudaEngine::~CudaEngine() {
+  if (stream_) cudaStreamSynchronize(stream_);
+  for (auto& s : slots_) {
+    if (s.done) cudaEventDestroy(s.done);
+    if (s.host_in) cudaFreeHost(s.host_in);
+    if (s.host_out) cudaFreeHost(s.host_out);
+  }
+  if (dev_inputs_) cudaFree(dev_inputs_);
+  if (dev_pooled_) cudaFree(dev_pooled_);
+  model_.reset();
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& opt) {
+  options_ = opt;
+  PETAL_RETURN_IF_ERROR(CheckCuda(cudaSetDevice(opt.device), "cudaSetDevice"));
+  PETAL_ASSIGN_OR_RETURN(config_, LoadModelConfig(model_dir));
+  PETAL_ASSIGN_OR_RETURN(auto store, WeightStore::Open(model_dir));
+  PETAL_RETURN_IF_ERROR(CheckCuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream"));
+  // Sequence capacity: the caller's sequences, the dummy sequence that owns bucket padding, and
+  // the round-up of the sequence bucket to a power of two.
+  int seq_cap = 1;
+  while (seq_cap < opt.max_seqs + 1) seq_cap *= 2;
+  buckets_ = BucketPolicy{opt.token_bucket_small, opt.token_bucket_large, opt.bucket_threshold,
+                          opt.max_tokens, seq_cap};
+  graphs_ = std::make_unique<GraphCache>(opt.max_graphs, opt.use_graphs);
+  Capacity cap{opt.max_tokens, seq_cap};
+  PETAL_ASSIGN_OR_RETURN(model_, CreateCudaModel(config_, *store, cap));
+
+  // Device inputs: token ids, token type ids, cu_seqlens, num_seqs, in one allocation.
+  const size_t in_ints = InputInts();
+  PETAL_RETURN_IF_ERROR(CheckCuda(cudaMalloc(&dev_inputs_, in_ints * sizeof(int32_t)), "cudaMalloc inputs"));
+  PETAL_RETURN_IF_ERROR(CheckCuda(cudaMemset(dev_inputs_, 0, in_ints * sizeof(int32_t)), "memset"));
+  const size_t out_floats = static_cast<size_t>(seq_cap) * config_.hidden_size;
+  PETAL_RETURN_IF_ERROR(CheckCuda(cudaMalloc(&dev_pooled_, out_floats * sizeof(float)), "cudaMalloc pooled"));
+  slots_ = std::vector<RingSlot>(std::max(1, opt.ring_slots));
+  for (auto& s : slots_) {
+    PETAL_RETURN_IF_ERROR(CheckCuda(cudaHostAlloc(reinterpret_cast<void**>(&s.host_in),
+                                                  in_ints * sizeof(int32_t), cudaHostAllocDefault),
+                                    "cudaHostAlloc staging"));
+    PETAL_RETURN_IF_ERROR(CheckCuda(cudaHostAlloc(reinterpret_cast<void**>(&s.host_out),
+                                                  out_floats * sizeof(float), cudaHostAllocDefault),
+                                    "cudaHostAlloc output"));
+    PETAL_RETURN_IF_ERROR(CheckCuda(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming), "event"));
+  }
+  return CheckCuda(cudaStreamSynchronize(stream_), "initial upload");
+}
+
+size_t CudaEngine::InputInts() const {
+  // token ids + token type ids + cu_seqlens + num_seqs
+  return 2 * static_cast<size_t>(options_.max_tokens) + buckets_.max_seqs + 1 + 1;
+}
+
+StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch) {
+  PETAL_RETURN_IF_ERROR(batch.Validate(config_.vocab_size, config_.max_position_embeddings));
+  if (batch.num_tokens() > options_.max_tokens || batch.num_seqs() > options_.max_seqs) {
+    return InvalidArgument("batch of " + std::to_string(batch.num_seqs()) + " sequences / " +
+                           std::to_string(batch.num_tokens()) + " tokens exceeds the engine capacity of " +
+                           std::to_string(options_.max_seqs) + " / " + std::to_string(options_.max_tokens));
+  }
+  RingSlot& slot = slots_[next_slot_];
+  next_slot_ = (next_slot_ + 1) % slots_.size();
+  // A slot still held by an un-waited handle: wait for its GPU work, then it is ours once the
+  // holder copies out. Holding more handles than slots is a caller bug; fail clearly.
+  if (slot.busy.load(std::memory_order_acquire)) {
+    return ResourceExhausted("all " + std::to_string(slots_.size()) +
+                             " result slots are held by handles that were not waited on");
+  }
+  slot.busy.store(true, std::memory_order_relaxed);
+
+  // Pad to the (sequence, token) bucket: padding tokens form one dummy sequence whose output is
+  // dropped, and the sequence count is padded with empty sequences.
+  const int T = batch.num_tokens(), S = batch.num_seqs();
+  const int T_pad = buckets_.PadTokens(T);
+  const int S_pad = buckets_.PadSeqs(S + (T_pad > T ? 1 : 0));
+  ++batches_;
+  real_tokens_ += T;
+  padded_tokens_ += T_pad;
+
+  // Stage the inputs in page-locked memory so the copy to the device is truly asynchronous.
+  int32_t* h = slot.host_in;
+  std::memcpy(h, batch.token_ids.data(), T * sizeof(int32_t));
+  std::memset(h + T, 0, (T_pad - T) * sizeof(int32_t));
+  int32_t* h_types = h + options_.max_tokens;
+  if (batch.token_type_ids.empty()) {
+    std::memset(h_types, 0, T_pad * sizeof(int32_t));
+  } else {
+    std::memcpy(h_types, batch.token_type_ids.data(), T * sizeof(int32_t));
+    std::memset(h_types + T, 0, (T_pad - T) * sizeof(int32_t));
+  }
+  int32_t* h_cu = h_types + options_.max_tokens;
+  std::memcpy(h_cu, batch.cu_seqlens.data(), (S + 1) * sizeof(int32_t));
+  for (int i = S + 1; i <= S_pad; ++i) h_cu[i] = T_pad;
+  int32_t* h_num = h_cu + buckets_.max_seqs + 1;
+  *h_num = S_pad;
+
+  int32_t* d = dev_inputs_;
+  int32_t* d_types = d + options_.max_tokens;
+  int32_t* d_cu = d_types + options_.max_tokens;
+  int32_t* d_num = d_cu + buckets_.max_seqs + 1;
+  auto copy = [&](int32_t* dst, const int32_t* src, size_t n) {
+    return CheckCuda(cudaMemcpyAsync(dst, src, n * sizeof(int32_t), cudaMemcpyHostToDevice, stream_), "H2D");
+  };
+  Status s = copy(d, h, T_pad);
+  if (s.ok()) s = copy(d_types, h_types, T_pad);
+  if (s.ok()) s = copy(d_cu, h_cu, S_pad + 1);
+  if (s.ok()) s = copy(d_num, h_num, 1);
+  DeviceBatch db{d, d_types, d_cu, d_num, T_pad, S_pad};
+  if (s.ok()) {
+    s = graphs_->Run({S_pad, T_pad}, stream_, [&] { return model_->Forward(db, dev_pooled_, stream_); });
+  }
+  const size_t out_n = static_cast<size_t>(S) * config_.hidden_size;
+  if (s.ok()) {
+    s = CheckCuda(cudaMemcpyAsync(slot.host_out, dev_pooled_, out_n * sizeof(float),
+                                  cudaMemcpyDeviceToHost, stream_), "D2H");
+  }
+  if (s.ok()) s = CheckCuda(cudaEventRecord(slot.done, stream_), "event record");
+  if (!s.ok()) {
+    slot.busy.store(false, std::memory_order_release);
+    return s;
+  }
+  return std::unique_ptr<PendingEmbeddings>(new PendingSlot(&slot, S, config_.hidden_size));
+}
+
+std::map<std::string, double> CudaEngine::Stats() const {
+  auto st = graphs_->Stats();
+  st["batches"] = double(batches_);
+  st["tokens"] = double(real_tokens_);
+  st["padded_tokens"] = double(padded_tokens_);
+  st["device_bytes"] = double(model_->DeviceBytes());
+  return st;
+}
+
+}  // namespace cuda
+
+StatusOr<std::unique_ptr<Engine>> CreateCudaEngine(const std::string& model_dir,
+                                                   const CudaEngineOptions& options) {
+  if (!CudaAvailable()) return Unavailable("no CUDA device is visible");
+  std::unique_ptr<cuda::CudaEngine> e(new cuda::CudaEngine());
+  PETAL_RETURN_IF_ERROR(e->Init(model_dir, options));
+  return std::unique_ptr<Engine>(std::move(e));
+}
+
+std::string CudaDeviceName(int device) {
+  cudaDeviceProp prop;
+  if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) return "none";
+  return prop.name;
+}
+
+bool CudaAvailable() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+}  // namespace petal

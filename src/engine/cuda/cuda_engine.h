@@ -1,0 +1,41 @@
+// CudaEngine: the GPU engine. Step() stages a batch in page-locked memory, copies it to fixed
+// device buffers, enqueues the model's forward pass and an async copy of the pooled embeddings
+// into a page-locked output slot, records an event, and returns at once with a handle to that
+// work (the LazyTensor idea of the design brief): waiting on the handle is the only
+// synchronisation. Slots form a ring so the CPU fills batch N+1 while the GPU runs batch N.
+// Thread-safety: Step() from one thread at a time; handles may be waited on from any thread.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "engine/engine.h"
+
+namespace petal {
+
+struct CudaEngineOptions {
+  int device = 0;
+  int max_tokens = 16384;  // per batch
+  int max_seqs = 512;      // per batch
+  int ring_slots = 4;      // batches in flight
+  // Whole-model CUDA graphs, keyed by (sequence bucket, token bucket). Token counts are padded
+  // up to a multiple of token_bucket_small, or of token_bucket_large above bucket_threshold;
+  // sequence counts up to a power of two. A configuration runs eagerly on first use, is captured
+  // on its second, and replayed after that; at most max_graphs are kept (least recently used
+  // evicted). use_graphs=false runs every batch eagerly (still padded to its bucket).
+  bool use_graphs = true;
+  int token_bucket_small = 64;
+  int token_bucket_large = 256;
+  int bucket_threshold = 1024;
+  int max_graphs = 256;
+};
+
+// Creates the CUDA engine for a model folder; Unavailable if no device or not compiled with CUDA.
+StatusOr<std::unique_ptr<Engine>> CreateCudaEngine(const std::string& model_dir,
+                                                   const CudaEngineOptions& options);
+// True if this binary has the CUDA backend and a device is visible.
+bool CudaAvailable();
+// The device's name (e.g. "NVIDIA H200"), or "none".
+std::string CudaDeviceName(int device);
+
+}  // namespace petal

@@ -1,0 +1,57 @@
+// Internals of the CUDA engine (see cuda_engine.h), shared by its source files only.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "engine/cuda/cuda_engine.h"
+#include "engine/cuda/cuda_model.h"
+#include "engine/cuda/graph_cache.h"
+
+namespace petal::cuda {
+
+// Returns Internal("what: <cuda error>") unless err is cudaSuccess.
+Status CheckCuda(cudaError_t err, const char* what);
+
+// One in-flight batch: page-locked staging for its inputs and its pooled output, and the event
+// that marks both "forward done" and "output readable on the host".
+struct RingSlot {
+  int32_t* host_in = nullptr;
+  float* host_out = nullptr;
+  cudaEvent_t done = nullptr;
+  std::atomic<bool> busy{false};  // held by a handle that has not copied its result out yet
+  RingSlot() = default;
+  RingSlot(RingSlot&&) noexcept {}  // slots are created empty, then filled in place
+};
+
+class CudaEngine final : public Engine {
+ public:
+  CudaEngine() = default;
+  ~CudaEngine() override;
+  Status Init(const std::string& model_dir, const CudaEngineOptions& options);
+
+  const ModelConfig& config() const override { return config_; }
+  std::string backend() const override { return "cuda"; }
+  StatusOr<std::unique_ptr<PendingEmbeddings>> Step(const Batch& batch) override;
+  std::map<std::string, double> Stats() const override;
+
+ private:
+  size_t InputInts() const;
+
+  CudaEngineOptions options_;
+  ModelConfig config_;
+  cudaStream_t stream_ = nullptr;
+  std::unique_ptr<CudaModel> model_;
+  int32_t* dev_inputs_ = nullptr;
+  float* dev_pooled_ = nullptr;
+  std::vector<RingSlot> slots_;
+  size_t next_slot_ = 0;
+  BucketPolicy buckets_;
+  std::unique_ptr<GraphCache> graphs_;
+  int64_t batches_ = 0, padded_tokens_ = 0, real_tokens_ = 0;
+};
+
+}  // namespace petal::cuda

@@ -1,0 +1,56 @@
+// CudaModel: one architecture's forward pass on the GPU (bf16 weights and activations, fp32
+// accumulation), enqueued on a stream from inputs already in device memory. Implementations
+// (bert_cuda.cc, qwen3_cuda.cc) allocate every buffer they need at construction for the engine's
+// capacity, so Forward() never allocates or synchronises and can be captured in a CUDA graph.
+// Thread-safety: driven by one thread (the engine's) at a time.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "common/status.h"
+#include "model/config.h"
+#include "model/safetensors.h"
+
+namespace petal::cuda {
+
+// Capacity of one engine: the most tokens and sequences a batch may hold.
+struct Capacity {
+  int max_tokens = 0;
+  int max_seqs = 0;
+};
+
+// Per-batch inputs, all in device memory at fixed addresses for the engine's lifetime.
+struct DeviceBatch {
+  const int32_t* token_ids = nullptr;       // [max_tokens]
+  const int32_t* token_type_ids = nullptr;  // [max_tokens] (BERT); zeros when unused
+  const int32_t* cu_seqlens = nullptr;      // [max_seqs + 1]
+  const int32_t* num_seqs = nullptr;        // [1]
+  // Host-side sizes of the launch: kernels that are sized by token count use num_tokens (the
+  // engine pads it up to a bucket later); nothing reads per-sequence values on the host.
+  int num_tokens = 0;
+  int num_seqs_host = 0;
+};
+
+class CudaModel {
+ public:
+  virtual ~CudaModel() = default;
+  virtual const ModelConfig& config() const = 0;
+  // Enqueues the forward pass and pooling; writes [num_seqs_host, hidden] fp32 pooled (and, per
+  // config, L2-normalised) embeddings to `pooled`.
+  virtual Status Forward(const DeviceBatch& batch, float* pooled, cudaStream_t stream) = 0;
+  // Bytes of device memory held (weights + scratch), for stats.
+  virtual size_t DeviceBytes() const = 0;
+};
+
+// Loads weights from `store`, uploads them in bf16, and allocates scratch for `cap`.
+StatusOr<std::unique_ptr<CudaModel>> CreateCudaModel(const ModelConfig& config,
+                                                     const WeightStore& store, Capacity cap);
+StatusOr<std::unique_ptr<CudaModel>> CreateBertCudaModel(const ModelConfig& config,
+                                                         const WeightStore& store, Capacity cap);
+StatusOr<std::unique_ptr<CudaModel>> CreateQwen3CudaModel(const ModelConfig& config,
+                                                          const WeightStore& store, Capacity cap);
+
+}  // namespace petal::cuda

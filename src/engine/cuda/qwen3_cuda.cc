@@ -1,0 +1,160 @@
+// Qwen3-architecture embedders on the GPU: the forward pass of model/qwen3.cc in bf16 with
+// cuBLASLt GEMMs and Petal's kernels. Pre-norm with a bf16 residual stream r:
+//   x = RmsNorm(r); qkv = x Wqkv; q,k = rope(RmsNorm_head(q,k)); r += attn(q,k,v) Wo;
+//   x = RmsNorm(r); r += (silu(x Wg) * x Wu) Wd;   final: RmsNorm(r), pooled.
+// The residual adds are folded into the o_proj and down_proj GEMMs (their addend, in place).
+#include <algorithm>
+#include <cmath>
+
+#include "engine/cuda/cuda_model.h"
+#include "engine/cuda/device_weights.h"
+#include "engine/cuda/attention_runner.h"
+#include "kernels/cuda/gemm.h"
+#include "kernels/cuda/ops.h"
+#include "model/qwen3.h"
+
+namespace petal::cuda {
+namespace {
+
+struct Qwen3LayerDev {
+  DeviceBuffer<bf16> in_norm, qkv, qkv_b, q_norm, k_norm, o, o_b, post_norm, gate_up, down;
+};
+
+class Qwen3CudaModel final : public CudaModel {
+ public:
+  Qwen3CudaModel(ModelConfig config, Capacity cap) : config_(std::move(config)), cap_(cap) {}
+  const ModelConfig& config() const override { return config_; }
+  size_t DeviceBytes() const override { return bytes_; }
+
+  Status Init(const Qwen3Weights& w) {
+    auto up = [&](DeviceBuffer<bf16>* dst, const std::vector<float>& src) -> Status {
+      PETAL_ASSIGN_OR_RETURN(*dst, UploadBf16(src));
+      bytes_ += dst->bytes();
+      return Status::Ok();
+    };
+    PETAL_RETURN_IF_ERROR(up(&embed_, w.embed_tokens));
+    PETAL_RETURN_IF_ERROR(up(&final_norm_, w.final_norm));
+    layers_.resize(w.layers.size());
+    for (size_t i = 0; i < w.layers.size(); ++i) {
+      const auto& s = w.layers[i];
+      auto& d = layers_[i];
+      for (auto [dst, src] : {std::pair{&d.in_norm, &s.input_norm}, {&d.qkv, &s.qkv}, {&d.qkv_b, &s.qkv_bias},
+                              {&d.q_norm, &s.q_norm}, {&d.k_norm, &s.k_norm}, {&d.o, &s.o_proj},
+                              {&d.o_b, &s.o_bias}, {&d.post_norm, &s.post_attention_norm},
+                              {&d.gate_up, &s.gate_up}, {&d.down, &s.down}}) {
+        PETAL_RETURN_IF_ERROR(up(dst, *src));
+      }
+    }
+    const size_t T = cap_.max_tokens, H = config_.hidden_size, I = config_.intermediate_size;
+    const size_t Q = static_cast<size_t>(config_.num_heads) * config_.head_dim;
+    const size_t QKV = Q + 2 * static_cast<size_t>(config_.num_kv_heads) * config_.head_dim;
+    PETAL_RETURN_IF_ERROR(r_.Allocate(T * H));
+    PETAL_RETURN_IF_ERROR(x_.Allocate(T * H));
+    PETAL_RETURN_IF_ERROR(qkv_.Allocate(T * QKV));
+    PETAL_RETURN_IF_ERROR(attn_.Allocate(T * Q));
+    PETAL_RETURN_IF_ERROR(gate_up_.Allocate(T * 2 * I));
+    PETAL_RETURN_IF_ERROR(act_.Allocate(T * I));
+    PETAL_RETURN_IF_ERROR(positions_.Allocate(T));
+    // Rotary (cos, sin) for every position a sequence may reach, computed once in fp64.
+    rope_rows_ = std::min(config_.max_position_embeddings, cap_.max_tokens);
+    const std::vector<float2> table = RopeTable(rope_rows_, config_.head_dim, config_.rope_theta);
+    PETAL_RETURN_IF_ERROR(rope_table_.Allocate(table.size()));
+    PETAL_RETURN_IF_ERROR(rope_table_.CopyFromHost(table.data(), table.size()));
+    bytes_ += rope_table_.bytes();
+    PETAL_RETURN_IF_ERROR(attention_.Init(cap_.max_tokens, cap_.max_seqs, config_.head_dim));
+    bytes_ += TotalBytes(r_, x_, qkv_, attn_, gate_up_, act_, positions_) + attention_.bytes();
+    PETAL_ASSIGN_OR_RETURN(gemm_, Gemm::Create());
+    return Status::Ok();
+  }
+
+  Status Forward(const DeviceBatch& b, float* pooled, cudaStream_t stream) override {
+    const int T = b.num_tokens, H = config_.hidden_size, I = config_.intermediate_size;
+    const int D = config_.head_dim, Hq = config_.num_heads, Hkv = config_.num_kv_heads;
+    const int Q = Hq * D, QKV = (Hq + 2 * Hkv) * D;
+    if (T == 0) {
+      PETAL_CUDA_CHECK(cudaMemsetAsync(pooled, 0, sizeof(float) * b.num_seqs_host * H, stream));
+      return Status::Ok();
+    }
+    PETAL_RETURN_IF_ERROR(LaunchSeqInfo({b.cu_seqlens, b.num_seqs_host, T, nullptr, positions_.get()}, stream));
+    PETAL_RETURN_IF_ERROR(LaunchEmbedding({b.token_ids, embed_.get(), config_.vocab_size, r_.get(), T, H}, stream));
+
+    AttentionParams ap;
+    ap.q = qkv_.get();
+    ap.k = qkv_.get() + Q;
+    ap.v = qkv_.get() + Q + Hkv * D;
+    ap.q_stride = ap.k_stride = ap.v_stride = QKV;
+    ap.out = attn_.get();
+    ap.cu_seqlens = b.cu_seqlens;
+    ap.num_seqs = b.num_seqs;
+    ap.max_tokens = T;
+    ap.max_seqs = b.num_seqs_host;
+    ap.num_heads = Hq;
+    ap.num_kv_heads = Hkv;
+    ap.head_dim = D;
+    ap.causal = config_.mask == AttentionMask::kCausal;
+    ap.scale = 1.0f / std::sqrt(static_cast<float>(D));
+    PETAL_RETURN_IF_ERROR(attention_.Plan(ap, stream));
+
+    QkNormRopeParams rp;
+    rp.qkv = qkv_.get();
+    rp.rows = T;
+    rp.row_stride = QKV;
+    rp.num_q_heads = Hq;
+    rp.num_kv_heads = Hkv;
+    rp.head_dim = D;
+    rp.eps = config_.norm_eps;
+    rp.positions = positions_.get();
+    rp.theta = config_.rope_theta;
+    rp.rope_table = rope_table_.get();
+    rp.rope_table_rows = rope_rows_;
+
+    for (const auto& L : layers_) {
+      PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm({nullptr, r_.get(), L.in_norm.get(), config_.norm_eps, x_.get(), T, H}, stream));
+      PETAL_RETURN_IF_ERROR(gemm_->Run({x_.get(), L.qkv.get(), L.qkv_b.get(), nullptr, qkv_.get(), T, QKV, H}, stream));
+      rp.q_norm_weight = L.q_norm.get();
+      rp.k_norm_weight = L.k_norm.get();
+      PETAL_RETURN_IF_ERROR(LaunchQkNormRope(rp, stream));
+      PETAL_RETURN_IF_ERROR(attention_.Run(ap, stream));
+      PETAL_RETURN_IF_ERROR(gemm_->Run({attn_.get(), L.o.get(), L.o_b.get(), r_.get(), r_.get(), T, H, Q}, stream));
+      PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm({nullptr, r_.get(), L.post_norm.get(), config_.norm_eps, x_.get(), T, H}, stream));
+      PETAL_RETURN_IF_ERROR(gemm_->Run({x_.get(), L.gate_up.get(), nullptr, nullptr, gate_up_.get(), T, 2 * I, H}, stream));
+      PETAL_RETURN_IF_ERROR(LaunchSiluMul({gate_up_.get(), act_.get(), T, I}, stream));
+      PETAL_RETURN_IF_ERROR(gemm_->Run({act_.get(), L.down.get(), nullptr, r_.get(), r_.get(), T, H, I}, stream));
+    }
+    PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm({nullptr, r_.get(), final_norm_.get(), config_.norm_eps, x_.get(), T, H}, stream));
+    PoolParams pp;
+    pp.hidden = x_.get();
+    pp.cu_seqlens = b.cu_seqlens;
+    pp.num_seqs = b.num_seqs_host;
+    pp.dim = H;
+    pp.mode = static_cast<cpu::Pooling>(config_.pooling);
+    pp.normalize = config_.normalize;
+    pp.out = pooled;
+    return LaunchPool(pp, stream);
+  }
+
+ private:
+  ModelConfig config_;
+  Capacity cap_;
+  size_t bytes_ = 0;
+  DeviceBuffer<bf16> embed_, final_norm_;
+  std::vector<Qwen3LayerDev> layers_;
+  DeviceBuffer<bf16> r_, x_, qkv_, attn_, gate_up_, act_;
+  DeviceBuffer<int32_t> positions_;
+  DeviceBuffer<float2> rope_table_;
+  int rope_rows_ = 0;
+  AttentionRunner attention_;
+  std::unique_ptr<Gemm> gemm_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<CudaModel>> CreateQwen3CudaModel(const ModelConfig& config,
+                                                          const WeightStore& store, Capacity cap) {
+  PETAL_ASSIGN_OR_RETURN(Qwen3Weights w, LoadQwen3Weights(config, store));
+  auto m = std::make_unique<Qwen3CudaModel>(config, cap);
+  PETAL_RETURN_IF_ERROR(m->Init(w));
+  return std::unique_ptr<CudaModel>(std::move(m));
+}
+
+}  // namespace petal::cuda

@@ -1,0 +1,14 @@
+// The CUDA engine's entry points in a build without CUDA: always unavailable.
+#include "engine/cuda/cuda_engine.h"
+
+namespace petal {
+
+StatusOr<std::unique_ptr<Engine>> CreateCudaEngine(const std::string&, const CudaEngineOptions&) {
+  return Unavailable("this petal binary was built without CUDA (configure with the 'cuda' preset)");
+}
+
+bool CudaAvailable() { return false; }
+
+std::string CudaDeviceName(int) { return "none"; }
+
+}  // namespace petal

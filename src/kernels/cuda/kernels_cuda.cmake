@@ -1,0 +1,26 @@
+# petal_kernels_cuda: the bf16 CUDA ops (ops.h), the cuBLASLt GEMM (gemm.h) and, when present,
+# the attention kernels (attention.cmake, owned separately, adds its sources to this target).
+# Included from src/kernels/CMakeLists.txt when PETAL_CUDA is on. No --use_fast_math: the norms
+# and softmax need IEEE expf/erff/division; kernels use fast intrinsics explicitly where safe.
+# CMake 3.25 does not know nvcc's C++20 flag (CMAKE_CUDA_STANDARD 20 fails at generate time);
+# nvcc 12+ accepts -std=c++20, so tell CMake for targets in this directory.
+if(NOT DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+  set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+  set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+endif()
+
+add_library(petal_kernels_cuda STATIC
+  ${CMAKE_CURRENT_LIST_DIR}/elementwise.cu
+  ${CMAKE_CURRENT_LIST_DIR}/norm.cu
+  ${CMAKE_CURRENT_LIST_DIR}/qk_norm_rope.cu
+  ${CMAKE_CURRENT_LIST_DIR}/pool.cu
+  ${CMAKE_CURRENT_LIST_DIR}/gemm.cc)
+target_include_directories(petal_kernels_cuda PUBLIC ${CMAKE_SOURCE_DIR}/src)
+target_link_libraries(petal_kernels_cuda PUBLIC petal_common CUDA::cudart CUDA::cublasLt)
+target_compile_options(petal_kernels_cuda PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-O3 -lineinfo>)
+
+include(${CMAKE_CURRENT_LIST_DIR}/attention.cmake OPTIONAL)
+
+if(PETAL_TESTS)
+  add_subdirectory(${CMAKE_SOURCE_DIR}/tests/ops ${CMAKE_BINARY_DIR}/tests/ops)
+endif()

@@ -1,0 +1,127 @@
+// Qwen3 per-head q/k RMSNorm + rotary embedding, in place on the fused QKV activations. One warp
+// per (token, head): the head (<= 512 values) is staged in fp32 shared memory so the rotate-half
+// partner (j + head_dim/2, held by another lane) is at hand without shuffles.
+#include <cmath>
+
+#include "kernels/cuda/device_utils.cuh"
+#include "kernels/cuda/launch_utils.h"
+#include "kernels/cuda/ops.h"
+
+namespace petal::cuda {
+namespace {
+
+constexpr int kWarpsPerBlock = 4;
+constexpr int kMaxHeadDim = 512;
+constexpr double kTwoPi = 6.283185307179586476925286766559;
+
+struct RopeArgs {
+  QkNormRopeParams p;
+  double log2_theta;
+};
+
+__global__ void __launch_bounds__(kWarpsPerBlock * 32) QkNormRopeKernel(RopeArgs args) {
+  extern __shared__ float smem[];
+  const QkNormRopeParams& p = args.p;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int heads = p.num_q_heads + p.num_kv_heads;
+  const int64_t item = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
+  if (item >= static_cast<int64_t>(p.rows) * heads) return;  // whole warp exits; no block barrier
+  const int64_t t = item / heads;
+  const int h = static_cast<int>(item - t * heads);
+  const int d = p.head_dim;
+  // q heads sit at h*d; k heads follow all q heads, so k head (h - Hq) is at Hq*d + (h-Hq)*d,
+  // which is again h*d.
+  bf16* x = p.qkv + t * p.row_stride + static_cast<int64_t>(h) * d;
+  const bf16* w = h < p.num_q_heads ? p.q_norm_weight : p.k_norm_weight;
+  float* s = smem + warp * d;
+
+  float ss = 0.f;
+  for (int i = lane * 2; i < d; i += 64) {
+    const float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(x + i));
+    *reinterpret_cast<float2*>(s + i) = f;  // 8-byte stores: conflict-free across the warp
+    ss += f.x * f.x + f.y * f.y;
+  }
+  if (w != nullptr) {
+    const float inv = rsqrtf(WarpSum(ss) / d + p.eps);
+    for (int i = lane * 2; i < d; i += 64) {
+      const float2 g = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(w + i));
+      s[i] *= inv * g.x;
+      s[i + 1] *= inv * g.y;
+    }
+  }
+  __syncwarp();
+  if (p.positions == nullptr) {
+    for (int i = lane * 2; i < d; i += 64)
+      *reinterpret_cast<__nv_bfloat162*>(x + i) = __floats2bfloat162_rn(s[i], s[i + 1]);
+    return;
+  }
+  const int half = d / 2;
+  if (p.rope_table != nullptr) {
+    const int pos = min(max(p.positions[t], 0), p.rope_table_rows - 1);
+    const float2* cs = p.rope_table + static_cast<int64_t>(pos) * half;
+    for (int j = lane; j < half; j += 32) {
+      const float2 c = cs[j];
+      const float a = s[j], b = s[j + half];
+      x[j] = __float2bfloat16_rn(a * c.x - b * c.y);
+      x[j + half] = __float2bfloat16_rn(b * c.x + a * c.y);
+    }
+    return;
+  }
+  const double pos = p.positions[t];
+  for (int j = lane; j < half; j += 32) {
+    // inv_freq = theta^(-2j/d) and the angle in fp64, reduced to [-pi, pi] before the fp32
+    // sincos: at position 32K the fp32 angle alone would be off by ~2e-3 rad.
+    const double angle = pos * exp2(-2.0 * j / d * args.log2_theta);
+    const float r = static_cast<float>(angle - kTwoPi * rint(angle / kTwoPi));
+    float sn, c;
+    sincosf(r, &sn, &c);
+    const float a = s[j], b = s[j + half];
+    x[j] = __float2bfloat16_rn(a * c - b * sn);
+    x[j + half] = __float2bfloat16_rn(b * c + a * sn);
+  }
+}
+
+}  // namespace
+
+std::vector<float2> RopeTable(int rows, int head_dim, double theta) {
+  const int half = head_dim / 2;
+  std::vector<float2> t(static_cast<size_t>(rows) * half);
+  for (int j = 0; j < half; ++j) {
+    const double inv_freq = std::pow(theta, -2.0 * j / head_dim);
+    for (int pos = 0; pos < rows; ++pos) {
+      const double a = pos * inv_freq;
+      t[static_cast<size_t>(pos) * half + j] = make_float2(static_cast<float>(std::cos(a)),
+                                                           static_cast<float>(std::sin(a)));
+    }
+  }
+  return t;
+}
+
+Status LaunchQkNormRope(const QkNormRopeParams& p, cudaStream_t stream) {
+  const char* op = "QkNormRope";
+  if (!p.qkv) return BadArg(op, "null qkv");
+  if ((p.q_norm_weight == nullptr) != (p.k_norm_weight == nullptr))
+    return BadArg(op, "give both q and k norm weights or neither");
+  if (p.rows < 0 || p.num_q_heads < 0 || p.num_kv_heads < 0 || p.head_dim <= 0 ||
+      p.head_dim % 2 != 0 || p.head_dim > kMaxHeadDim)
+    return BadArg(op, "bad sizes (head_dim must be even and <= 512)");
+  if (p.row_stride % 2 != 0 || p.row_stride < (p.num_q_heads + p.num_kv_heads) * p.head_dim)
+    return BadArg(op, "row_stride must be even and cover the q and k heads");
+  if (!IsAligned(p.qkv, 4) ||
+      (p.q_norm_weight && (!IsAligned(p.q_norm_weight, 4) || !IsAligned(p.k_norm_weight, 4))))
+    return BadArg(op, "pointers must be 4-byte aligned");
+  if (p.positions && !(p.theta > 0)) return BadArg(op, "theta must be positive");
+  if (p.rope_table && (p.rope_table_rows <= 0 || !IsAligned(p.rope_table, 8)))
+    return BadArg(op, "rope_table needs rope_table_rows > 0 and 8-byte alignment");
+  const int64_t items = static_cast<int64_t>(p.rows) * (p.num_q_heads + p.num_kv_heads);
+  if (items == 0) return Status::Ok();
+  const int64_t blocks = (items + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  if (blocks > 0x7fffffff) return BadArg(op, "too many rows");
+  RopeArgs args{p, p.positions ? std::log2(p.theta) : 0.0};
+  const size_t smem = static_cast<size_t>(kWarpsPerBlock) * p.head_dim * sizeof(float);
+  QkNormRopeKernel<<<static_cast<unsigned>(blocks), kWarpsPerBlock * 32, smem, stream>>>(args);
+  PETAL_CUDA_CHECK_LAUNCH(op);
+  return Status::Ok();
+}
+
+}  // namespace petal::cuda

@@ -1,0 +1,167 @@
+// GPU model-level checks (label gpu): the CUDA engine against the CPU fp32 engine on ragged
+// batches, for every model folder it is given: the committed tiny Qwen3 fixtures, and any folders
+// named in PETAL_GPU_TEST_MODELS (colon-separated; the GPU run script passes the real models).
+// Tolerance: cosine >= 0.999 per embedding (the design brief's 0.1% rule).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <sstream>
+
+#include "engine/cpu_engine.h"
+#include "engine/cuda/cuda_engine.h"
+
+namespace petal {
+namespace {
+
+std::vector<std::string> ModelDirs() {
+  std::vector<std::string> dirs;
+  const char* src = std::getenv("PETAL_SOURCE_DIR");
+  std::string root = src ? src : ".";
+  for (const char* name : {"tests/fixtures/qwen3-tiny-bidir", "tests/fixtures/qwen3-tiny-causal"}) {
+    if (std::filesystem::exists(root + "/" + name + "/config.json")) dirs.push_back(root + "/" + name);
+  }
+  if (const char* extra = std::getenv("PETAL_GPU_TEST_MODELS")) {
+    std::stringstream ss(extra);
+    for (std::string d; std::getline(ss, d, ':');) {
+      if (!d.empty()) dirs.push_back(d);
+    }
+  }
+  return dirs;
+}
+
+double Cosine(const float* a, const float* b, int n) {
+  double ab = 0, aa = 0, bb = 0;
+  for (int i = 0; i < n; ++i) {
+    ab += double(a[i]) * b[i];
+    aa += double(a[i]) * a[i];
+    bb += double(b[i]) * b[i];
+  }
+  return ab / std::sqrt(aa * bb + 1e-30);
+}
+
+Batch RandomBatch(const std::vector<int>& lens, int vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> tok(0, vocab - 1);
+  Batch b;
+  b.cu_seqlens.push_back(0);
+  for (int len : lens) {
+    std::vector<int32_t> ids(len);
+    for (auto& t : ids) t = tok(rng);
+    b.Add(ids);
+  }
+  return b;
+}
+
+class CudaEngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!CudaAvailable()) GTEST_SKIP() << "no CUDA device";
+    if (ModelDirs().empty()) GTEST_SKIP() << "no model folders";
+  }
+};
+
+TEST_F(CudaEngineTest, MatchesCpuOnRaggedBatches) {
+  for (const auto& dir : ModelDirs()) {
+    SCOPED_TRACE(dir);
+    auto cpu = CpuEngine::Load(dir);
+    ASSERT_TRUE(cpu.ok()) << cpu.status().ToString();
+    CudaEngineOptions opt;
+    opt.max_tokens = 4096;
+    opt.max_seqs = 64;
+    auto gpu = CreateCudaEngine(dir, opt);
+    ASSERT_TRUE(gpu.ok()) << gpu.status().ToString();
+    const int max_len = (*cpu)->config().max_seq_length;
+    std::vector<int> lens = {1, 7, 0, 64, 129, 300, 2, 511};
+    for (auto& l : lens) l = std::min(l, max_len);
+    Batch batch = RandomBatch(lens, (*cpu)->config().vocab_size, 42);
+    auto ref = (*cpu)->Embed(batch);
+    auto got = (*gpu)->Embed(batch);
+    ASSERT_TRUE(ref.ok() && got.ok()) << got.status().ToString();
+    double worst = 1;
+    for (int r = 0; r < got->rows; ++r) {
+      if (batch.seq_len(r) == 0) {
+        for (int i = 0; i < got->dim; ++i) EXPECT_EQ(got->row(r)[i], 0.0f);
+        continue;
+      }
+      const double c = Cosine(got->row(r), ref->row(r), got->dim);
+      worst = std::min(worst, c);
+      EXPECT_GE(c, 0.999) << "row " << r << " len " << batch.seq_len(r);
+    }
+    std::printf("[cuda vs cpu] %s: worst cosine %.6f over %d sequences\n", dir.c_str(), worst, got->rows);
+    // Each sequence alone gives the same embedding as inside the ragged batch.
+    for (int r = 0; r < batch.num_seqs(); ++r) {
+      if (batch.seq_len(r) == 0) continue;
+      Batch one;
+      one.Add(std::vector<int32_t>(batch.token_ids.begin() + batch.cu_seqlens[r],
+                                   batch.token_ids.begin() + batch.cu_seqlens[r + 1]));
+      auto alone = (*gpu)->Embed(one);
+      ASSERT_TRUE(alone.ok());
+      EXPECT_GE(Cosine(alone->row(0), got->row(r), got->dim), 0.9999) << "row " << r;
+    }
+  }
+}
+
+TEST_F(CudaEngineTest, HandlesInFlightAndCapacityErrors) {
+  const std::string dir = ModelDirs().front();
+  CudaEngineOptions opt;
+  opt.max_tokens = 512;
+  opt.max_seqs = 8;
+  auto gpu = CreateCudaEngine(dir, opt);
+  ASSERT_TRUE(gpu.ok()) << gpu.status().ToString();
+  const int vocab = (*gpu)->config().vocab_size;
+  Batch a = RandomBatch({5, 9}, vocab, 1), b = RandomBatch({33}, vocab, 2);
+  auto ea = (*gpu)->Embed(a), eb = (*gpu)->Embed(b);
+  ASSERT_TRUE(ea.ok() && eb.ok());
+  // Two batches in flight, waited on in reverse order: each gets its own result.
+  auto ha = (*gpu)->Step(a);
+  auto hb = (*gpu)->Step(b);
+  ASSERT_TRUE(ha.ok() && hb.ok());
+  auto rb = (*hb)->Wait();
+  auto ra = (*ha)->Wait();
+  ASSERT_TRUE(ra.ok() && rb.ok());
+  EXPECT_EQ(ra->data, ea->data);
+  EXPECT_EQ(rb->data, eb->data);
+  // Over capacity: a clear error, and the engine keeps working.
+  auto big = (*gpu)->Step(RandomBatch({600}, vocab, 3));
+  EXPECT_FALSE(big.ok());
+  EXPECT_EQ((*gpu)->Embed(a)->data, ea->data);
+}
+
+// Lazy CUDA graphs: eager on first use of a bucket, captured on the second, replayed after; a
+// different batch in the same bucket replays the same graph and still gets its own results.
+TEST_F(CudaEngineTest, GraphsCaptureLazilyAndReplayCorrectly) {
+  const std::string dir = ModelDirs().front();
+  auto cpu = CpuEngine::Load(dir);
+  ASSERT_TRUE(cpu.ok());
+  CudaEngineOptions opt;
+  opt.max_tokens = 2048;
+  opt.max_seqs = 16;
+  auto gpu = CreateCudaEngine(dir, opt);
+  ASSERT_TRUE(gpu.ok()) << gpu.status().ToString();
+  const int vocab = (*gpu)->config().vocab_size;
+  Batch a = RandomBatch({20, 3, 30}, vocab, 5);  // 53 tokens: bucket (4 seqs, 64 tokens)
+  std::vector<float> first;
+  for (int i = 0; i < 3; ++i) {
+    auto e = (*gpu)->Embed(a);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    if (i == 0) first = e->data;
+    EXPECT_EQ(e->data, first) << "run " << i;
+  }
+  auto st = (*gpu)->Stats();
+  EXPECT_EQ(st["graph_eager_runs"], 1);
+  EXPECT_EQ(st["graph_captures"], 1);
+  EXPECT_EQ(st["graph_replays"], 2);
+  Batch b = RandomBatch({50, 1, 6}, vocab, 6);  // 57 tokens: same bucket, other contents
+  auto got = (*gpu)->Embed(b);
+  auto ref = (*cpu)->Embed(b);
+  ASSERT_TRUE(got.ok() && ref.ok());
+  for (int r = 0; r < got->rows; ++r) EXPECT_GE(Cosine(got->row(r), ref->row(r), got->dim), 0.999) << r;
+  EXPECT_EQ((*gpu)->Stats()["graph_replays"], 3);
+}
+
+}  // namespace
+}  // namespace petal
