@@ -1,7 +1,6 @@
 # Ragged attention kernels (flash + reference) as the static library petal_attention_cuda, its
-# GPU test (label gpu), a CPU fragment-layout test, and a micro-benchmark binary that CTest does
-# not run. Included by
-# src/kernels (via kernels_cuda.cmake) when PETAL_CUDA is ON.
+# GPU tests (label gpu), CPU emulation / fragment-layout tests, and a micro-benchmark binary that
+# CTest does not run. Included by kernels_cuda.cmake when PETAL_CUDA is ON.
 set(PETAL_ATTN_DIR ${CMAKE_CURRENT_LIST_DIR})
 # CMake 3.25 does not know nvcc's C++20 flag; nvcc 12+ accepts -std=c++20 (same workaround as
 # kernels_cuda.cmake, repeated so this file also works on its own).
@@ -42,7 +41,8 @@ petal_test(attention_gpu_test SOURCES ${CMAKE_SOURCE_DIR}/tests/ops/attention_gp
 # Not registered with CTest: run by hand on the GPU machine (see docs/attention.md).
 add_executable(petal_attention_bench ${PETAL_ATTN_DIR}/attention_bench.cu)
 target_link_libraries(petal_attention_bench PRIVATE petal_attention_cuda)
-set_target_properties(petal_attention_bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+set_target_properties(petal_attention_bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY
+                      ${CMAKE_BINARY_DIR}/bin)
 if(TARGET attention_emulation_test)
   # The kernels' `#pragma unroll` means nothing to the host compiler.
   target_compile_options(attention_emulation_test PRIVATE -Wno-unknown-pragmas -Wno-attributes)

@@ -55,7 +55,7 @@ __global__ void __launch_bounds__(kRefThreads)
   }
   __syncthreads();
   auto score = [&](int j) {
-    // 16-byte loads of 8 bf16 (rows are 16-byte aligned: ValidateAttentionParams).
+    // 16-byte loads of 8 bf16 (rows are 16-byte aligned: ValidateAttentionLayout).
     const auto* kj =
         reinterpret_cast<const uint4*>(p.k + static_cast<int64_t>(j) * p.k_stride + kvh * d);
     float dot = 0.0f;
