@@ -112,6 +112,12 @@ int RunBenchEngine(const BenchArgs& a) {
   }
   std::printf("\n");
   json += "}}\n";
+  if (const std::string d = engine.Describe(); !d.empty()) {
+    std::printf("  kernel choices:\n%s\n", d.c_str());
+    if (!a.out.empty()) {
+      std::ofstream(a.out + ".kernels.txt") << d << "\n";
+    }
+  }
   if (!a.out.empty()) {
     std::ofstream f(a.out);
     f << json;

@@ -18,10 +18,7 @@
 #include "cli/command.h"
 #include "engine/engine_factory.h"
 
-#if __has_include("tokenizer/tokenizer.h")
 #include "tokenizer/tokenizer.h"
-#define PETAL_EMBED_HAS_TOKENIZER 1
-#endif
 
 namespace petal::cli {
 namespace {
@@ -100,12 +97,8 @@ class Embedder {
                              " is outside [1, " + std::to_string(c.hidden_size) + "]");
     }
     if (opts_.ids) return Status::Ok();
-#ifdef PETAL_EMBED_HAS_TOKENIZER
     PETAL_ASSIGN_OR_RETURN(tokenizer_, Tokenizer::FromModelDir(c.model_dir));
     return Status::Ok();
-#else
-    return Unimplemented("this build has no tokenizer yet; pass pre-tokenized ids with --ids");
-#endif
   }
 
   // Turns one input (a raw TEXT argument, or a JSON Lines line) into token ids.
@@ -199,13 +192,9 @@ class Embedder {
     } else {
       text.assign(input);
     }
-#ifdef PETAL_EMBED_HAS_TOKENIZER
     EncodeOptions eo;
     eo.max_length = engine_->config().max_seq_length;
     return tokenizer_->Encode(text, eo);
-#else
-    return Unimplemented("no tokenizer in this build");
-#endif
   }
 
   // "[f0,f1,...]\n" with Matryoshka truncation (and re-normalisation if the model normalises).
@@ -231,9 +220,7 @@ class Embedder {
   std::unique_ptr<Engine> engine_;
   simdjson::dom::parser parser_;
   bool failed_ = false;
-#ifdef PETAL_EMBED_HAS_TOKENIZER
   std::unique_ptr<Tokenizer> tokenizer_;
-#endif
 };
 
 int RunEmbed(const EmbedOptions& opts) {

@@ -58,6 +58,8 @@ class Engine {
   StatusOr<Embeddings> Embed(const Batch& batch);
   // Counters for logs, benchmarks and metrics (e.g. graph captures and replays); may be empty.
   virtual std::map<std::string, double> Stats() const { return {}; }
+  // A human-readable report of runtime choices (e.g. GEMM algorithms per shape); may be empty.
+  virtual std::string Describe() const { return {}; }
 };
 
 }  // namespace petal

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU step: engine-level benchmark on the pplx-embed-v1-0.6b random-weight shape (bf16,
 # bidirectional + mean): `petal bench engine` and, in the same run, the HF transformers baselines
-# (eager and CUDA graph) and the attention micro-benchmark. Results JSON in $OUT/bench/.
+# (eager and CUDA graph). Results JSON in $OUT/bench/ (kernel_bench.sh has the micro-benchmarks).
 set -euo pipefail
 mkdir -p "$OUT/bench"
 M=/tmp/petal-models/0.6b-bidirectional
@@ -10,10 +10,6 @@ SECS="${PETAL_BENCH_SECONDS:-4}"
 petal bench engine --model $M --backend cuda --max-batch-tokens "${PETAL_BENCH_MAX_TOKENS:-32768}" \
   --max-batch-seqs 128 --seconds "$SECS" ${PETAL_BENCH_SCENARIOS:+--scenarios $PETAL_BENCH_SCENARIOS} \
   --out "$OUT/bench/petal-engine.json"
-if [[ -x .gpu_bundle/bin/petal_attention_bench ]]; then
-  .gpu_bundle/bin/petal_attention_bench > "$OUT/bench/attention.txt" 2>&1 || echo "attention bench failed"
-  tail -n 20 "$OUT/bench/attention.txt"
-fi
 if [[ -z "${PETAL_SKIP_HF:-}" ]]; then
   PYTHONUNBUFFERED=1 python3 bench/baselines/hf_transformers.py --model $M --out "$OUT/bench/hf.json" \
     --modes "${PETAL_HF_MODES:-eager,graph}" ${PETAL_HF_QUICK:+--quick} 2>&1 | grep -v "^Loading" || true

@@ -5,6 +5,9 @@
 
 #include <cuda_runtime.h>
 
+#include <map>
+#include <string>
+
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/cuda_check.h"
 
@@ -25,5 +28,11 @@ class AttentionRunner {
   bool flash_ = true;
   DeviceBuffer<uint8_t> workspace_;
 };
+
+class Gemm;
+// Stats and report shared by the CUDA models: GEMM plans (tuned or not, tuning time) and the
+// attention backend in use.
+std::map<std::string, double> KernelStats(const Gemm& gemm, const AttentionRunner& attention);
+std::string DescribeKernels(const Gemm& gemm, const AttentionRunner& attention);
 
 }  // namespace petal::cuda

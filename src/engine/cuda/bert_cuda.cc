@@ -23,6 +23,8 @@ class BertCudaModel final : public CudaModel {
   BertCudaModel(ModelConfig config, Capacity cap) : config_(std::move(config)), cap_(cap) {}
   const ModelConfig& config() const override { return config_; }
   size_t DeviceBytes() const override { return bytes_; }
+  std::map<std::string, double> Stats() const override { return KernelStats(*gemm_, attention_); }
+  std::string Describe() const override { return DescribeKernels(*gemm_, attention_); }
 
   Status Init(const BertWeights& w) {
     auto up = [&](DeviceBuffer<bf16>* dst, const std::vector<float>& src) -> Status {

@@ -173,6 +173,7 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch
 
 std::map<std::string, double> CudaEngine::Stats() const {
   auto st = graphs_->Stats();
+  for (const auto& [k, v] : model_->Stats()) st[k] = v;
   st["batches"] = double(batches_);
   st["tokens"] = double(real_tokens_);
   st["padded_tokens"] = double(padded_tokens_);

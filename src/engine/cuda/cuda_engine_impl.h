@@ -37,6 +37,7 @@ class CudaEngine final : public Engine {
   std::string backend() const override { return "cuda"; }
   StatusOr<std::unique_ptr<PendingEmbeddings>> Step(const Batch& batch) override;
   std::map<std::string, double> Stats() const override;
+  std::string Describe() const override { return model_->Describe(); }
 
  private:
   size_t InputInts() const;

@@ -8,7 +8,9 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 
 #include "common/status.h"
 #include "model/config.h"
@@ -43,6 +45,10 @@ class CudaModel {
   virtual Status Forward(const DeviceBatch& batch, float* pooled, cudaStream_t stream) = 0;
   // Bytes of device memory held (weights + scratch), for stats.
   virtual size_t DeviceBytes() const = 0;
+  // Counters of the kernels' runtime choices (GEMM plans tuned, attention backend), for stats.
+  virtual std::map<std::string, double> Stats() const = 0;
+  // Human-readable report of those choices: one line per GEMM plan and the attention backend.
+  virtual std::string Describe() const = 0;
 };
 
 // Loads weights from `store`, uploads them in bf16, and allocates scratch for `cap`.

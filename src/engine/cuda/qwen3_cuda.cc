@@ -25,6 +25,8 @@ class Qwen3CudaModel final : public CudaModel {
   Qwen3CudaModel(ModelConfig config, Capacity cap) : config_(std::move(config)), cap_(cap) {}
   const ModelConfig& config() const override { return config_; }
   size_t DeviceBytes() const override { return bytes_; }
+  std::map<std::string, double> Stats() const override { return KernelStats(*gemm_, attention_); }
+  std::string Describe() const override { return DescribeKernels(*gemm_, attention_); }
 
   Status Init(const Qwen3Weights& w) {
     auto up = [&](DeviceBuffer<bf16>* dst, const std::vector<float>& src) -> Status {

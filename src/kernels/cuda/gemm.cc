@@ -1,27 +1,19 @@
-// cuBLASLt plumbing for Gemm (see gemm.h). Row-major out[M,N] = a[M,K] w[N,K]^T is computed as
-// the column-major product out^T = w a^T: cuBLAS sees row-major w[N,K] as a
-// column-major K x N matrix (ld K) and row-major a[M,K] as column-major K x M (ld K); with
-// transa = T, transb = N it computes D (N x M, column-major, ld N) = w_cm^T * a_cm, and a
-// column-major N x M matrix with ld N is exactly row-major out[M,N]. The bias vector has one
-// entry per row of D, i.e. per output feature n.
+// cuBLASLt plumbing for Gemm (see gemm.h); the measuring part is in gemm_tune.cc. Row-major
+// out[M,N] = a[M,K] w[N,K]^T is computed as the column-major product out^T = w a^T: cuBLAS sees
+// row-major w[N,K] as a column-major K x N matrix (ld K) and row-major a[M,K] as column-major
+// K x M (ld K); with transa = T, transb = N it computes D (N x M, column-major, ld N) =
+// w_cm^T * a_cm, and a column-major N x M matrix with ld N is exactly row-major out[M,N]. The bias
+// vector has one entry per row of D, i.e. per output feature n.
 #include "kernels/cuda/gemm.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 
-namespace petal::cuda {
+#include "kernels/cuda/gemm_plan.h"
+#include "kernels/cuda/gemm_smallm.h"
 
-struct Gemm::Plan {
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t layout_w = nullptr, layout_a = nullptr, layout_out = nullptr;
-  cublasLtMatmulAlgo_t algo{};
-  ~Plan() {
-    if (layout_out) cublasLtMatrixLayoutDestroy(layout_out);
-    if (layout_a) cublasLtMatrixLayoutDestroy(layout_a);
-    if (layout_w) cublasLtMatrixLayoutDestroy(layout_w);
-    if (desc) cublasLtMatmulDescDestroy(desc);
-  }
-};
+namespace petal::cuda {
 
 namespace {
 
@@ -38,12 +30,26 @@ std::string Shape(const GemmParams& p) {
          (p.bias ? " +bias" : "") + (p.gelu_tanh ? " +gelu_tanh" : "") + (p.c ? " +c" : "");
 }
 
+const char* StateName(int s) {
+  static const char* kNames[] = {"untuned", "tuned", "too_large", "failed"};
+  return kNames[s];
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<Gemm>> Gemm::Create(size_t workspace_bytes) {
+  GemmOptions o;
+  o.workspace_bytes = workspace_bytes;
+  return Create(o);
+}
+
+StatusOr<std::unique_ptr<Gemm>> Gemm::Create(const GemmOptions& options) {
+  if (options.max_candidates < 1 || options.timed_runs < 1 || options.warmup_runs < 0)
+    return InvalidArgument("Gemm: bad tuning options");
   std::unique_ptr<Gemm> g(new Gemm());
+  g->options_ = options;
   PETAL_CUBLAS_CHECK(cublasLtCreate(&g->handle_));
-  PETAL_RETURN_IF_ERROR(g->workspace_.Allocate(workspace_bytes));
+  PETAL_RETURN_IF_ERROR(g->workspace_.Allocate(options.workspace_bytes));
   return g;
 }
 
@@ -62,18 +68,50 @@ Status Gemm::Validate(const GemmParams& p) const {
   return Status::Ok();
 }
 
-StatusOr<Gemm::Plan*> Gemm::GetPlan(const GemmParams& p) {
-  const Key key{p.m,
-                p.n,
-                p.k,
-                p.bias != nullptr,
-                p.gelu_tanh,
-                p.c != nullptr,
-                Alignment(p.a),
-                Alignment(p.w),
-                Alignment(p.c ? p.c : p.out),
-                Alignment(p.out),
-                Alignment(p.bias)};
+Gemm::Key Gemm::MakeKey(const GemmParams& p) {
+  return Key{p.m,
+             p.n,
+             p.k,
+             p.bias != nullptr,
+             p.gelu_tanh,
+             p.c != nullptr,
+             Alignment(p.a),
+             Alignment(p.w),
+             Alignment(p.c ? p.c : p.out),
+             Alignment(p.out),
+             Alignment(p.bias)};
+}
+
+Status Gemm::Heuristic(Plan& plan, const Key& key, int count,
+                       std::vector<cublasLtMatmulHeuristicResult_t>* out) const {
+  cublasLtMatmulPreference_t pref = nullptr;
+  PETAL_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  const uint64_t ws = workspace_.bytes();
+  const uint32_t align[4] = {static_cast<uint32_t>(key.align_w), static_cast<uint32_t>(key.align_a),
+                             static_cast<uint32_t>(key.align_c),
+                             static_cast<uint32_t>(key.align_out)};
+  cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+  const cublasLtMatmulPreferenceAttributes_t align_attr[4] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  for (int i = 0; i < 4 && st == CUBLAS_STATUS_SUCCESS; ++i)
+    st = cublasLtMatmulPreferenceSetAttribute(pref, align_attr[i], &align[i], sizeof(align[i]));
+  out->assign(count, cublasLtMatmulHeuristicResult_t{});
+  int returned = 0;
+  if (st == CUBLAS_STATUS_SUCCESS) {
+    st = cublasLtMatmulAlgoGetHeuristic(handle_, plan.desc, plan.layout_w, plan.layout_a,
+                                        plan.layout_out, plan.layout_out, pref, count, out->data(),
+                                        &returned);
+  }
+  cublasLtMatmulPreferenceDestroy(pref);
+  PETAL_CUBLAS_CHECK(st);
+  out->resize(returned);
+  std::erase_if(*out, [](const auto& r) { return r.state != CUBLAS_STATUS_SUCCESS; });
+  return Status::Ok();
+}
+
+StatusOr<Gemm::Plan*> Gemm::GetPlan(const Key& key, const GemmParams& p) {
   if (auto it = plans_.find(key); it != plans_.end()) return it->second.get();
 
   auto plan = std::make_unique<Plan>();
@@ -103,58 +141,98 @@ StatusOr<Gemm::Plan*> Gemm::GetPlan(const GemmParams& p) {
   PETAL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->layout_a, CUDA_R_16BF, p.k, p.m, p.k));
   PETAL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->layout_out, CUDA_R_16BF, p.n, p.m, p.n));
 
-  cublasLtMatmulPreference_t pref = nullptr;
-  PETAL_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-  const size_t ws = workspace_.bytes();
-  const uint32_t align[4] = {static_cast<uint32_t>(key.align_w), static_cast<uint32_t>(key.align_a),
-                             static_cast<uint32_t>(key.align_c),
-                             static_cast<uint32_t>(key.align_out)};
-  cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
-      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
-  const cublasLtMatmulPreferenceAttributes_t align_attr[4] = {
-      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
-  for (int i = 0; i < 4 && st == CUBLAS_STATUS_SUCCESS; ++i)
-    st = cublasLtMatmulPreferenceSetAttribute(pref, align_attr[i], &align[i], sizeof(align[i]));
-  cublasLtMatmulHeuristicResult_t result{};
-  int returned = 0;
-  if (st == CUBLAS_STATUS_SUCCESS) {
-    st = cublasLtMatmulAlgoGetHeuristic(handle_, plan->desc, plan->layout_w, plan->layout_a,
-                                        plan->layout_out, plan->layout_out, pref, 1, &result,
-                                        &returned);
-  }
-  cublasLtMatmulPreferenceDestroy(pref);
-  PETAL_CUBLAS_CHECK(st);
-  if (returned == 0 || result.state != CUBLAS_STATUS_SUCCESS)
-    return Internal("Gemm: cuBLASLt found no algorithm for " + Shape(p));
-  plan->algo = result.algo;
+  // One result only: this path may run during capture, and the tuner asks again for more.
+  std::vector<cublasLtMatmulHeuristicResult_t> results;
+  PETAL_RETURN_IF_ERROR(Heuristic(*plan, key, 1, &results));
+  if (results.empty()) return Internal("Gemm: cuBLASLt found no algorithm for " + Shape(p));
+  plan->first = plan->algo = results[0].algo;
   Plan* raw = plan.get();
   plans_.emplace(key, std::move(plan));
   return raw;
 }
 
-Status Gemm::Prepare(const GemmParams& p) {
+Status Gemm::Enqueue(const Plan& plan, const cublasLtMatmulAlgo_t& algo, const GemmParams& p,
+                     cudaStream_t stream) const {
+  if (p.bias) {
+    // Plans are shared by layers of the same shape; each call brings its own bias.
+    PETAL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                      &p.bias, sizeof(p.bias)));
+  }
+  const float alpha = 1.f, beta = p.c ? 1.f : 0.f;
+  const void* c = p.c ? static_cast<const void*>(p.c) : static_cast<const void*>(p.out);
+  PETAL_CUBLAS_CHECK(cublasLtMatmul(
+      handle_, plan.desc, &alpha, p.w, plan.layout_w, p.a, plan.layout_a, &beta, c, plan.layout_out,
+      p.out, plan.layout_out, &algo, workspace_.get(), workspace_.bytes(), stream));
+  return Status::Ok();
+}
+
+Status Gemm::Prepare(const GemmParams& p, cudaStream_t stream) {
   PETAL_RETURN_IF_ERROR(Validate(p));
   if (p.m == 0) return Status::Ok();
-  return GetPlan(p).status();
+  const Key key = MakeKey(p);
+  PETAL_ASSIGN_OR_RETURN(Plan * plan, GetPlan(key, p));
+  return MaybeTune(*plan, key, p, stream);
 }
 
 Status Gemm::Run(const GemmParams& p, cudaStream_t stream) {
   PETAL_RETURN_IF_ERROR(Validate(p));
   if (p.m == 0) return Status::Ok();
-  PETAL_ASSIGN_OR_RETURN(Plan * plan, GetPlan(p));
-  if (p.bias) {
-    // Plans are shared by layers of the same shape; each call brings its own bias.
-    PETAL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                                      &p.bias, sizeof(p.bias)));
+  const Key key = MakeKey(p);
+  PETAL_ASSIGN_OR_RETURN(Plan * plan, GetPlan(key, p));
+  PETAL_RETURN_IF_ERROR(MaybeTune(*plan, key, p, stream));
+  if (plan->petal_splits > 0)  // the plan's key fixes sizes and alignments, so it still applies
+    return LaunchSmallMGemm(p, plan->petal_splits, workspace_.get(), stream);
+  return Enqueue(*plan, plan->algo, p, stream);
+}
+
+std::string GemmPlanInfo::ToString() const {
+  char buf[320];
+  std::snprintf(buf, sizeof(buf),
+                "m=%d n=%d k=%d%s%s%s %s algo=%d tile=%d stages=%d splitk=%d red=%d swz=%d "
+                "custom=%d cluster=%d cand=%d first=%.1fus chosen=%.1fus",
+                m, n, k, bias ? " +bias" : "", gelu ? " +gelu" : "", c ? " +c" : "", state.c_str(),
+                algo_id, tile_id, stages_id, split_k, reduction, swizzle, custom, cluster_id,
+                candidates, first_us, chosen_us);
+  return buf;
+}
+
+std::string GemmStats::ToString() const {
+  char buf[200];
+  std::snprintf(buf, sizeof(buf),
+                "gemm plans=%zu tuned=%zu untuned=%zu too_large=%zu small_m_rejected=%zu "
+                "tune_ms=%.1f",
+                plans, tuned, untuned, too_large, small_m_rejected, tune_ms);
+  std::string s = buf;
+  for (const GemmPlanInfo& i : per_plan) s += "\n  " + i.ToString();
+  return s;
+}
+
+GemmStats Gemm::Stats() const {
+  GemmStats s;
+  s.plans = plans_.size();
+  s.tune_ms = tune_ms_;
+  s.small_m_rejected = small_m_rejected_;
+  for (const auto& [key, plan] : plans_) {
+    GemmPlanInfo i;
+    i.m = key.m, i.n = key.n, i.k = key.k, i.bias = key.bias, i.gelu = key.gelu, i.c = key.c;
+    i.state = StateName(static_cast<int>(plan->state));
+    const cublasLtMatmulAlgo_t& a = plan->algo;
+    i.algo_id = plan->petal_splits > 0 ? -1 : AlgoId(a);
+    i.tile_id = AlgoConfig<uint32_t>(a, CUBLASLT_ALGO_CONFIG_TILE_ID);
+    i.stages_id = AlgoConfig<uint32_t>(a, CUBLASLT_ALGO_CONFIG_STAGES_ID);
+    i.split_k = plan->petal_splits > 0 ? plan->petal_splits : AlgoSplitK(a);
+    i.reduction = AlgoReduction(a);
+    i.swizzle = AlgoConfig<uint32_t>(a, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING);
+    i.custom = AlgoConfig<uint32_t>(a, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION);
+    i.cluster_id = AlgoConfig<uint16_t>(a, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID);
+    i.candidates = plan->candidates;
+    i.first_us = plan->first_us, i.chosen_us = plan->chosen_us;
+    s.tuned += plan->state == Plan::State::kTuned;
+    s.untuned += plan->state == Plan::State::kUntuned;
+    s.too_large += plan->state == Plan::State::kTooLarge;
+    s.per_plan.push_back(std::move(i));
   }
-  const float alpha = 1.f, beta = p.c ? 1.f : 0.f;
-  const void* c = p.c ? static_cast<const void*>(p.c) : static_cast<const void*>(p.out);
-  PETAL_CUBLAS_CHECK(cublasLtMatmul(handle_, plan->desc, &alpha, p.w, plan->layout_w, p.a,
-                                    plan->layout_a, &beta, c, plan->layout_out, p.out,
-                                    plan->layout_out, &plan->algo, workspace_.get(),
-                                    workspace_.bytes(), stream));
-  return Status::Ok();
+  return s;
 }
 
 }  // namespace petal::cuda

@@ -1,12 +1,21 @@
 // Dense layers on the GPU: a cuBLASLt wrapper for out[M,N] = a[M,K] * w[N,K]^T (+ bias) (+ c),
 // bf16 operands and output, fp32 accumulation (cpu::Gemm's function, PyTorch Linear layout).
 //
-// Graph safety: the first call for a problem (M, N, K, epilogue, addend, pointer alignments)
-// builds cuBLASLt descriptors and picks an algorithm by heuristic (host-only work, no device
-// allocation, no sync) and caches it; later calls only enqueue cublasLtMatmul on the stream with
-// the workspace allocated once in Create(), so they can be captured in a CUDA graph. Call Prepare
-// (or run once eagerly) before capturing. Thread-safety: a Gemm is NOT thread-safe, and its single
-// workspace must not be used by two kernels at once: use one Gemm per stream / engine thread.
+// Plans and autotuning: the first call for a problem (M, N, K, epilogue, addend, pointer
+// alignments) builds cuBLASLt descriptors, asks the heuristic for up to `max_candidates`
+// algorithms and caches the plan. With autotuning on (the default) and the stream NOT capturing,
+// it then times every candidate (plus, for small M, split-K variants and our own small-M kernel)
+// on the real operands, writing only into a private scratch buffer, and keeps the fastest: this
+// synchronises the stream once per plan (a few ms; see docs/kernels.md). While the stream is
+// capturing, a missing plan uses the heuristic's first choice (host-only work, no allocation, no
+// sync) and is tuned at its next non-capturing call; graphs already captured keep the algorithm
+// they captured. Later calls only enqueue cublasLtMatmul (or our kernel) with the workspace
+// allocated in Create(), so they can be captured. Call Prepare (or run once eagerly) before
+// capturing to get tuned algorithms into graphs.
+//
+// Thread-safety: a Gemm is NOT thread-safe, and its workspace and scratch must not be used by two
+// kernels at once: use one Gemm per stream / engine thread. Do not call Run for a stream that is
+// not capturing while the same thread captures another stream (tuning would synchronise).
 #pragma once
 
 #include <cublasLt.h>
@@ -17,6 +26,8 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "kernels/cuda/cuda_check.h"
@@ -42,22 +53,80 @@ struct GemmParams {
   bool gelu_tanh = false;
 };
 
+struct GemmOptions {
+  size_t workspace_bytes = 32u << 20;  // cuBLAS's advice for Hopper
+  bool autotune = true;                // measure candidates once per plan (see the file comment)
+  // Private output buffer for tuning, allocated at the first tuning. Problems with
+  // 2*M*N + 512 > this are not tuned (they keep the heuristic's first choice): at such M the GEMM
+  // is compute-bound, where cuBLASLt's heuristic is expected to do well (the benchmark with
+  // --scratch-mb shows what tuning them would add).
+  size_t tune_scratch_bytes = 64u << 20;
+  int max_candidates = 16;  // heuristic results requested
+  int split_k_max_m = 256;  // add split-K variants of the top algorithms for M <= this
+  // Also time our own small-M tensor-core kernel (M <= 128; gemm_smallm.h). It is used only where
+  // it is faster and its output agrees with cuBLASLt's on the tuning operands.
+  bool small_m_kernel = true;
+  // Per candidate; the median of the timed runs counts. Events resolve ~0.5 us, a fair fraction
+  // of a small-M GEMM (3-10 us), hence an odd count larger than the usual 3-5.
+  int warmup_runs = 1, timed_runs = 7;
+  // Evict L2 (read the scratch) before each timed run: in a model the weights stream from HBM,
+  // while back-to-back runs of one GEMM would find them in the 60 MB L2 and misrank small-M algos.
+  bool cold_l2 = true;
+  // A candidate replaces the heuristic's first choice only if its median is lower by this factor.
+  float min_gain = 0.03f;
+  // Tests only: choose candidate i (in the order heuristic first, heuristic list, split-K
+  // variants, our small-M kernel) instead of the fastest, so every candidate can be checked.
+  int force_candidate = -1;
+};
+
+// What one plan uses, for logs and benchmarks.
+struct GemmPlanInfo {
+  int m = 0, n = 0, k = 0;
+  bool bias = false, gelu = false, c = false;
+  // "tuned"; "untuned" (heuristic's first choice: autotune off, or planned during capture and not
+  // used outside capture since); "too_large" (see tune_scratch_bytes); "failed" (scratch allocation
+  // failed).
+  std::string state;
+  // cuBLASLt's configuration; algo_id -1: our small-M kernel, split_k its K splits.
+  int algo_id = -1, tile_id = 0, stages_id = 0, split_k = 1, reduction = 0, swizzle = 0, custom = 0,
+      cluster_id = 0;
+  int candidates = 0;     // candidates enumerated (0 if not tuned); cuBLASLt may refuse some
+  float first_us = 0.f;   // median of the heuristic's first choice while tuning
+  float chosen_us = 0.f;  // median of the chosen algorithm while tuning
+  std::string ToString() const;
+};
+
+struct GemmStats {
+  size_t plans = 0, tuned = 0, untuned = 0, too_large = 0;
+  size_t small_m_rejected = 0;  // our kernel was fastest but disagreed with cuBLASLt (a bug)
+  double tune_ms = 0;           // wall time spent tuning (host clock, includes the synchronisation)
+  std::vector<GemmPlanInfo> per_plan;
+  std::string ToString() const;  // one summary line, then one line per plan
+};
+
 class Gemm {
  public:
-  static constexpr size_t kDefaultWorkspaceBytes = 32u << 20;  // cuBLAS's advice for Hopper
+  static constexpr size_t kDefaultWorkspaceBytes = 32u << 20;
 
   // Creates the cuBLASLt handle and allocates the workspace on the current device.
   static StatusOr<std::unique_ptr<Gemm>> Create(size_t workspace_bytes = kDefaultWorkspaceBytes);
+  static StatusOr<std::unique_ptr<Gemm>> Create(const GemmOptions& options);
   ~Gemm();
   Gemm(const Gemm&) = delete;
   Gemm& operator=(const Gemm&) = delete;
 
-  // Builds and caches the plan for p's problem (pointers are used only for their alignment).
-  Status Prepare(const GemmParams& p);
-  // Enqueues the product on `stream`; plans on first use (see the graph-safety note above).
+  // Builds and caches the plan for p's problem, tuning it on `stream` when autotuning is on: then
+  // a, w, bias and c must be valid device arrays of p's sizes (only read; out is not touched).
+  // With autotuning off only the pointers' alignments are used.
+  Status Prepare(const GemmParams& p, cudaStream_t stream = nullptr);
+  // Enqueues the product on `stream`; plans (and tunes, if not capturing) on first use.
   Status Run(const GemmParams& p, cudaStream_t stream);
 
+  // Switches tuning for plans made (or still pending) from now on; tuned plans stay tuned.
+  void set_autotune(bool on) { options_.autotune = on; }
+  bool autotune() const { return options_.autotune; }
   size_t num_plans() const { return plans_.size(); }
+  GemmStats Stats() const;
 
  private:
   struct Plan;
@@ -71,10 +140,23 @@ class Gemm {
 
   Gemm() = default;
   Status Validate(const GemmParams& p) const;
-  StatusOr<Plan*> GetPlan(const GemmParams& p);
+  static Key MakeKey(const GemmParams& p);
+  StatusOr<Plan*> GetPlan(const Key& key, const GemmParams& p);
+  // Heuristic results for the plan's descriptors (at most `count`, first = best guess).
+  Status Heuristic(Plan& plan, const Key& key, int count,
+                   std::vector<cublasLtMatmulHeuristicResult_t>* out) const;
+  Status Enqueue(const Plan& plan, const cublasLtMatmulAlgo_t& algo, const GemmParams& p,
+                 cudaStream_t stream) const;
+  // Tunes `plan` if it is pending, tuning is on and `stream` is not capturing (gemm_tune.cc).
+  Status MaybeTune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t stream);
+  Status Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t stream);
 
+  GemmOptions options_;
   cublasLtHandle_t handle_ = nullptr;
   DeviceBuffer<uint8_t> workspace_;
+  DeviceBuffer<uint8_t> scratch_;  // tuning output (and L2 eviction), allocated at first tuning
+  double tune_ms_ = 0;
+  size_t small_m_rejected_ = 0;
   std::map<Key, std::unique_ptr<Plan>> plans_;
 };
 

@@ -1,0 +1,242 @@
+// Gemm's autotuner (policy in gemm.h and docs/kernels.md): candidates are the heuristic's top
+// results plus split-K variants of the best few for small M (where one wave of output tiles
+// leaves most SMs idle and the problem is streaming the weights) and our small-M kernel
+// (gemm_smallm.h; kept only if its output agrees with cuBLASLt's), each timed on the caller's
+// stream with events (warm-up, then the median of timed runs, the L2 evicted before each), the
+// output going to a private scratch with the real output's alignment. All candidates are enqueued
+// first and the stream is synchronised once.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cuda/gemm.h"
+#include "kernels/cuda/gemm_flush.h"
+#include "kernels/cuda/gemm_plan.h"
+#include "kernels/cuda/gemm_smallm.h"
+
+namespace petal::cuda {
+namespace {
+
+using Algo = cublasLtMatmulAlgo_t;
+
+// A cuBLASLt algorithm, or (splits > 0) our small-M kernel with that many K splits.
+struct Cand {
+  Algo algo{};
+  int splits = 0;
+};
+
+bool Contains(const std::vector<Cand>& v, const Algo& a) {
+  for (const Cand& x : v)
+    if (x.splits == 0 && std::memcmp(&x.algo, &a, sizeof(Algo)) == 0) return true;
+  return false;
+}
+
+// Split-K partial sums must be reduced in fp32 (COMPUTE_TYPE): the INPLACE and OUTPUT_TYPE
+// schemes add the parts in bf16, which would cost up to log2(splits) extra roundings.
+bool ReductionOk(const Algo& a) {
+  if (AlgoSplitK(a) <= 1) return true;
+  const int r = AlgoReduction(a);
+  return r == CUBLASLT_REDUCTION_SCHEME_NONE || r == CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+}
+
+// Destroys the events of one tuning pass on every exit path.
+struct Events {
+  std::vector<cudaEvent_t> ev;
+  ~Events() {
+    for (cudaEvent_t e : ev) cudaEventDestroy(e);
+  }
+};
+
+float Median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+Status Gemm::MaybeTune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t stream) {
+  if (plan.state != Plan::State::kUntuned || !options_.autotune) return Status::Ok();
+  // Tuning synchronises, which would invalidate a capture: leave the plan on the heuristic's
+  // choice and tune at its next use outside capture. An error here (the legacy stream while
+  // another stream captures in global mode) also means "do not synchronise now"; it is not
+  // sticky, so clear it rather than let a later check report it.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return Status::Ok();
+  }
+  if (capture != cudaStreamCaptureStatusNone) return Status::Ok();
+  const auto t0 = std::chrono::steady_clock::now();
+  const Status s = Tune(plan, key, p, stream);
+  tune_ms_ +=
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return s;
+}
+
+Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t stream) {
+  const size_t out_bytes = static_cast<size_t>(p.m) * p.n * sizeof(__nv_bfloat16);
+  if (out_bytes + 512 > options_.tune_scratch_bytes) {
+    plan.state = Plan::State::kTooLarge;
+    return Status::Ok();
+  }
+  if (scratch_.get() == nullptr) {
+    if (!scratch_.Allocate(options_.tune_scratch_bytes).ok()) {
+      (void)cudaGetLastError();  // out of memory is not sticky: run untuned rather than fail
+      plan.state = Plan::State::kFailed;
+      return Status::Ok();
+    }
+    // Zeroed once so a scratch addend (in-place problems) holds finite values.
+    PETAL_CUDA_CHECK(cudaMemsetAsync(scratch_.get(), 0, scratch_.bytes(), stream));
+  }
+  // The scratch output gets exactly the real output's alignment (the scratch itself is 256-byte
+  // aligned), so every candidate runs under the conditions the plan was chosen for. An in-place
+  // addend (c == out) is timed in place too, on the scratch: the caller's buffers are only read.
+  GemmParams t = p;
+  t.out = reinterpret_cast<__nv_bfloat16*>(scratch_.get() + (key.align_out % 256));
+  if (p.c == p.out) t.c = t.out;
+
+  // Candidates: the current choice first, then the heuristic's list, then split-K variants.
+  std::vector<Cand> cands{{plan.first, 0}};
+  std::vector<cublasLtMatmulHeuristicResult_t> heur;
+  PETAL_RETURN_IF_ERROR(Heuristic(plan, key, options_.max_candidates, &heur));
+  for (const auto& r : heur) {
+    Algo a = r.algo;
+    if (!ReductionOk(a)) {
+      const uint32_t red = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+      cublasLtMatmulHeuristicResult_t check{};
+      if (cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &red,
+                                               sizeof(red)) != CUBLAS_STATUS_SUCCESS ||
+          cublasLtMatmulAlgoCheck(handle_, plan.desc, plan.layout_w, plan.layout_a, plan.layout_out,
+                                  plan.layout_out, &a, &check) != CUBLAS_STATUS_SUCCESS ||
+          check.workspaceSize > workspace_.bytes())
+        continue;
+    }
+    if (!Contains(cands, a)) cands.push_back({a, 0});
+  }
+  if (p.m <= options_.split_k_max_m) {
+    const size_t bases = std::min<size_t>(cands.size(), 4);
+    for (size_t b = 0; b < bases; ++b) {
+      const Algo base = cands[b].algo;
+      if (AlgoSplitK(base) > 1) continue;
+      int32_t splitk_ok = 0;
+      uint32_t red_mask = 0;
+      size_t written = 0;
+      if (cublasLtMatmulAlgoCapGetAttribute(&base, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &splitk_ok,
+                                            sizeof(splitk_ok), &written) != CUBLAS_STATUS_SUCCESS ||
+          !splitk_ok ||
+          cublasLtMatmulAlgoCapGetAttribute(&base, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK,
+                                            &red_mask, sizeof(red_mask),
+                                            &written) != CUBLAS_STATUS_SUCCESS ||
+          !(red_mask & CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE))
+        continue;
+      for (int32_t s : {2, 3, 4, 6, 8, 12, 16}) {
+        if (p.k / s < 128) break;  // slices thinner than a few k-tiles only add reduction work
+        Algo a = base;
+        const uint32_t red = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+        cublasLtMatmulHeuristicResult_t check{};
+        if (cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &s,
+                                                 sizeof(s)) != CUBLAS_STATUS_SUCCESS ||
+            cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &red,
+                                                 sizeof(red)) != CUBLAS_STATUS_SUCCESS ||
+            cublasLtMatmulAlgoCheck(handle_, plan.desc, plan.layout_w, plan.layout_a,
+                                    plan.layout_out, plan.layout_out, &a,
+                                    &check) != CUBLAS_STATUS_SUCCESS ||
+            check.workspaceSize > workspace_.bytes())
+          continue;
+        if (!Contains(cands, a)) cands.push_back({a, 0});
+      }
+    }
+  }
+  // Our kernel needs room for a second output in the scratch (for the agreement check below).
+  if (options_.small_m_kernel && 2 * out_bytes + 1024 <= scratch_.bytes()) {
+    for (int splits : {1, 2, 4, 8, 16})
+      if (SmallMSupported(t, splits, workspace_.bytes())) cands.push_back({Algo{}, splits});
+  }
+  auto run = [&](const Cand& c, const GemmParams& q) {
+    return c.splits > 0 ? LaunchSmallMGemm(q, c.splits, workspace_.get(), stream)
+                        : Enqueue(plan, c.algo, q, stream);
+  };
+
+  // Enqueue everything, then synchronise once. A candidate that cuBLASLt refuses at enqueue time
+  // (a launch-time check the heuristic did not make) is dropped, except the first, whose failure
+  // would fail the real call too.
+  const int timed = options_.timed_runs;
+  Events events;
+  events.ev.resize(cands.size() * timed * 2, nullptr);
+  for (cudaEvent_t& e : events.ev) PETAL_CUDA_CHECK(cudaEventCreate(&e));
+  uint32_t* sink = reinterpret_cast<uint32_t*>(scratch_.get() + scratch_.bytes() - 256);
+  const size_t flush_bytes = (scratch_.bytes() - 256) & ~size_t{15};
+  std::vector<bool> ok(cands.size(), true);
+  for (size_t i = 0; i < cands.size(); ++i) {
+    for (int r = 0; r < options_.warmup_runs && ok[i]; ++r) {
+      const Status s = run(cands[i], t);
+      if (!s.ok() && i == 0) return s;
+      ok[i] = s.ok();
+    }
+    for (int r = 0; r < timed && ok[i]; ++r) {
+      if (options_.cold_l2)
+        PETAL_RETURN_IF_ERROR(LaunchL2Flush(scratch_.get(), flush_bytes, sink, stream));
+      PETAL_CUDA_CHECK(cudaEventRecord(events.ev[(i * timed + r) * 2], stream));
+      const Status s = run(cands[i], t);
+      PETAL_CUDA_CHECK(cudaEventRecord(events.ev[(i * timed + r) * 2 + 1], stream));
+      if (!s.ok() && i == 0) return s;
+      ok[i] = s.ok();
+    }
+  }
+  PETAL_CUDA_CHECK(cudaStreamSynchronize(stream));
+  PETAL_CUDA_CHECK(cudaGetLastError());
+
+  std::vector<float> med(cands.size(), -1.f);  // -1: refused at enqueue
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (!ok[i]) continue;
+    std::vector<float> us(timed);
+    for (int r = 0; r < timed; ++r) {
+      PETAL_CUDA_CHECK(cudaEventElapsedTime(&us[r], events.ev[(i * timed + r) * 2],
+                                            events.ev[(i * timed + r) * 2 + 1]));
+      us[r] *= 1000.f;
+    }
+    med[i] = Median(us);
+  }
+  // Switching away from the heuristic's choice must pay off by more than timing noise.
+  auto pick = [&](bool allow_ours) {
+    size_t best = 0;
+    for (size_t i = 1; i < cands.size(); ++i)
+      if (med[i] >= 0 && (allow_ours || cands[i].splits == 0) && med[i] < med[best] &&
+          med[i] < (1.f - options_.min_gain) * med[0])
+        best = i;
+    return best;
+  };
+  size_t best = pick(true);
+  const size_t forced = static_cast<size_t>(options_.force_candidate);
+  if (options_.force_candidate >= 0 && forced < cands.size() && med[forced] >= 0) {
+    best = forced;  // tests check the result against the CPU themselves
+  } else if (cands[best].splits > 0) {
+    // Our kernel must agree with cuBLASLt's first choice on these very operands (the caller's
+    // addend is only read here), else it is not used and the rejection is counted.
+    GemmParams ref = t, ours = t;
+    ref.c = ours.c = p.c;
+    const size_t off2 = (key.align_out % 256 + out_bytes + 511) / 256 * 256;
+    ours.out = reinterpret_cast<__nv_bfloat16*>(scratch_.get() + off2);
+    PETAL_RETURN_IF_ERROR(Enqueue(plan, plan.first, ref, stream));
+    PETAL_RETURN_IF_ERROR(run(cands[best], ours));
+    double rel = 0;
+    bool nonfinite = false;
+    PETAL_RETURN_IF_ERROR(CompareBf16(ours.out, ref.out, static_cast<size_t>(p.m) * p.n,
+                                      scratch_.get() + scratch_.bytes() - 128, stream, &rel,
+                                      &nonfinite));
+    if (!(rel <= 1e-2) || nonfinite) {
+      ++small_m_rejected_;
+      best = pick(false);
+    }
+  }
+  plan.algo = cands[best].algo;
+  plan.petal_splits = cands[best].splits;
+  plan.state = Plan::State::kTuned;
+  plan.candidates = static_cast<int>(cands.size());
+  plan.first_us = med[0];
+  plan.chosen_us = med[best];
+  return Status::Ok();
+}
+
+}  // namespace petal::cuda
