@@ -197,6 +197,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       }
 
       const float c = args.scale_log2;
+      float alpha[kMT][2];  // per-row rescale factor of what was accumulated so far
+      bool rescale = false;
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
@@ -213,8 +215,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           // A row that has seen no visible key keeps max -inf; subtracting 0 instead makes its
           // probabilities exp2(-inf) = 0 rather than NaN.
           const float base = mx == -INFINITY ? 0.0f : mx * c;
-          // Rescales what was accumulated so far (m = -inf: nothing was, and the factor is 0).
-          const float alpha = FastExp2(m[mt][h] * c - base);
+          // m = -inf: nothing was accumulated, and the factor is 0.
+          alpha[mt][h] = FastExp2(m[mt][h] * c - base);
+          rescale = rescale || alpha[mt][h] != 1.0f;
           m[mt][h] = mx;
           float sum = 0.0f;
 #pragma unroll
@@ -223,11 +226,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
             s[mt][nb][2 * h + 1] = FastExp2(fmaf(s[mt][nb][2 * h + 1], c, -base));
             sum += s[mt][nb][2 * h] + s[mt][nb][2 * h + 1];
           }
-          l[mt][h] = l[mt][h] * alpha + sum;
+          l[mt][h] = l[mt][h] * alpha[mt][h] + sum;
+        }
+      }
+      // Once the running maxima settle (long sequences), whole tiles leave every row's max
+      // unchanged (alpha exactly 1): skip the accumulator rescale then (warp-uniform branch).
+      if (__any_sync(0xffffffffu, rescale)) {
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
           for (int db = 0; db < kDBlocks; ++db) {
-            o[mt][db][2 * h] *= alpha;
-            o[mt][db][2 * h + 1] *= alpha;
+            o[mt][db][0] *= alpha[mt][0];
+            o[mt][db][1] *= alpha[mt][0];
+            o[mt][db][2] *= alpha[mt][1];
+            o[mt][db][3] *= alpha[mt][1];
           }
         }
       }
