@@ -1,6 +1,7 @@
 // Micro-benchmark of the flash attention kernel (not a test; CTest does not run it). Prints
 // TFLOP/s per shape, FLOPs = 4 * sum(len^2) * Hq * d (half for causal), timing the Run step
-// (plan excluded, it runs once per forward pass) and, separately, plan + run. Usage:
+// (plan excluded, it runs once per forward pass) and, separately, plan + run: the median over
+// `reps` trials of batches of back-to-back launches (~2 ms of GPU work each). Usage:
 //   petal_attention_bench [--causal] [--reps N] [--json FILE]
 // --json appends one JSON object per (shape, variant) line to FILE (JSON Lines).
 // Thread-safety: a program.
@@ -60,7 +61,7 @@ float Median(std::vector<float> v) {
 
 int main(int argc, char** argv) {
   bool causal = false;
-  int reps = 20;
+  int reps = 7;
   const char* json_path = nullptr;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--causal")) causal = true;
@@ -122,24 +123,27 @@ int main(int argc, char** argv) {
     for (int v = 0; v < petal::cuda::FlashVariantCount(s.d); ++v) {
       if (!petal::cuda::FlashVariantSupports(s.d, v, s.hq / s.hkv)) continue;
       BENCH_STATUS(petal::cuda::PlanRaggedAttentionVariant(a, v, ws, stream));
-      for (int i = 0; i < 3; ++i) {
-        BENCH_STATUS(petal::cuda::RunRaggedAttentionVariant(a, v, ws, stream));
-      }
+      auto run = [&] { BENCH_STATUS(petal::cuda::RunRaggedAttentionVariant(a, v, ws, stream)); };
+      auto plan_run = [&] {
+        BENCH_STATUS(petal::cuda::LaunchRaggedAttentionVariant(a, v, ws, stream));
+      };
+      // Times `n` back-to-back launches between two events (host launch overhead overlaps the
+      // GPU work, as in a real forward pass) and returns ms per launch.
+      auto time_batch = [&](auto&& enqueue, int n) {
+        BENCH_CHECK(cudaEventRecord(start, stream));
+        for (int i = 0; i < n; ++i) enqueue();
+        BENCH_CHECK(cudaEventRecord(stop, stream));
+        BENCH_CHECK(cudaEventSynchronize(stop));
+        float ms;
+        BENCH_CHECK(cudaEventElapsedTime(&ms, start, stop));
+        return ms / n;
+      };
+      const float first = time_batch(run, 3);  // warm-up and size estimate
+      const int n = std::clamp(static_cast<int>(2.0f / std::max(first, 1e-4f)), 1, 500);
       std::vector<float> run_ms, all_ms;
       for (int i = 0; i < reps; ++i) {
-        float ms;
-        BENCH_CHECK(cudaEventRecord(start, stream));
-        BENCH_STATUS(petal::cuda::RunRaggedAttentionVariant(a, v, ws, stream));
-        BENCH_CHECK(cudaEventRecord(stop, stream));
-        BENCH_CHECK(cudaEventSynchronize(stop));
-        BENCH_CHECK(cudaEventElapsedTime(&ms, start, stop));
-        run_ms.push_back(ms);
-        BENCH_CHECK(cudaEventRecord(start, stream));
-        BENCH_STATUS(petal::cuda::LaunchRaggedAttentionVariant(a, v, ws, stream));
-        BENCH_CHECK(cudaEventRecord(stop, stream));
-        BENCH_CHECK(cudaEventSynchronize(stop));
-        BENCH_CHECK(cudaEventElapsedTime(&ms, start, stop));
-        all_ms.push_back(ms);
+        run_ms.push_back(time_batch(run, n));
+        all_ms.push_back(time_batch(plan_run, n));
       }
       BENCH_CHECK(cudaGetLastError());
       const float med = Median(run_ms);
