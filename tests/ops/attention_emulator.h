@@ -9,6 +9,7 @@
 
 #include <ucontext.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -26,7 +27,7 @@ struct Dim3 {
   unsigned x = 0, y = 0, z = 0;
 };
 
-enum class Op { kRun, kLdsm, kLdsmT, kMma, kShfl, kBarrier, kDone };
+enum class Op { kRun, kLdsm, kLdsmT, kMma, kShfl, kAny, kWarpSync, kBarrier, kDone };
 
 struct Copy {
   uint32_t dst;
@@ -76,6 +77,17 @@ inline void Fail(const std::string& e) {
 
 inline void SyncThreads() {
   Me().op = Op::kBarrier;
+  Yield();
+}
+inline bool AnySync(unsigned mask, bool pred) {
+  if (mask != 0xffffffffu) Fail("vote with a partial mask");
+  Me().f = pred ? 1.0f : 0.0f;
+  Me().op = Op::kAny;
+  Yield();
+  return Me().f_out != 0.0f;
+}
+inline void SyncWarp() {
+  Me().op = Op::kWarpSync;
   Yield();
 }
 inline float ShflXor(unsigned mask, float v, int x) {
@@ -164,7 +176,11 @@ inline void ExecWarp(int w) {
       if (L[lane].xor_mask != L[0].xor_mask) return Fail("shfl lanes disagree on the lane mask");
       L[lane].f_out = L[lane ^ L[0].xor_mask].f;
     }
-  } else {
+  } else if (op == Op::kAny) {
+    float any = 0.0f;
+    for (int lane = 0; lane < 32; ++lane) any = std::max(any, L[lane].f);
+    for (int lane = 0; lane < 32; ++lane) L[lane].f_out = any;
+  } else if (op != Op::kWarpSync) {
     return;  // not a warp collective
   }
   for (int i = 0; i < 32; ++i) L[i].op = Op::kRun;
@@ -200,7 +216,8 @@ inline void RunCta(int threads, unsigned block, const std::function<void()>& bod
     }
     for (int w = 0; w < threads / 32; ++w) {
       const Op op = m.lanes[32 * w].op;
-      if (op == Op::kLdsm || op == Op::kLdsmT || op == Op::kMma || op == Op::kShfl) {
+      if (op == Op::kLdsm || op == Op::kLdsmT || op == Op::kMma || op == Op::kShfl ||
+          op == Op::kAny || op == Op::kWarpSync) {
         bool all = true;
         for (int i = 0; i < 32; ++i) all = all && m.lanes[32 * w + i].op != Op::kRun;
         if (all) {
@@ -232,6 +249,8 @@ inline void RunCta(int threads, unsigned block, const std::function<void()>& bod
 #define threadIdx (::emu::ThreadIdx())
 #define blockIdx (::emu::M().block_idx)
 #define __syncthreads() ::emu::SyncThreads()
+#define __syncwarp() ::emu::SyncWarp()
+#define __any_sync(mask, pred) ::emu::AnySync(mask, pred)
 #define __shfl_xor_sync(mask, v, x) ::emu::ShflXor(mask, v, x)
 
 namespace petal::cuda::attn {

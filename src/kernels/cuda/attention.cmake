@@ -1,7 +1,6 @@
 # Ragged attention kernels (flash + reference) as the static library petal_attention_cuda, its
-# GPU test (label gpu), a CPU fragment-layout test, and a micro-benchmark binary that CTest does
-# not run. Included by
-# src/kernels (via kernels_cuda.cmake) when PETAL_CUDA is ON.
+# GPU tests (label gpu), CPU emulation / fragment-layout tests, and a micro-benchmark binary that
+# CTest does not run. Included by kernels_cuda.cmake when PETAL_CUDA is ON.
 set(PETAL_ATTN_DIR ${CMAKE_CURRENT_LIST_DIR})
 # CMake 3.25 does not know nvcc's C++20 flag; nvcc 12+ accepts -std=c++20 (same workaround as
 # kernels_cuda.cmake, repeated so this file also works on its own).
@@ -12,6 +11,9 @@ endif()
 add_library(petal_attention_cuda STATIC
   ${PETAL_ATTN_DIR}/attention_plan.cu
   ${PETAL_ATTN_DIR}/attention_flash.cu
+  ${PETAL_ATTN_DIR}/attention_flash_d32.cu
+  ${PETAL_ATTN_DIR}/attention_flash_d64.cu
+  ${PETAL_ATTN_DIR}/attention_flash_d128.cu
   ${PETAL_ATTN_DIR}/attention_reference.cu)
 target_link_libraries(petal_attention_cuda PUBLIC petal_common CUDA::cudart)
 target_include_directories(petal_attention_cuda PUBLIC ${CMAKE_SOURCE_DIR}/src)
@@ -23,7 +25,8 @@ if(TARGET petal_kernels_cuda)
 endif()
 
 # CPU-only: emulates ldmatrix/mma to check the kernel's fragment layouts (runs in CI).
-petal_test(attention_fragments_test SOURCES ${CMAKE_SOURCE_DIR}/tests/ops/attention_fragments_test.cc
+petal_test(attention_fragments_test
+           SOURCES ${CMAKE_SOURCE_DIR}/tests/ops/attention_fragments_test.cc
            LIBS petal_common)
 # CPU-only: the real kernels compiled as host code on an emulator (runs in CI). Deliberately not
 # linked with petal_attention_cuda: its device-kernel stubs share the kernels' mangled names.
@@ -32,12 +35,14 @@ petal_test(attention_emulation_test
            LIBS petal_kernels_cpu petal_common CUDA::cudart)
 petal_test(attention_gpu_test SOURCES ${CMAKE_SOURCE_DIR}/tests/ops/attention_gpu_test.cu
            ${CMAKE_SOURCE_DIR}/tests/ops/attention_ptx_gpu_test.cu
+           ${CMAKE_SOURCE_DIR}/tests/ops/attention_strides_gpu_test.cu
            LIBS petal_attention_cuda petal_kernels_cpu LABELS gpu)
 
 # Not registered with CTest: run by hand on the GPU machine (see docs/attention.md).
 add_executable(petal_attention_bench ${PETAL_ATTN_DIR}/attention_bench.cu)
 target_link_libraries(petal_attention_bench PRIVATE petal_attention_cuda)
-set_target_properties(petal_attention_bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+set_target_properties(petal_attention_bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY
+                      ${CMAKE_BINARY_DIR}/bin)
 if(TARGET attention_emulation_test)
   # The kernels' `#pragma unroll` means nothing to the host compiler.
   target_compile_options(attention_emulation_test PRIVATE -Wno-unknown-pragmas -Wno-attributes)

@@ -63,8 +63,9 @@ Status ValidateAttentionLayout(const AttentionParams& p);
 
 // Enqueues the plan kernel: reads cu_seqlens/num_seqs and writes the work list into `workspace`
 // (AttentionWorkspaceBytes bytes of device memory, 16-byte aligned; cudaMalloc's are). Valid for
-// every Run with the same cu_seqlens contents, capacity, head_dim and causal flag (e.g. all layers
-// of one forward pass).
+// every Run on the same device with the same cu_seqlens contents and the same capacity, head
+// counts, head_dim and causal flag (e.g. all layers of one forward pass); the tiling it encodes
+// is chosen from exactly those.
 Status PlanRaggedAttention(const AttentionParams& p, void* workspace, cudaStream_t stream);
 
 // Enqueues the attention kernel over the work list that PlanRaggedAttention wrote.

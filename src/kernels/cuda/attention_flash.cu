@@ -1,53 +1,17 @@
-// Run step of the ragged attention: instantiates the flash kernel for each tile variant and
-// (head_dim, causal), picks the variant, and launches over the work list that the plan wrote. The
-// grid is sized from capacity only (MaxWorkItems x head groups), so the launch is identical for
-// every batch of that capacity. Thread-safety: see attention.h.
-#include <climits>
-#include <cmath>
+// Run step of the ragged attention: variant bookkeeping and selection, and the public entry
+// points. The kernels are instantiated and launched per head dim in attention_flash_d{32,64,128}.cu
+// (separate translation units so they compile in parallel). Thread-safety: see attention.h.
 #include <tuple>
 #include <utility>
 
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/attention_common.cuh"
-#include "kernels/cuda/attention_flash.cuh"
 #include "kernels/cuda/attention_internal.h"
 #include "kernels/cuda/attention_variants.h"
 
 namespace petal::cuda {
 namespace attn {
 namespace {
-
-// Calls f(Config{}) for variant `index` of head dim D (compile-time walk of the list).
-template <int D, size_t I = 0, class F>
-Status WithVariant(int index, F&& f) {
-  using List = typename Variants<D>::List;
-  if constexpr (I == std::tuple_size_v<List>) {
-    return InvalidArgument("attention: no flash variant " + std::to_string(index) +
-                           " for head_dim " + std::to_string(D));
-  } else {
-    if (index == static_cast<int>(I)) return f(std::tuple_element_t<I, List>{});
-    return WithVariant<D, I + 1>(index, std::forward<F>(f));
-  }
-}
-
-template <class Cfg, bool kCausal>
-Status LaunchFlash(const AttentionParams& p, const void* workspace, cudaStream_t stream) {
-  const auto kernel = FlashAttentionKernel<Cfg, kCausal>;
-  // Not a stream operation, so it is allowed (and cheap) during graph capture; set every call so
-  // it also holds on whichever device is current.
-  PETAL_ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             static_cast<int>(Cfg::kSmemBytes)));
-  const int64_t blocks = FlashGridBlocks<Cfg>(p);
-  if (blocks > INT_MAX) {
-    return InvalidArgument("attention: capacity too large for one grid (" + std::to_string(blocks) +
-                           " CTAs)");
-  }
-  if (blocks == 0) return Status::Ok();
-  const FlashArgs args = MakeFlashArgs(p, workspace);
-  kernel<<<static_cast<unsigned>(blocks), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(args);
-  PETAL_ATTN_CUDA_CHECK(cudaGetLastError());
-  return Status::Ok();
-}
 
 Status CheckVariant(const AttentionParams& p, int variant, const void* workspace) {
   PETAL_RETURN_IF_ERROR(ValidateAttentionParams(p));
@@ -151,11 +115,7 @@ Status RunRaggedAttentionVariant(const AttentionParams& p, int variant, const vo
                                  cudaStream_t stream) {
   PETAL_RETURN_IF_ERROR(attn::CheckVariant(p, variant, workspace));
   return attn::DispatchHeadDim(p.head_dim, [&](auto d) -> Status {
-    return attn::WithVariant<decltype(d)::value>(variant, [&](auto cfg) -> Status {
-      using Cfg = decltype(cfg);
-      return p.causal ? attn::LaunchFlash<Cfg, true>(p, workspace, stream)
-                      : attn::LaunchFlash<Cfg, false>(p, workspace, stream);
-    });
+    return attn::RunFlashHeadDim<decltype(d)::value>(p, variant, workspace, stream);
   });
 }
 

@@ -34,13 +34,15 @@ __device__ __forceinline__ void LoadRows(bf16* smem, const bf16* gmem, int64_t s
   constexpr int kRowStep = Cfg::kThreads / kChunksPerRow;
   const int r0 = tid / kChunksPerRow;
   const int col = (tid % kChunksPerRow) * 8;
-  const bf16* src = gmem + r0 * stride + col;
   const uint32_t dst = SmemAddr(smem + r0 * Cfg::kSmemStride + col);
 #pragma unroll
   for (int i = 0; i < kRows / kRowStep; ++i) {
-    const bool valid = r0 + i * kRowStep < valid_rows;
+    const int r = r0 + i * kRowStep;
+    const bool valid = r < valid_rows;
+    // Invalid rows read nothing (src-size 0) but still get an in-bounds address: the last valid
+    // row (valid_rows >= 1 for every tile the kernel loads).
     CpAsync16(dst + i * kRowStep * Cfg::kSmemStride * static_cast<int>(sizeof(bf16)),
-              valid ? src + i * kRowStep * stride : gmem, valid);
+              gmem + min(r, valid_rows - 1) * stride + col, valid);
   }
 }
 
@@ -100,7 +102,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   const bool warp_active = warp_row0 < len;  // warps wholly past the sequence end only sync
   // Warp w's m-tile mt is rows 16 * (w * kMT + mt) .. +15 of the stacked Q tiles in smem.
   const FragCoord lq = LdsmA(lane), lk = LdsmBKeyMajor(lane), lv = LdsmBTransposed(lane);
-  const bf16* sq_warp = sq + (warp * kMT * 16 + lq.row) * kStride + lq.col;
+  // Shared-memory byte addresses of this lane's ldmatrix rows; tile offsets are added as
+  // compile-time constants (kB = bytes per element), which fold into the instructions.
+  constexpr int kB = sizeof(bf16);
+  const uint32_t q_lane = SmemAddr(sq + (warp * kMT * 16 + lq.row) * kStride + lq.col);
+  const uint32_t k_lane = SmemAddr(sk + lk.row * kStride + lk.col);
+  const uint32_t v_lane = SmemAddr(sv + lv.row * kStride + lv.col);
 
   // With one m-tile per warp the Q fragments stay in registers for the whole pass; with more,
   // registers are needed for the accumulators, so they are re-read from shared memory per tile.
@@ -131,15 +138,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     if constexpr (kQInRegs) {
       if (j == 0) {
 #pragma unroll
-        for (int kc = 0; kc < kDSteps; ++kc) LdMatrixX4(qa[kc], SmemAddr(sq_warp + kc * 16));
+        for (int kc = 0; kc < kDSteps; ++kc) LdMatrixX4(qa[kc], q_lane + kc * 16 * kB);
       }
     }
 
     const int k0 = j * BN;
     const bool skip = !warp_active || (kCausal && k0 > warp_row0 + 16 * kMT - 1);
     if (!skip) {
-      const bf16* skj = sk + stage * Cfg::kKVElems;
-      const bf16* svj = sv + stage * Cfg::kKVElems;
+      const uint32_t k_stage = k_lane + stage * Cfg::kKVElems * kB;
+      const uint32_t v_stage = v_lane + stage * Cfg::kKVElems * kB;
 
       // S = Q K^T for this warp's rows x BN keys.
       float s[kMT][kNBlocks][4] = {};
@@ -155,14 +162,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 #pragma unroll
             for (int r = 0; r < 4; ++r) qk[mt][r] = qa[kc][r];
           } else {
-            LdMatrixX4(qk[mt], SmemAddr(sq_warp + mt * 16 * kStride + kc * 16));
+            LdMatrixX4(qk[mt], q_lane + (mt * 16 * kStride + kc * 16) * kB);
           }
         }
 #pragma unroll
         for (int nb = 0; nb < kNBlocks / 2; ++nb) {
           // Keys 16nb..16nb+15 x dims 16kc..16kc+15: b0,b1 of n-block 2nb, then of 2nb+1.
           uint32_t b[4];
-          LdMatrixX4(b, SmemAddr(skj + (nb * 16 + lk.row) * kStride + kc * 16 + lk.col));
+          LdMatrixX4(b, k_stage + (nb * 16 * kStride + kc * 16) * kB);
 #pragma unroll
           for (int mt = 0; mt < kMT; ++mt) {
             MmaBf16(s[mt][2 * nb], qk[mt], b[0], b[1]);
@@ -190,6 +197,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       }
 
       const float c = args.scale_log2;
+      float alpha[kMT][2];  // per-row rescale factor of what was accumulated so far
+      bool rescale = false;
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
@@ -206,8 +215,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           // A row that has seen no visible key keeps max -inf; subtracting 0 instead makes its
           // probabilities exp2(-inf) = 0 rather than NaN.
           const float base = mx == -INFINITY ? 0.0f : mx * c;
-          // Rescales what was accumulated so far (m = -inf: nothing was, and the factor is 0).
-          const float alpha = FastExp2(m[mt][h] * c - base);
+          // m = -inf: nothing was accumulated, and the factor is 0.
+          alpha[mt][h] = FastExp2(m[mt][h] * c - base);
+          rescale = rescale || alpha[mt][h] != 1.0f;
           m[mt][h] = mx;
           float sum = 0.0f;
 #pragma unroll
@@ -216,37 +226,52 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
             s[mt][nb][2 * h + 1] = FastExp2(fmaf(s[mt][nb][2 * h + 1], c, -base));
             sum += s[mt][nb][2 * h] + s[mt][nb][2 * h + 1];
           }
-          l[mt][h] = l[mt][h] * alpha + sum;
+          l[mt][h] = l[mt][h] * alpha[mt][h] + sum;
+        }
+      }
+      // Once the running maxima settle (long sequences), whole tiles leave every row's max
+      // unchanged (alpha exactly 1): skip the accumulator rescale then (warp-uniform branch).
+      if (__any_sync(0xffffffffu, rescale)) {
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
           for (int db = 0; db < kDBlocks; ++db) {
-            o[mt][db][2 * h] *= alpha;
-            o[mt][db][2 * h + 1] *= alpha;
+            o[mt][db][0] *= alpha[mt][0];
+            o[mt][db][1] *= alpha[mt][0];
+            o[mt][db][2] *= alpha[mt][1];
+            o[mt][db][3] *= alpha[mt][1];
           }
         }
       }
 
-      // O += P V, P straight from the S accumulators (see the layout note at the top).
+      // P as bf16 A fragments, packed from the S accumulators (see the layout note at the top)
+      // all at once, so the fp32 scores are dead before the P V loop needs its registers.
+      uint32_t pa[BN / 16][kMT][4];
 #pragma unroll
       for (int kc = 0; kc < BN / 16; ++kc) {
-        uint32_t pa[kMT][4];
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
           for (int r = 0; r < 4; ++r) {
             const float* src = s[mt][2 * kc + PRegBlock(r)];
-            pa[mt][r] = PackBf16(src[PRegElem(r)], src[PRegElem(r) + 1]);
+            pa[kc][mt][r] = PackBf16(src[PRegElem(r)], src[PRegElem(r) + 1]);
           }
         }
+      }
+
+      // O += P V.
+#pragma unroll
+      for (int kc = 0; kc < BN / 16; ++kc) {
 #pragma unroll
         for (int dp = 0; dp < D / 16; ++dp) {
           // Keys 16kc..16kc+15 x dims 16dp..16dp+15, transposed: b0,b1 of d-block 2dp, then
           // of 2dp+1.
           uint32_t b[4];
-          LdMatrixX4Trans(b, SmemAddr(svj + (kc * 16 + lv.row) * kStride + dp * 16 + lv.col));
+          LdMatrixX4Trans(b, v_stage + (kc * 16 * kStride + dp * 16) * kB);
 #pragma unroll
           for (int mt = 0; mt < kMT; ++mt) {
-            MmaBf16(o[mt][2 * dp], pa[mt], b[0], b[1]);
-            MmaBf16(o[mt][2 * dp + 1], pa[mt], b[2], b[3]);
+            MmaBf16(o[mt][2 * dp], pa[kc][mt], b[0], b[1]);
+            MmaBf16(o[mt][2 * dp + 1], pa[kc][mt], b[2], b[3]);
           }
         }
       }
@@ -254,8 +279,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     __syncthreads();  // everyone is done with `stage` before iteration j+1 refills it
   }
 
+  // Epilogue. Each warp normalises its rows and stages them as bf16 in its own rows of the Q
+  // tile in shared memory (every warp is past its last read of Q: the loop ends with a barrier),
+  // then writes them out row-contiguously with 16-byte stores. The staging writes are
+  // conflict-free: lane (g, t) hits bank 4g + t thanks to the 16-byte row padding.
   if (!warp_active) return;
-  const int64_t out_row = static_cast<int64_t>(args.num_heads) * D;
+  bf16* staged = sq + warp * kMT * 16 * kStride;
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
@@ -265,15 +294,25 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
       const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
       const FragCoord rc = AccumCoord(lane, 2 * h);  // elements 2h, 2h + 1: columns rc.col, +1
-      const int row = warp_row0 + mt * 16 + rc.row;
-      if (row >= len) continue;
-      bf16* dst = args.out + static_cast<int64_t>(seq_begin + row) * out_row +
-                  static_cast<int64_t>(head) * D + rc.col;
+      bf16* dst = staged + (mt * 16 + rc.row) * kStride + rc.col;
 #pragma unroll
       for (int db = 0; db < kDBlocks; ++db) {
         *reinterpret_cast<uint32_t*>(dst + db * 8) =
             PackBf16(o[mt][db][2 * h] * inv, o[mt][db][2 * h + 1] * inv);
       }
+    }
+  }
+  __syncwarp();
+  constexpr int kChunksPerRow = D / 8;  // 16-byte chunks
+  const int64_t out_row = static_cast<int64_t>(args.num_heads) * D;
+#pragma unroll
+  for (int c = lane; c < kMT * 16 * kChunksPerRow; c += 32) {
+    const int r = c / kChunksPerRow, col = (c % kChunksPerRow) * 8;
+    const int row = warp_row0 + r;
+    if (row < len) {
+      *reinterpret_cast<uint4*>(args.out + static_cast<int64_t>(seq_begin + row) * out_row +
+                                static_cast<int64_t>(head) * D + col) =
+          *reinterpret_cast<const uint4*>(staged + r * kStride + col);
     }
   }
 }

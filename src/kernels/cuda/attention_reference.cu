@@ -55,9 +55,19 @@ __global__ void __launch_bounds__(kRefThreads)
   }
   __syncthreads();
   auto score = [&](int j) {
-    const bf16* kj = p.k + static_cast<int64_t>(j) * p.k_stride + kvh * d;
+    // 16-byte loads of 8 bf16 (rows are 16-byte aligned: ValidateAttentionLayout).
+    const auto* kj =
+        reinterpret_cast<const uint4*>(p.k + static_cast<int64_t>(j) * p.k_stride + kvh * d);
     float dot = 0.0f;
-    for (int i = 0; i < d; ++i) dot += q[i] * __bfloat162float(kj[i]);
+    for (int c = 0; c < d / 8; ++c) {
+      const uint4 raw = kj[c];
+      const auto* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+      for (int e = 0; e < 4; ++e) {
+        const float2 f = __bfloat1622float2(h[e]);
+        dot += q[8 * c + 2 * e] * f.x;
+        dot += q[8 * c + 2 * e + 1] * f.y;
+      }
+    }
     return dot * p.scale;
   };
 

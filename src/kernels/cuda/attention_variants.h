@@ -3,7 +3,9 @@
 // attention_flash.cu and the CPU emulation test. Thread-safety: types only.
 #pragma once
 
+#include <string>
 #include <tuple>
+#include <utility>
 
 #include "kernels/cuda/attention_common.cuh"
 
@@ -34,7 +36,28 @@ struct Variants<128> {
   using List = std::tuple<FlashConfig<128, 4, 64, 2, 2, 2>, FlashConfig<128, 4, 64, 2, 1, 2>,
                           FlashConfig<128, 8, 64, 1, 2, 1>, FlashConfig<128, 4, 64, 2, 1, 1>,
                           FlashConfig<128, 8, 64, 1, 1, 1>, FlashConfig<128, 4, 32, 2, 2, 2>,
-                          FlashConfig<128, 4, 32, 2, 1, 2>, FlashConfig<128, 4, 64, 2, 2, 1>>;
+                          FlashConfig<128, 4, 32, 2, 1, 2>, FlashConfig<128, 4, 64, 2, 2, 1>,
+                          FlashConfig<128, 8, 64, 1, 2, 2>>;
 };
+
+// Calls f(Config{}) for variant `index` of head dim D (compile-time walk of the list).
+template <int D, size_t I = 0, class F>
+Status WithVariant(int index, F&& f) {
+  using List = typename Variants<D>::List;
+  if constexpr (I == std::tuple_size_v<List>) {
+    return InvalidArgument("attention: no flash variant " + std::to_string(index) +
+                           " for head_dim " + std::to_string(D));
+  } else {
+    if (index == static_cast<int>(I)) return f(std::tuple_element_t<I, List>{});
+    return WithVariant<D, I + 1>(index, std::forward<F>(f));
+  }
+}
+
+// Launches variant `variant` (an index into Variants<D>::List) of the flash kernel for head dim
+// D over a planned workspace; params already validated. Defined in attention_flash_launch.cuh,
+// instantiated in attention_flash_d<D>.cu.
+template <int D>
+Status RunFlashHeadDim(const AttentionParams& p, int variant, const void* workspace,
+                       cudaStream_t stream);
 
 }  // namespace petal::cuda::attn
