@@ -7,7 +7,7 @@ mkdir -p "$OUT/bench"
 M=/tmp/petal-models/0.6b-bidirectional
 [[ -f $M/model.safetensors ]] || petal make-model --shape pplx-embed-v1-0.6b --attention bidirectional --out $M
 ADDR=127.0.0.1:50151
-petal server --model $M --listen $ADDR --backend cuda --max-batch-tokens 32768 --max-batch-seqs 128 \
+petal server --model $M --listen $ADDR --backend cuda --max-batch-tokens 32768 --max-batch-seqs 128 --max-queue-tokens 4194304 \
   > "$OUT/bench/server.log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
