@@ -14,7 +14,9 @@ LatencyStats Summarise(std::vector<double> ms) {
   LatencyStats s;
   if (ms.empty()) return s;
   std::sort(ms.begin(), ms.end());
-  auto pct = [&](double p) { return ms[std::min(ms.size() - 1, static_cast<size_t>(p / 100.0 * (ms.size() - 1) + 0.5))]; };
+  auto pct = [&](double p) {
+    return ms[std::min(ms.size() - 1, static_cast<size_t>(p / 100.0 * (ms.size() - 1) + 0.5))];
+  };
   s.p50 = pct(50);
   s.p90 = pct(90);
   s.p99 = pct(99);
@@ -28,10 +30,10 @@ LatencyStats Summarise(std::vector<double> ms) {
 
 std::vector<BenchScenario> StandardScenarios(const std::string& only) {
   std::vector<BenchScenario> all = {
-      {"latency_1x128", 1, 128, false},       {"latency_1x512", 1, 512, false},
-      {"latency_1x4096", 1, 4096, false},     {"latency_5x512", 5, 512, false},
-      {"latency_25x512", 25, 512, false},     {"latency_50x512", 50, 512, false},
-      {"throughput_100x512", 100, 512, true}, {"throughput_100x1024", 100, 1024, true},
+      {"latency_1x128", 1, 128, false},         {"latency_1x512", 1, 512, false},
+      {"latency_1x4096", 1, 4096, false},       {"latency_5x512", 5, 512, false},
+      {"latency_25x512", 25, 512, false},       {"latency_50x512", 50, 512, false},
+      {"throughput_100x512", 100, 512, true},   {"throughput_100x1024", 100, 1024, true},
       {"throughput_100x4096", 100, 4096, true},
   };
   if (only.empty()) return all;
@@ -47,7 +49,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // One request: its sequences split into engine batches under the capacity limits.
-std::vector<Batch> MakeRequest(std::mt19937& rng, int vocab, int seqs, int len, int max_tokens, int max_seqs) {
+std::vector<Batch> MakeRequest(std::mt19937& rng, int vocab, int seqs, int len, int max_tokens,
+                               int max_seqs) {
   std::uniform_int_distribution<int> tok(0, vocab - 1);
   std::vector<Batch> batches;
   Batch cur;
@@ -80,7 +83,8 @@ Status Drain(std::deque<std::unique_ptr<PendingEmbeddings>>* inflight, size_t ke
 }
 
 // Submits every batch of a request, waiting for the oldest when kMaxInFlight are out.
-Status RunRequest(Engine& engine, const std::vector<Batch>& req, std::deque<std::unique_ptr<PendingEmbeddings>>* inflight) {
+Status RunRequest(Engine& engine, const std::vector<Batch>& req,
+                  std::deque<std::unique_ptr<PendingEmbeddings>>* inflight) {
   for (const auto& b : req) {
     PETAL_RETURN_IF_ERROR(Drain(inflight, kMaxInFlight - 1));
     PETAL_ASSIGN_OR_RETURN(auto h, engine.Step(b));
@@ -114,10 +118,11 @@ StatusOr<std::string> RunScenario(Engine& engine, const BenchScenario& s, int ma
       ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
     }
     LatencyStats st = Summarise(ms);
-    js << "{\"seqs\":" << s.seqs << ",\"len\":" << s.len << ",\"p50_ms\":" << st.p50 << ",\"p90_ms\":" << st.p90
-       << ",\"p99_ms\":" << st.p99 << ",\"max_ms\":" << st.max << ",\"mean_ms\":" << st.mean << ",\"n\":" << st.n << "}";
-    std::printf("  %-22s p50 %8.3f  p90 %8.3f  p99 %8.3f  max %8.3f ms  (n=%d)\n", s.name.c_str(), st.p50, st.p90,
-                st.p99, st.max, st.n);
+    js << "{\"seqs\":" << s.seqs << ",\"len\":" << s.len << ",\"p50_ms\":" << st.p50
+       << ",\"p90_ms\":" << st.p90 << ",\"p99_ms\":" << st.p99 << ",\"max_ms\":" << st.max
+       << ",\"mean_ms\":" << st.mean << ",\"n\":" << st.n << "}";
+    std::printf("  %-22s p50 %8.3f  p90 %8.3f  p99 %8.3f  max %8.3f ms  (n=%d)\n", s.name.c_str(),
+                st.p50, st.p90, st.p99, st.max, st.n);
   } else {
     // Keep the next request's batches queued behind the current one so the GPU never idles
     // while the host packs inputs.
@@ -131,9 +136,10 @@ StatusOr<std::string> RunScenario(Engine& engine, const BenchScenario& s, int ma
     PETAL_RETURN_IF_ERROR(Drain(&inflight, 0));
     double dt = std::chrono::duration<double>(Clock::now() - t0).count();
     double eps = requests * s.seqs / dt;
-    js << "{\"seqs\":" << s.seqs << ",\"len\":" << s.len << ",\"emb_per_s\":" << eps << ",\"requests\":" << requests
-       << ",\"seconds\":" << dt << "}";
-    std::printf("  %-22s %10.1f emb/s  (%d requests in %.2f s)\n", s.name.c_str(), eps, requests, dt);
+    js << "{\"seqs\":" << s.seqs << ",\"len\":" << s.len << ",\"emb_per_s\":" << eps
+       << ",\"requests\":" << requests << ",\"seconds\":" << dt << "}";
+    std::printf("  %-22s %10.1f emb/s  (%d requests in %.2f s)\n", s.name.c_str(), eps, requests,
+                dt);
   }
   std::fflush(stdout);
   return js.str();

@@ -51,7 +51,8 @@ StatusOr<double> CheckAgainstCpu(Engine& engine, const std::string& model_dir) {
   PETAL_ASSIGN_OR_RETURN(Embeddings got, engine.Embed(b));
   PETAL_ASSIGN_OR_RETURN(Embeddings ref, cpu->Embed(b));
   double worst = 1.0;
-  for (int r = 0; r < got.rows; ++r) worst = std::min(worst, Cosine(got.row(r), ref.row(r), got.dim));
+  for (int r = 0; r < got.rows; ++r)
+    worst = std::min(worst, Cosine(got.row(r), ref.row(r), got.dim));
   return worst;
 }
 
@@ -63,8 +64,9 @@ int RunBenchEngine(const BenchArgs& a) {
   }
   Engine& engine = **engine_or;
   const bool cuda = engine.backend() == "cuda";
-  std::printf("petal bench engine: model %s, backend %s (%s), sha %s\n", a.model.c_str(), engine.backend().c_str(),
-              cuda ? CudaDeviceName(a.engine.cuda.device).c_str() : "cpu", PETAL_GIT_SHA);
+  std::printf("petal bench engine: model %s, backend %s (%s), sha %s\n", a.model.c_str(),
+              engine.backend().c_str(), cuda ? CudaDeviceName(a.engine.cuda.device).c_str() : "cpu",
+              PETAL_GIT_SHA);
   double worst_cos = -1;
   if (a.check) {
     auto c = CheckAgainstCpu(engine, a.model);
@@ -81,8 +83,9 @@ int RunBenchEngine(const BenchArgs& a) {
   }
   const int max_tokens = cuda ? a.engine.cuda.max_tokens : 16384;
   const int max_seqs = cuda ? a.engine.cuda.max_seqs : 512;
-  std::string json = "{\"tool\":\"petal bench engine\",\"sha\":\"" + std::string(PETAL_GIT_SHA) + "\",\"model\":\"" +
-                     a.model + "\",\"backend\":\"" + engine.backend() + "\",\"device\":\"" +
+  std::string json = "{\"tool\":\"petal bench engine\",\"sha\":\"" + std::string(PETAL_GIT_SHA) +
+                     "\",\"model\":\"" + a.model + "\",\"backend\":\"" + engine.backend() +
+                     "\",\"device\":\"" +
                      (cuda ? CudaDeviceName(a.engine.cuda.device) : std::string("cpu")) +
                      "\",\"max_batch_tokens\":" + std::to_string(max_tokens) +
                      ",\"max_batch_seqs\":" + std::to_string(max_seqs) +
@@ -91,7 +94,8 @@ int RunBenchEngine(const BenchArgs& a) {
                      ",\"graphs\":" + (a.engine.cuda.use_graphs ? "true" : "false") +
                      ",\"token_bucket\":" + std::to_string(a.engine.cuda.token_bucket_small) +
                      ",\"token_bucket_large\":" + std::to_string(a.engine.cuda.token_bucket_large) +
-                     ",\"bucket_threshold\":" + std::to_string(a.engine.cuda.bucket_threshold) + ",\"scenarios\":{";
+                     ",\"bucket_threshold\":" + std::to_string(a.engine.cuda.bucket_threshold) +
+                     ",\"scenarios\":{";
   bool first = true;
   for (const auto& s : StandardScenarios(a.scenarios)) {
     auto r = RunScenario(engine, s, max_tokens, max_seqs, a.seconds, a.max_iters);
@@ -133,12 +137,14 @@ int RunBenchEngine(const BenchArgs& a) {
 std::function<int()> SetupBench(CLI::App* app) {
   auto args = std::make_shared<BenchArgs>();
   app->require_subcommand(1);
-  CLI::App* eng = app->add_subcommand("engine", "In-process engine scenarios (latency and throughput)");
+  CLI::App* eng =
+      app->add_subcommand("engine", "In-process engine scenarios (latency and throughput)");
   eng->add_option("--model", args->model, "Model folder")->required();
   eng->add_option("--out", args->out, "Write results JSON here");
   eng->add_option("--scenarios", args->scenarios, "Comma-separated subset (default: all)");
   eng->add_option("--seconds", args->seconds, "Time per scenario")->capture_default_str();
-  eng->add_option("--max-iters", args->max_iters, "Most requests per scenario")->capture_default_str();
+  eng->add_option("--max-iters", args->max_iters, "Most requests per scenario")
+      ->capture_default_str();
   eng->add_flag("!--no-check", args->check, "Skip the warm-up check against the CPU reference");
   AddEngineFlags(eng, &args->engine);
   return [args] { return RunBenchEngine(*args); };
@@ -147,4 +153,5 @@ std::function<int()> SetupBench(CLI::App* app) {
 }  // namespace
 }  // namespace petal::cli
 
-PETAL_REGISTER_COMMAND(bench, "bench", "Benchmarks (engine: in-process scenarios)", petal::cli::SetupBench);
+PETAL_REGISTER_COMMAND(bench, "bench", "Benchmarks (engine: in-process scenarios)",
+                       petal::cli::SetupBench);

@@ -16,4 +16,5 @@ std::function<int()> SetupVersion(CLI::App*) {
 }
 }  // namespace
 
-PETAL_REGISTER_COMMAND(version, "version", "Print the version and compiled-in backends", SetupVersion);
+PETAL_REGISTER_COMMAND(version, "version", "Print the version and compiled-in backends",
+                       SetupVersion);

@@ -1,8 +1,8 @@
 #include "common/file_util.h"
 
+#include <sys/stat.h>
 #include <fstream>
 #include <sstream>
-#include <sys/stat.h>
 
 namespace petal {
 

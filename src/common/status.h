@@ -52,7 +52,9 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+inline Status InvalidArgument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
 inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 inline Status Unimplemented(std::string m) { return {StatusCode::kUnimplemented, std::move(m)}; }
@@ -75,9 +77,18 @@ class [[nodiscard]] StatusOr {
 
   bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }
-  T& value() & { assert(ok()); return *value_; }
-  const T& value() const& { assert(ok()); return *value_; }
-  T&& value() && { assert(ok()); return std::move(*value_); }
+  T& value() & {
+    assert(ok());
+    return *value_;
+  }
+  const T& value() const& {
+    assert(ok());
+    return *value_;
+  }
+  T&& value() && {
+    assert(ok());
+    return std::move(*value_);
+  }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T* operator->() { return &value(); }
@@ -94,9 +105,9 @@ class [[nodiscard]] StatusOr {
 #define PETAL_CONCAT(a, b) PETAL_CONCAT_INNER(a, b)
 
 // Returns from the current function if `expr` yields a non-OK Status.
-#define PETAL_RETURN_IF_ERROR(expr)            \
-  do {                                         \
-    ::petal::Status petal_status_ = (expr);    \
+#define PETAL_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::petal::Status petal_status_ = (expr);        \
     if (!petal_status_.ok()) return petal_status_; \
   } while (0)
 

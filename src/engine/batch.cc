@@ -19,10 +19,11 @@ void Batch::Add(const std::vector<int32_t>& ids) {
 }
 
 Status Batch::Validate(int vocab_size, int max_len) const {
-  if (cu_seqlens.empty() || cu_seqlens[0] != 0) return InvalidArgument("cu_seqlens must start at 0");
+  if (cu_seqlens.empty() || cu_seqlens[0] != 0)
+    return InvalidArgument("cu_seqlens must start at 0");
   if (cu_seqlens.back() != num_tokens()) {
-    return InvalidArgument("cu_seqlens ends at " + std::to_string(cu_seqlens.back()) + " but batch has " +
-                           std::to_string(num_tokens()) + " tokens");
+    return InvalidArgument("cu_seqlens ends at " + std::to_string(cu_seqlens.back()) +
+                           " but batch has " + std::to_string(num_tokens()) + " tokens");
   }
   if (!token_type_ids.empty() && token_type_ids.size() != token_ids.size()) {
     return InvalidArgument("token_type_ids has a different length than token_ids");
@@ -37,8 +38,9 @@ Status Batch::Validate(int vocab_size, int max_len) const {
   }
   for (size_t i = 0; i < token_ids.size(); ++i) {
     if (token_ids[i] < 0 || token_ids[i] >= vocab_size) {
-      return InvalidArgument("token id " + std::to_string(token_ids[i]) + " at position " + std::to_string(i) +
-                             " is outside the vocabulary [0, " + std::to_string(vocab_size) + ")");
+      return InvalidArgument("token id " + std::to_string(token_ids[i]) + " at position " +
+                             std::to_string(i) + " is outside the vocabulary [0, " +
+                             std::to_string(vocab_size) + ")");
     }
   }
   return Status::Ok();

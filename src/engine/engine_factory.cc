@@ -4,7 +4,8 @@
 
 namespace petal {
 
-StatusOr<std::unique_ptr<Engine>> CreateEngine(const std::string& model_dir, const EngineOptions& options) {
+StatusOr<std::unique_ptr<Engine>> CreateEngine(const std::string& model_dir,
+                                               const EngineOptions& options) {
   std::string backend = options.backend;
   if (backend == "auto") backend = CudaAvailable() ? "cuda" : "cpu";
   if (backend == "cuda") return CreateCudaEngine(model_dir, options.cuda);

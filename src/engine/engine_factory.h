@@ -16,6 +16,7 @@ struct EngineOptions {
 };
 
 // Creates the engine named by options.backend; "auto" picks cuda when CudaAvailable().
-StatusOr<std::unique_ptr<Engine>> CreateEngine(const std::string& model_dir, const EngineOptions& options);
+StatusOr<std::unique_ptr<Engine>> CreateEngine(const std::string& model_dir,
+                                               const EngineOptions& options);
 
 }  // namespace petal

@@ -10,17 +10,22 @@ namespace petal {
 
 const char* ArchitectureName(Architecture a) {
   switch (a) {
-    case Architecture::kBert: return "bert";
-    case Architecture::kQwen3: return "qwen3";
+    case Architecture::kBert:
+      return "bert";
+    case Architecture::kQwen3:
+      return "qwen3";
   }
   return "?";
 }
 
 const char* PoolingModeName(PoolingMode p) {
   switch (p) {
-    case PoolingMode::kMean: return "mean";
-    case PoolingMode::kCls: return "cls";
-    case PoolingMode::kLastToken: return "last_token";
+    case PoolingMode::kMean:
+      return "mean";
+    case PoolingMode::kCls:
+      return "cls";
+    case PoolingMode::kLastToken:
+      return "last_token";
   }
   return "?";
 }
@@ -62,7 +67,8 @@ class Fields {
       return InvalidArgument(file_ + ": field '" + key + "' is missing or not an integer");
     }
     if (v < 0 || v > (int64_t{1} << 30)) {
-      return InvalidArgument(file_ + ": field '" + key + "' = " + std::to_string(v) + " is out of range");
+      return InvalidArgument(file_ + ": field '" + key + "' = " + std::to_string(v) +
+                             " is out of range");
     }
     return static_cast<int>(v);
   }
@@ -91,7 +97,6 @@ class Fields {
   std::string file_;
 };
 
-
 StatusOr<object> ParseObject(simdjson::dom::parser& parser, const std::string& text,
                              const std::string& file) {
   object obj;
@@ -104,7 +109,8 @@ StatusOr<object> ParseObject(simdjson::dom::parser& parser, const std::string& t
 StatusOr<AttentionMask> ParseMask(const std::string& s, const std::string& where) {
   if (s == "bidirectional") return AttentionMask::kBidirectional;
   if (s == "causal") return AttentionMask::kCausal;
-  return InvalidArgument(where + ": attention_mask '" + s + "' (expected 'bidirectional' or 'causal')");
+  return InvalidArgument(where + ": attention_mask '" + s +
+                         "' (expected 'bidirectional' or 'causal')");
 }
 
 StatusOr<PoolingMode> ParsePooling(const std::string& s, const std::string& where) {
@@ -142,7 +148,8 @@ StatusOr<ModelConfig> ParseConfigObject(object obj, const std::string& file) {
   PETAL_ASSIGN_OR_RETURN(c.vocab_size, f.Int("vocab_size"));
   PETAL_ASSIGN_OR_RETURN(c.max_position_embeddings, f.Int("max_position_embeddings"));
   if (c.hidden_size == 0 || c.num_heads == 0 || c.num_layers == 0 || c.vocab_size == 0) {
-    return InvalidArgument(file + ": hidden_size, num_hidden_layers, num_attention_heads and "
+    return InvalidArgument(file +
+                           ": hidden_size, num_hidden_layers, num_attention_heads and "
                            "vocab_size must be positive");
   }
   PETAL_ASSIGN_OR_RETURN(c.num_kv_heads, f.IntOr("num_key_value_heads", c.num_heads));
@@ -153,24 +160,31 @@ StatusOr<ModelConfig> ParseConfigObject(object obj, const std::string& file) {
                            std::to_string(c.num_kv_heads) + ")");
   }
   if (c.head_dim == 0 || c.head_dim % 2 != 0) {
-    return InvalidArgument(file + ": head_dim " + std::to_string(c.head_dim) + " must be even and positive");
+    return InvalidArgument(file + ": head_dim " + std::to_string(c.head_dim) +
+                           " must be even and positive");
   }
   std::string act = f.StrOr("hidden_act", c.architecture == Architecture::kBert ? "gelu" : "silu");
-  if (act == "gelu") c.activation = Activation::kGelu;
-  else if (act == "gelu_new" || act == "gelu_pytorch_tanh") c.activation = Activation::kGeluTanh;
-  else if (act == "silu" || act == "swish") c.activation = Activation::kSilu;
-  else return Unimplemented(file + ": unsupported hidden_act '" + act + "'");
+  if (act == "gelu")
+    c.activation = Activation::kGelu;
+  else if (act == "gelu_new" || act == "gelu_pytorch_tanh")
+    c.activation = Activation::kGeluTanh;
+  else if (act == "silu" || act == "swish")
+    c.activation = Activation::kSilu;
+  else
+    return Unimplemented(file + ": unsupported hidden_act '" + act + "'");
 
   if (c.architecture == Architecture::kBert) {
     if (c.hidden_size != c.num_heads * c.head_dim) {
-      return InvalidArgument(file + ": hidden_size must equal num_attention_heads * head_dim for BERT");
+      return InvalidArgument(file +
+                             ": hidden_size must equal num_attention_heads * head_dim for BERT");
     }
     if (c.activation != Activation::kGelu) {
-      return Unimplemented(file + ": BERT with hidden_act '" + act + "' (only 'gelu' is supported)");
+      return Unimplemented(file + ": BERT with hidden_act '" + act +
+                           "' (only 'gelu' is supported)");
     }
     PETAL_ASSIGN_OR_RETURN(c.type_vocab_size, f.IntOr("type_vocab_size", 2));
-    PETAL_ASSIGN_OR_RETURN(double eps, f.Has("layer_norm_eps") ? f.Double("layer_norm_eps")
-                                                               : StatusOr<double>(1e-12));
+    PETAL_ASSIGN_OR_RETURN(
+        double eps, f.Has("layer_norm_eps") ? f.Double("layer_norm_eps") : StatusOr<double>(1e-12));
     c.norm_eps = static_cast<float>(eps);
     std::string pos = f.StrOr("position_embedding_type", "absolute");
     if (pos != "absolute") return Unimplemented(file + ": position_embedding_type '" + pos + "'");
@@ -178,13 +192,14 @@ StatusOr<ModelConfig> ParseConfigObject(object obj, const std::string& file) {
     c.mask = AttentionMask::kBidirectional;
   } else {
     if (c.activation != Activation::kSilu) {
-      return Unimplemented(file + ": Qwen3 with hidden_act '" + act + "' (only 'silu' is supported)");
+      return Unimplemented(file + ": Qwen3 with hidden_act '" + act +
+                           "' (only 'silu' is supported)");
     }
-    PETAL_ASSIGN_OR_RETURN(double eps, f.Has("rms_norm_eps") ? f.Double("rms_norm_eps")
-                                                             : StatusOr<double>(1e-6));
+    PETAL_ASSIGN_OR_RETURN(
+        double eps, f.Has("rms_norm_eps") ? f.Double("rms_norm_eps") : StatusOr<double>(1e-6));
     c.norm_eps = static_cast<float>(eps);
-    PETAL_ASSIGN_OR_RETURN(c.rope_theta, f.Has("rope_theta") ? f.Double("rope_theta")
-                                                              : StatusOr<double>(1e6));
+    PETAL_ASSIGN_OR_RETURN(c.rope_theta,
+                           f.Has("rope_theta") ? f.Double("rope_theta") : StatusOr<double>(1e6));
     // HF Qwen3 checkpoints are causal; pplx-embed style checkpoints say "is_causal": false.
     c.mask = f.BoolOr("is_causal", true) ? AttentionMask::kCausal : AttentionMask::kBidirectional;
     c.pooling = c.mask == AttentionMask::kCausal ? PoolingMode::kLastToken : PoolingMode::kMean;
@@ -216,16 +231,26 @@ Status ApplySentenceTransformers(const std::string& dir, ModelConfig& c) {
   }
   if (!pooling_dir.empty()) {
     if (pooling_dir.find("..") != std::string::npos) {
-      return InvalidArgument(modules_path + ": pooling path '" + pooling_dir + "' leaves the model folder");
+      return InvalidArgument(modules_path + ": pooling path '" + pooling_dir +
+                             "' leaves the model folder");
     }
     const std::string p = JoinPath(JoinPath(dir, pooling_dir), "config.json");
     PETAL_ASSIGN_OR_RETURN(std::string text, ReadFile(p));
     PETAL_ASSIGN_OR_RETURN(object obj, ParseObject(parser, text, p));
     Fields f(obj, p);
     int modes = 0;
-    if (f.BoolOr("pooling_mode_cls_token", false)) { c.pooling = PoolingMode::kCls; ++modes; }
-    if (f.BoolOr("pooling_mode_mean_tokens", false)) { c.pooling = PoolingMode::kMean; ++modes; }
-    if (f.BoolOr("pooling_mode_lasttoken", false)) { c.pooling = PoolingMode::kLastToken; ++modes; }
+    if (f.BoolOr("pooling_mode_cls_token", false)) {
+      c.pooling = PoolingMode::kCls;
+      ++modes;
+    }
+    if (f.BoolOr("pooling_mode_mean_tokens", false)) {
+      c.pooling = PoolingMode::kMean;
+      ++modes;
+    }
+    if (f.BoolOr("pooling_mode_lasttoken", false)) {
+      c.pooling = PoolingMode::kLastToken;
+      ++modes;
+    }
     for (const char* k : {"pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens",
                           "pooling_mode_weightedmean_tokens"}) {
       if (f.BoolOr(k, false)) return Unimplemented(p + ": '" + k + "' pooling is not supported");

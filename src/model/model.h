@@ -24,10 +24,13 @@ class CpuModel {
 };
 
 // Loads the architecture named by `config` from `weights` (the table is in model.cc).
-StatusOr<std::unique_ptr<CpuModel>> LoadCpuModel(const ModelConfig& config, const WeightStore& weights);
+StatusOr<std::unique_ptr<CpuModel>> LoadCpuModel(const ModelConfig& config,
+                                                 const WeightStore& weights);
 
 // One loader per architecture file.
-StatusOr<std::unique_ptr<CpuModel>> LoadBertCpuModel(const ModelConfig& config, const WeightStore& weights);
-StatusOr<std::unique_ptr<CpuModel>> LoadQwen3CpuModel(const ModelConfig& config, const WeightStore& weights);
+StatusOr<std::unique_ptr<CpuModel>> LoadBertCpuModel(const ModelConfig& config,
+                                                     const WeightStore& weights);
+StatusOr<std::unique_ptr<CpuModel>> LoadQwen3CpuModel(const ModelConfig& config,
+                                                      const WeightStore& weights);
 
 }  // namespace petal

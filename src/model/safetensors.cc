@@ -15,9 +15,12 @@ namespace petal {
 
 const char* DTypeName(DType d) {
   switch (d) {
-    case DType::kF32: return "F32";
-    case DType::kF16: return "F16";
-    case DType::kBF16: return "BF16";
+    case DType::kF32:
+      return "F32";
+    case DType::kF16:
+      return "F16";
+    case DType::kBF16:
+      return "BF16";
   }
   return "?";
 }
@@ -44,7 +47,10 @@ float HalfToFloat(uint16_t h) {
       bits = sign;
     } else {  // subnormal: renormalise
       exp = 127 - 15 + 1;
-      while (!(mant & 0x400u)) { mant <<= 1; --exp; }
+      while (!(mant & 0x400u)) {
+        mant <<= 1;
+        --exp;
+      }
       bits = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
     }
   } else if (exp == 31) {
@@ -102,7 +108,7 @@ StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::stri
 }
 
 StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::FromBytes(std::string bytes,
-                                                                     const std::string& label) {
+                                                                      const std::string& label) {
   std::unique_ptr<SafetensorsFile> f(new SafetensorsFile());
   f->path_ = label;
   f->owned_ = std::move(bytes);
@@ -112,7 +118,8 @@ StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::FromBytes(std::strin
 }
 
 Status SafetensorsFile::Parse(const uint8_t* base, size_t size) {
-  if (size < 8) return DataLoss("file is " + std::to_string(size) + " bytes, too short for a header");
+  if (size < 8)
+    return DataLoss("file is " + std::to_string(size) + " bytes, too short for a header");
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | base[i];
   if (header_len > size - 8) {
@@ -126,9 +133,11 @@ Status SafetensorsFile::Parse(const uint8_t* base, size_t size) {
   simdjson::dom::parser parser;
   simdjson::padded_string json(reinterpret_cast<const char*>(base + 8), header_len);
   simdjson::dom::element root;
-  if (parser.parse(json).get(root) != simdjson::SUCCESS) return DataLoss("header is not valid JSON");
+  if (parser.parse(json).get(root) != simdjson::SUCCESS)
+    return DataLoss("header is not valid JSON");
   simdjson::dom::object obj;
-  if (root.get_object().get(obj) != simdjson::SUCCESS) return DataLoss("header is not a JSON object");
+  if (root.get_object().get(obj) != simdjson::SUCCESS)
+    return DataLoss("header is not a JSON object");
 
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (auto field : obj) {
@@ -157,14 +166,22 @@ Status SafetensorsFile::Parse(const uint8_t* base, size_t size) {
     // Integer and boolean tensors hold no weights (BERT checkpoints carry an int64
     // embeddings.position_ids buffer): they are validated like the others but not exposed.
     size_t int_size = 0;
-    if (dtype_s == "F32") v.dtype = DType::kF32;
-    else if (dtype_s == "F16") v.dtype = DType::kF16;
-    else if (dtype_s == "BF16") v.dtype = DType::kBF16;
-    else if (dtype_s == "I64" || dtype_s == "U64") int_size = 8;
-    else if (dtype_s == "I32" || dtype_s == "U32") int_size = 4;
-    else if (dtype_s == "I16" || dtype_s == "U16") int_size = 2;
-    else if (dtype_s == "I8" || dtype_s == "U8" || dtype_s == "BOOL") int_size = 1;
-    else return bad("unsupported dtype " + std::string(dtype_s) + " (supported: F32, F16, BF16)");
+    if (dtype_s == "F32")
+      v.dtype = DType::kF32;
+    else if (dtype_s == "F16")
+      v.dtype = DType::kF16;
+    else if (dtype_s == "BF16")
+      v.dtype = DType::kBF16;
+    else if (dtype_s == "I64" || dtype_s == "U64")
+      int_size = 8;
+    else if (dtype_s == "I32" || dtype_s == "U32")
+      int_size = 4;
+    else if (dtype_s == "I16" || dtype_s == "U16")
+      int_size = 2;
+    else if (dtype_s == "I8" || dtype_s == "U8" || dtype_s == "BOOL")
+      int_size = 1;
+    else
+      return bad("unsupported dtype " + std::string(dtype_s) + " (supported: F32, F16, BF16)");
     const size_t elem_size = int_size ? int_size : DTypeSize(v.dtype);
     simdjson::dom::array shape, offsets;
     if (t["shape"].get_array().get(shape) != simdjson::SUCCESS) return bad("missing shape");
@@ -174,8 +191,10 @@ Status SafetensorsFile::Parse(const uint8_t* base, size_t size) {
     uint64_t numel = 1;
     for (auto d : shape) {
       int64_t dim;
-      if (d.get_int64().get(dim) != simdjson::SUCCESS || dim < 0) return bad("shape has a bad dimension");
-      if (dim > 0 && numel > (uint64_t{1} << 48) / static_cast<uint64_t>(dim)) return bad("shape too large");
+      if (d.get_int64().get(dim) != simdjson::SUCCESS || dim < 0)
+        return bad("shape has a bad dimension");
+      if (dim > 0 && numel > (uint64_t{1} << 48) / static_cast<uint64_t>(dim))
+        return bad("shape too large");
       numel *= static_cast<uint64_t>(dim);
       v.shape.push_back(dim);
     }
@@ -203,7 +222,8 @@ Status SafetensorsFile::Parse(const uint8_t* base, size_t size) {
   std::sort(ranges.begin(), ranges.end());
   for (size_t i = 1; i < ranges.size(); ++i) {
     if (ranges[i].first < ranges[i - 1].second) {
-      return DataLoss("two tensors overlap at byte " + std::to_string(ranges[i].first) + " of the data section");
+      return DataLoss("two tensors overlap at byte " + std::to_string(ranges[i].first) +
+                      " of the data section");
     }
   }
   return Status::Ok();
@@ -234,10 +254,12 @@ StatusOr<std::unique_ptr<WeightStore>> WeightStore::Open(const std::string& dir)
       if (kv.value.get_string().get(shard) != simdjson::SUCCESS) {
         return DataLoss(index + ": weight_map." + std::string(kv.key) + " is not a string");
       }
-      if (std::find(shards.begin(), shards.end(), shard) == shards.end()) shards.emplace_back(shard);
+      if (std::find(shards.begin(), shards.end(), shard) == shards.end())
+        shards.emplace_back(shard);
     }
     for (const auto& s : shards) {
-      if (s.find('/') != std::string::npos) return DataLoss(index + ": shard name '" + s + "' has a '/'");
+      if (s.find('/') != std::string::npos)
+        return DataLoss(index + ": shard name '" + s + "' has a '/'");
       PETAL_ASSIGN_OR_RETURN(auto f, SafetensorsFile::Open(JoinPath(dir, s)));
       files.push_back(std::move(f));
     }
@@ -247,7 +269,8 @@ StatusOr<std::unique_ptr<WeightStore>> WeightStore::Open(const std::string& dir)
   return FromFiles(std::move(files));
 }
 
-std::unique_ptr<WeightStore> WeightStore::FromFiles(std::vector<std::unique_ptr<SafetensorsFile>> f) {
+std::unique_ptr<WeightStore> WeightStore::FromFiles(
+    std::vector<std::unique_ptr<SafetensorsFile>> f) {
   auto store = std::unique_ptr<WeightStore>(new WeightStore());
   store->files_ = std::move(f);
   return store;
@@ -268,8 +291,8 @@ std::vector<std::string> WeightStore::Names() const {
   return names;
 }
 
-StatusOr<std::vector<float>> WeightStore::ReadF32(const std::string& name,
-                                                  const std::vector<int64_t>& expected_shape) const {
+StatusOr<std::vector<float>> WeightStore::ReadF32(
+    const std::string& name, const std::vector<int64_t>& expected_shape) const {
   const TensorView* v = Find(name);
   if (!v) return NotFound("tensor '" + name + "' is missing from the checkpoint");
   if (v->shape != expected_shape) {
@@ -281,7 +304,9 @@ StatusOr<std::vector<float>> WeightStore::ReadF32(const std::string& name,
   std::vector<float> out(static_cast<size_t>(v->numel()));
   const uint8_t* p = v->data;
   switch (v->dtype) {
-    case DType::kF32: std::memcpy(out.data(), p, v->nbytes); break;
+    case DType::kF32:
+      std::memcpy(out.data(), p, v->nbytes);
+      break;
     case DType::kF16:
       for (size_t i = 0; i < out.size(); ++i) {
         uint16_t h;

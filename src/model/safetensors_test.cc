@@ -22,7 +22,8 @@ std::string Floats(std::initializer_list<float> v) {
 
 TEST(SafetensorsTest, ReadsValidFile) {
   auto bytes = Build(R"({"a":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]},
-    "__metadata__":{"format":"pt"}})", Floats({1, 2, 3, 4}));
+    "__metadata__":{"format":"pt"}})",
+                     Floats({1, 2, 3, 4}));
   auto f = SafetensorsFile::FromBytes(bytes, "t");
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   const TensorView* a = (*f)->Find("a");
@@ -37,7 +38,8 @@ TEST(SafetensorsTest, ReadsValidFile) {
   EXPECT_EQ((*v)[3], 4.0f);
   auto bad_shape = store->ReadF32("a", {4});
   ASSERT_FALSE(bad_shape.ok());
-  EXPECT_NE(bad_shape.status().message().find("'a' has shape [2, 2], expected [4]"), std::string::npos);
+  EXPECT_NE(bad_shape.status().message().find("'a' has shape [2, 2], expected [4]"),
+            std::string::npos);
   EXPECT_FALSE(store->ReadF32("b", {1}).ok());
 }
 
@@ -53,36 +55,50 @@ TEST(SafetensorsTest, RejectsCorruptFiles) {
       {"too short", std::string("\x01\x00", 2), "too short"},
       {"header past end", std::string("\x64\0\0\0\0\0\0\0{}", 10), "exceeds file size"},
       {"not json", Build("{nope", d16), "not valid JSON"},
-      {"bad dtype", Build(R"({"a":{"dtype":"F8_E4M3","shape":[16],"data_offsets":[0,16]}})", d16), "unsupported dtype F8_E4M3"},
-      {"int size mismatch", Build(R"({"a":{"dtype":"I64","shape":[3],"data_offsets":[0,16]}})", d16), "needs 24 bytes"},
-      {"out of bounds", Build(R"({"a":{"dtype":"F32","shape":[8],"data_offsets":[0,32]}})", d16), "out of bounds"},
-      {"size mismatch", Build(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,16]}})", d16), "needs 12 bytes"},
-      {"overlap", Build(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", d16), "overlap"},
-      {"negative dim", Build(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", d16), "bad dimension"},
-      {"reversed offsets", Build(R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[8,4]}})", d16), "out of bounds"},
+      {"bad dtype", Build(R"({"a":{"dtype":"F8_E4M3","shape":[16],"data_offsets":[0,16]}})", d16),
+       "unsupported dtype F8_E4M3"},
+      {"int size mismatch",
+       Build(R"({"a":{"dtype":"I64","shape":[3],"data_offsets":[0,16]}})", d16), "needs 24 bytes"},
+      {"out of bounds", Build(R"({"a":{"dtype":"F32","shape":[8],"data_offsets":[0,32]}})", d16),
+       "out of bounds"},
+      {"size mismatch", Build(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,16]}})", d16),
+       "needs 12 bytes"},
+      {"overlap",
+       Build(
+           R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+           d16),
+       "overlap"},
+      {"negative dim", Build(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", d16),
+       "bad dimension"},
+      {"reversed offsets", Build(R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[8,4]}})", d16),
+       "out of bounds"},
   };
   for (const auto& c : cases) {
     auto f = SafetensorsFile::FromBytes(c.bytes, "bad.safetensors");
     ASSERT_FALSE(f.ok()) << c.what;
-    EXPECT_NE(f.status().message().find(c.expect), std::string::npos) << c.what << ": " << f.status().message();
+    EXPECT_NE(f.status().message().find(c.expect), std::string::npos)
+        << c.what << ": " << f.status().message();
   }
 }
 
 TEST(SafetensorsTest, SkipsIntegerBuffers) {
   // BERT checkpoints carry an int64 position_ids buffer next to the float weights.
   auto bytes = Build(R"({"ids":{"dtype":"I64","shape":[2],"data_offsets":[0,16]},
-    "w":{"dtype":"F32","shape":[1],"data_offsets":[16,20]}})", Floats({1, 2, 3, 4, 5}));
+    "w":{"dtype":"F32","shape":[1],"data_offsets":[16,20]}})",
+                     Floats({1, 2, 3, 4, 5}));
   auto f = SafetensorsFile::FromBytes(bytes, "t");
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_EQ((*f)->Find("ids"), nullptr);
   ASSERT_NE((*f)->Find("w"), nullptr);
   auto overlap = Build(R"({"ids":{"dtype":"I64","shape":[2],"data_offsets":[0,16]},
-    "w":{"dtype":"F32","shape":[1],"data_offsets":[12,16]}})", Floats({1, 2, 3, 4}));
+    "w":{"dtype":"F32","shape":[1],"data_offsets":[12,16]}})",
+                       Floats({1, 2, 3, 4}));
   EXPECT_FALSE(SafetensorsFile::FromBytes(overlap, "t").ok());
 }
 
 TEST(SafetensorsTest, TruncatedFileOnDisk) {
-  auto bytes = Build(R"({"w":{"dtype":"BF16","shape":[4],"data_offsets":[0,8]}})", std::string(8, '\x3f'));
+  auto bytes =
+      Build(R"({"w":{"dtype":"BF16","shape":[4],"data_offsets":[0,8]}})", std::string(8, '\x3f'));
   for (size_t cut : {size_t{4}, size_t{20}, bytes.size() - 1}) {
     auto f = SafetensorsFile::FromBytes(bytes.substr(0, cut), "trunc");
     EXPECT_FALSE(f.ok()) << cut;

@@ -22,7 +22,8 @@ std::vector<std::string> ModelDirs() {
   const char* src = std::getenv("PETAL_SOURCE_DIR");
   std::string root = src ? src : ".";
   for (const char* name : {"tests/fixtures/qwen3-tiny-bidir", "tests/fixtures/qwen3-tiny-causal"}) {
-    if (std::filesystem::exists(root + "/" + name + "/config.json")) dirs.push_back(root + "/" + name);
+    if (std::filesystem::exists(root + "/" + name + "/config.json"))
+      dirs.push_back(root + "/" + name);
   }
   if (const char* extra = std::getenv("PETAL_GPU_TEST_MODELS")) {
     std::stringstream ss(extra);
@@ -91,7 +92,8 @@ TEST_F(CudaEngineTest, MatchesCpuOnRaggedBatches) {
       worst = std::min(worst, c);
       EXPECT_GE(c, 0.999) << "row " << r << " len " << batch.seq_len(r);
     }
-    std::printf("[cuda vs cpu] %s: worst cosine %.6f over %d sequences\n", dir.c_str(), worst, got->rows);
+    std::printf("[cuda vs cpu] %s: worst cosine %.6f over %d sequences\n", dir.c_str(), worst,
+                got->rows);
     // Each sequence alone gives the same embedding as inside the ragged batch.
     for (int r = 0; r < batch.num_seqs(); ++r) {
       if (batch.seq_len(r) == 0) continue;
@@ -159,7 +161,8 @@ TEST_F(CudaEngineTest, GraphsCaptureLazilyAndReplayCorrectly) {
   auto got = (*gpu)->Embed(b);
   auto ref = (*cpu)->Embed(b);
   ASSERT_TRUE(got.ok() && ref.ok());
-  for (int r = 0; r < got->rows; ++r) EXPECT_GE(Cosine(got->row(r), ref->row(r), got->dim), 0.999) << r;
+  for (int r = 0; r < got->rows; ++r)
+    EXPECT_GE(Cosine(got->row(r), ref->row(r), got->dim), 0.999) << r;
   EXPECT_EQ((*gpu)->Stats()["graph_replays"], 3);
 }
 

@@ -101,7 +101,8 @@ TEST_F(OpsTimingGpuTest, MemoryBoundOps) {
              p.k_norm_weight = w.get(), p.positions = pos.get(), p.theta = 1e6;
              return LaunchQkNormRope(p, 0);
            });
-    Report("QkNormRope.table", "T=8192 H" + std::to_string(hq) + "/" + std::to_string(hkv) + " d128",
+    Report("QkNormRope.table",
+           "T=8192 H" + std::to_string(hq) + "/" + std::to_string(hkv) + " d128",
            2 * n * (hq + hkv) * 128 * 2, [&] {
              QkNormRopeParams p;
              p.qkv = a.get(), p.rows = t, p.row_stride = stride, p.num_q_heads = hq;

@@ -15,7 +15,8 @@ Status AttentionRunner::Plan(const AttentionParams& p, cudaStream_t stream) {
 }
 
 Status AttentionRunner::Run(const AttentionParams& p, cudaStream_t stream) {
-  return flash_ ? RunRaggedAttention(p, workspace_.get(), stream) : LaunchReferenceAttention(p, stream);
+  return flash_ ? RunRaggedAttention(p, workspace_.get(), stream)
+                : LaunchReferenceAttention(p, stream);
 }
 
 std::map<std::string, double> KernelStats(const Gemm& gemm, const AttentionRunner& attention) {

@@ -4,9 +4,9 @@
 // because cuBLASLt's GELU epilogue is the tanh approximation.
 #include <cmath>
 
+#include "engine/cuda/attention_runner.h"
 #include "engine/cuda/cuda_model.h"
 #include "engine/cuda/device_weights.h"
-#include "engine/cuda/attention_runner.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/ops.h"
 #include "model/bert.h"
@@ -41,12 +41,18 @@ class BertCudaModel final : public CudaModel {
     for (size_t i = 0; i < w.layers.size(); ++i) {
       const auto& s = w.layers[i];
       auto& d = layers_[i];
-      for (auto [dst, src] : {std::pair{&d.qkv_w, &s.qkv_weight}, {&d.qkv_b, &s.qkv_bias},
-                              {&d.o_w, &s.attn_out_weight}, {&d.o_b, &s.attn_out_bias},
-                              {&d.ln1_g, &s.attn_norm_gamma}, {&d.ln1_b, &s.attn_norm_beta},
-                              {&d.in_w, &s.ffn_in_weight}, {&d.in_b, &s.ffn_in_bias},
-                              {&d.out_w, &s.ffn_out_weight}, {&d.out_b, &s.ffn_out_bias},
-                              {&d.ln2_g, &s.ffn_norm_gamma}, {&d.ln2_b, &s.ffn_norm_beta}}) {
+      for (auto [dst, src] : {std::pair{&d.qkv_w, &s.qkv_weight},
+                              {&d.qkv_b, &s.qkv_bias},
+                              {&d.o_w, &s.attn_out_weight},
+                              {&d.o_b, &s.attn_out_bias},
+                              {&d.ln1_g, &s.attn_norm_gamma},
+                              {&d.ln1_b, &s.attn_norm_beta},
+                              {&d.in_w, &s.ffn_in_weight},
+                              {&d.in_b, &s.ffn_in_bias},
+                              {&d.out_w, &s.ffn_out_weight},
+                              {&d.out_b, &s.ffn_out_bias},
+                              {&d.ln2_g, &s.ffn_norm_gamma},
+                              {&d.ln2_b, &s.ffn_norm_beta}}) {
         PETAL_RETURN_IF_ERROR(up(dst, *src));
       }
     }
@@ -66,7 +72,8 @@ class BertCudaModel final : public CudaModel {
   Status Forward(const DeviceBatch& b, float* pooled, cudaStream_t stream) override {
     const int T = b.num_tokens, H = config_.hidden_size, I = config_.intermediate_size;
     if (T == 0) return LaunchPoolOnly(b, pooled, stream);
-    PETAL_RETURN_IF_ERROR(LaunchSeqInfo({b.cu_seqlens, b.num_seqs_host, T, nullptr, positions_.get()}, stream));
+    PETAL_RETURN_IF_ERROR(
+        LaunchSeqInfo({b.cu_seqlens, b.num_seqs_host, T, nullptr, positions_.get()}, stream));
     BertEmbeddingParams ep;
     ep.ids = b.token_ids;
     ep.positions = positions_.get();
@@ -102,14 +109,23 @@ class BertCudaModel final : public CudaModel {
     PETAL_RETURN_IF_ERROR(attention_.Plan(ap, stream));
 
     for (const auto& L : layers_) {
-      PETAL_RETURN_IF_ERROR(gemm_->Run({x_.get(), L.qkv_w.get(), L.qkv_b.get(), nullptr, qkv_.get(), T, 3 * H, H}, stream));
+      PETAL_RETURN_IF_ERROR(gemm_->Run(
+          {x_.get(), L.qkv_w.get(), L.qkv_b.get(), nullptr, qkv_.get(), T, 3 * H, H}, stream));
       PETAL_RETURN_IF_ERROR(attention_.Run(ap, stream));
-      PETAL_RETURN_IF_ERROR(gemm_->Run({attn_.get(), L.o_w.get(), L.o_b.get(), x_.get(), tmp_.get(), T, H, H}, stream));
-      PETAL_RETURN_IF_ERROR(LaunchAddLayerNorm({tmp_.get(), nullptr, L.ln1_g.get(), L.ln1_b.get(), config_.norm_eps, x_.get(), T, H}, stream));
-      PETAL_RETURN_IF_ERROR(gemm_->Run({x_.get(), L.in_w.get(), L.in_b.get(), nullptr, inter_.get(), T, I, H}, stream));
-      PETAL_RETURN_IF_ERROR(LaunchGelu({inter_.get(), inter_.get(), static_cast<int64_t>(T) * I}, stream));
-      PETAL_RETURN_IF_ERROR(gemm_->Run({inter_.get(), L.out_w.get(), L.out_b.get(), x_.get(), tmp_.get(), T, H, I}, stream));
-      PETAL_RETURN_IF_ERROR(LaunchAddLayerNorm({tmp_.get(), nullptr, L.ln2_g.get(), L.ln2_b.get(), config_.norm_eps, x_.get(), T, H}, stream));
+      PETAL_RETURN_IF_ERROR(gemm_->Run(
+          {attn_.get(), L.o_w.get(), L.o_b.get(), x_.get(), tmp_.get(), T, H, H}, stream));
+      PETAL_RETURN_IF_ERROR(LaunchAddLayerNorm(
+          {tmp_.get(), nullptr, L.ln1_g.get(), L.ln1_b.get(), config_.norm_eps, x_.get(), T, H},
+          stream));
+      PETAL_RETURN_IF_ERROR(gemm_->Run(
+          {x_.get(), L.in_w.get(), L.in_b.get(), nullptr, inter_.get(), T, I, H}, stream));
+      PETAL_RETURN_IF_ERROR(
+          LaunchGelu({inter_.get(), inter_.get(), static_cast<int64_t>(T) * I}, stream));
+      PETAL_RETURN_IF_ERROR(gemm_->Run(
+          {inter_.get(), L.out_w.get(), L.out_b.get(), x_.get(), tmp_.get(), T, H, I}, stream));
+      PETAL_RETURN_IF_ERROR(LaunchAddLayerNorm(
+          {tmp_.get(), nullptr, L.ln2_g.get(), L.ln2_b.get(), config_.norm_eps, x_.get(), T, H},
+          stream));
     }
     return Pool(b, x_.get(), pooled, stream);
   }
@@ -128,7 +144,8 @@ class BertCudaModel final : public CudaModel {
   }
   // A batch of only empty sequences: zeros, as the CPU engine gives.
   Status LaunchPoolOnly(const DeviceBatch& b, float* pooled, cudaStream_t stream) {
-    PETAL_CUDA_CHECK(cudaMemsetAsync(pooled, 0, sizeof(float) * b.num_seqs_host * config_.hidden_size, stream));
+    PETAL_CUDA_CHECK(
+        cudaMemsetAsync(pooled, 0, sizeof(float) * b.num_seqs_host * config_.hidden_size, stream));
     return Status::Ok();
   }
 

@@ -65,7 +65,8 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
   PETAL_RETURN_IF_ERROR(CheckCuda(cudaSetDevice(opt.device), "cudaSetDevice"));
   PETAL_ASSIGN_OR_RETURN(config_, LoadModelConfig(model_dir));
   PETAL_ASSIGN_OR_RETURN(auto store, WeightStore::Open(model_dir));
-  PETAL_RETURN_IF_ERROR(CheckCuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream"));
+  PETAL_RETURN_IF_ERROR(
+      CheckCuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream"));
   // Sequence capacity: the caller's sequences, the dummy sequence that owns bucket padding, and
   // the round-up of the sequence bucket to a power of two.
   int seq_cap = 1;
@@ -78,10 +79,12 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
 
   // Device inputs: token ids, token type ids, cu_seqlens, num_seqs, in one allocation.
   const size_t in_ints = InputInts();
-  PETAL_RETURN_IF_ERROR(CheckCuda(cudaMalloc(&dev_inputs_, in_ints * sizeof(int32_t)), "cudaMalloc inputs"));
+  PETAL_RETURN_IF_ERROR(
+      CheckCuda(cudaMalloc(&dev_inputs_, in_ints * sizeof(int32_t)), "cudaMalloc inputs"));
   PETAL_RETURN_IF_ERROR(CheckCuda(cudaMemset(dev_inputs_, 0, in_ints * sizeof(int32_t)), "memset"));
   const size_t out_floats = static_cast<size_t>(seq_cap) * config_.hidden_size;
-  PETAL_RETURN_IF_ERROR(CheckCuda(cudaMalloc(&dev_pooled_, out_floats * sizeof(float)), "cudaMalloc pooled"));
+  PETAL_RETURN_IF_ERROR(
+      CheckCuda(cudaMalloc(&dev_pooled_, out_floats * sizeof(float)), "cudaMalloc pooled"));
   slots_ = std::vector<RingSlot>(std::max(1, opt.ring_slots));
   for (auto& s : slots_) {
     PETAL_RETURN_IF_ERROR(CheckCuda(cudaHostAlloc(reinterpret_cast<void**>(&s.host_in),
@@ -90,7 +93,8 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
     PETAL_RETURN_IF_ERROR(CheckCuda(cudaHostAlloc(reinterpret_cast<void**>(&s.host_out),
                                                   out_floats * sizeof(float), cudaHostAllocDefault),
                                     "cudaHostAlloc output"));
-    PETAL_RETURN_IF_ERROR(CheckCuda(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming), "event"));
+    PETAL_RETURN_IF_ERROR(
+        CheckCuda(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming), "event"));
   }
   return CheckCuda(cudaStreamSynchronize(stream_), "initial upload");
 }
@@ -103,9 +107,10 @@ size_t CudaEngine::InputInts() const {
 StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch) {
   PETAL_RETURN_IF_ERROR(batch.Validate(config_.vocab_size, config_.max_position_embeddings));
   if (batch.num_tokens() > options_.max_tokens || batch.num_seqs() > options_.max_seqs) {
-    return InvalidArgument("batch of " + std::to_string(batch.num_seqs()) + " sequences / " +
-                           std::to_string(batch.num_tokens()) + " tokens exceeds the engine capacity of " +
-                           std::to_string(options_.max_seqs) + " / " + std::to_string(options_.max_tokens));
+    return InvalidArgument(
+        "batch of " + std::to_string(batch.num_seqs()) + " sequences / " +
+        std::to_string(batch.num_tokens()) + " tokens exceeds the engine capacity of " +
+        std::to_string(options_.max_seqs) + " / " + std::to_string(options_.max_tokens));
   }
   RingSlot& slot = slots_[next_slot_];
   next_slot_ = (next_slot_ + 1) % slots_.size();
@@ -148,7 +153,8 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch
   int32_t* d_cu = d_types + options_.max_tokens;
   int32_t* d_num = d_cu + buckets_.max_seqs + 1;
   auto copy = [&](int32_t* dst, const int32_t* src, size_t n) {
-    return CheckCuda(cudaMemcpyAsync(dst, src, n * sizeof(int32_t), cudaMemcpyHostToDevice, stream_), "H2D");
+    return CheckCuda(
+        cudaMemcpyAsync(dst, src, n * sizeof(int32_t), cudaMemcpyHostToDevice, stream_), "H2D");
   };
   Status s = copy(d, h, T_pad);
   if (s.ok()) s = copy(d_types, h_types, T_pad);
@@ -156,12 +162,14 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch
   if (s.ok()) s = copy(d_num, h_num, 1);
   DeviceBatch db{d, d_types, d_cu, d_num, T_pad, S_pad};
   if (s.ok()) {
-    s = graphs_->Run({S_pad, T_pad}, stream_, [&] { return model_->Forward(db, dev_pooled_, stream_); });
+    s = graphs_->Run({S_pad, T_pad}, stream_,
+                     [&] { return model_->Forward(db, dev_pooled_, stream_); });
   }
   const size_t out_n = static_cast<size_t>(S) * config_.hidden_size;
   if (s.ok()) {
     s = CheckCuda(cudaMemcpyAsync(slot.host_out, dev_pooled_, out_n * sizeof(float),
-                                  cudaMemcpyDeviceToHost, stream_), "D2H");
+                                  cudaMemcpyDeviceToHost, stream_),
+                  "D2H");
   }
   if (s.ok()) s = CheckCuda(cudaEventRecord(slot.done, stream_), "event record");
   if (!s.ok()) {

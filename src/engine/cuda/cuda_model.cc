@@ -8,8 +8,10 @@ StatusOr<std::unique_ptr<CudaModel>> CreateCudaModel(const ModelConfig& config,
     return InvalidArgument("engine capacity must be positive (max_tokens, max_seqs)");
   }
   switch (config.architecture) {
-    case Architecture::kBert: return CreateBertCudaModel(config, store, cap);
-    case Architecture::kQwen3: return CreateQwen3CudaModel(config, store, cap);
+    case Architecture::kBert:
+      return CreateBertCudaModel(config, store, cap);
+    case Architecture::kQwen3:
+      return CreateQwen3CudaModel(config, store, cap);
   }
   return Unimplemented(std::string("no CUDA implementation for architecture '") +
                        ArchitectureName(config.architecture) + "'");

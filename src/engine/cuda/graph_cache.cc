@@ -47,7 +47,8 @@ Status GraphCache::Run(Key key, cudaStream_t stream, const std::function<Status(
   if (!s.ok()) {
     // A configuration that cannot be captured keeps running eagerly; the error is reported once.
     ++capture_failures_;
-    std::fprintf(stderr, "petal: graph capture for (%d seqs, %d tokens) failed, running eagerly: %s\n",
+    std::fprintf(stderr,
+                 "petal: graph capture for (%d seqs, %d tokens) failed, running eagerly: %s\n",
                  key.first, key.second, s.ToString().c_str());
     e.uses = -(1 << 30);  // never try again
     ++eager_runs_;
@@ -79,7 +80,8 @@ Status GraphCache::Capture(Entry& e, cudaStream_t stream, const std::function<St
     return CudaError(inst, "cudaGraphInstantiate", __FILE__, __LINE__);
   }
   ++captures_;
-  capture_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  capture_ms_ +=
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return Status::Ok();
 }
 
@@ -98,10 +100,13 @@ void GraphCache::EvictIfNeeded() {
 }
 
 std::map<std::string, double> GraphCache::Stats() const {
-  return {{"graph_eager_runs", double(eager_runs_)}, {"graph_captures", double(captures_)},
-          {"graph_replays", double(replays_)},       {"graph_evictions", double(evictions_)},
+  return {{"graph_eager_runs", double(eager_runs_)},
+          {"graph_captures", double(captures_)},
+          {"graph_replays", double(replays_)},
+          {"graph_evictions", double(evictions_)},
           {"graph_capture_failures", double(capture_failures_)},
-          {"graphs_cached", double(lru_.size())},     {"graph_capture_ms_total", capture_ms_}};
+          {"graphs_cached", double(lru_.size())},
+          {"graph_capture_ms_total", capture_ms_}};
 }
 
 }  // namespace petal::cuda

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/cuda/attention_runner.h"
 #include "engine/cuda/cuda_model.h"
 #include "engine/cuda/device_weights.h"
-#include "engine/cuda/attention_runner.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/ops.h"
 #include "model/qwen3.h"
@@ -40,10 +40,16 @@ class Qwen3CudaModel final : public CudaModel {
     for (size_t i = 0; i < w.layers.size(); ++i) {
       const auto& s = w.layers[i];
       auto& d = layers_[i];
-      for (auto [dst, src] : {std::pair{&d.in_norm, &s.input_norm}, {&d.qkv, &s.qkv}, {&d.qkv_b, &s.qkv_bias},
-                              {&d.q_norm, &s.q_norm}, {&d.k_norm, &s.k_norm}, {&d.o, &s.o_proj},
-                              {&d.o_b, &s.o_bias}, {&d.post_norm, &s.post_attention_norm},
-                              {&d.gate_up, &s.gate_up}, {&d.down, &s.down}}) {
+      for (auto [dst, src] : {std::pair{&d.in_norm, &s.input_norm},
+                              {&d.qkv, &s.qkv},
+                              {&d.qkv_b, &s.qkv_bias},
+                              {&d.q_norm, &s.q_norm},
+                              {&d.k_norm, &s.k_norm},
+                              {&d.o, &s.o_proj},
+                              {&d.o_b, &s.o_bias},
+                              {&d.post_norm, &s.post_attention_norm},
+                              {&d.gate_up, &s.gate_up},
+                              {&d.down, &s.down}}) {
         PETAL_RETURN_IF_ERROR(up(dst, *src));
       }
     }
@@ -77,8 +83,10 @@ class Qwen3CudaModel final : public CudaModel {
       PETAL_CUDA_CHECK(cudaMemsetAsync(pooled, 0, sizeof(float) * b.num_seqs_host * H, stream));
       return Status::Ok();
     }
-    PETAL_RETURN_IF_ERROR(LaunchSeqInfo({b.cu_seqlens, b.num_seqs_host, T, nullptr, positions_.get()}, stream));
-    PETAL_RETURN_IF_ERROR(LaunchEmbedding({b.token_ids, embed_.get(), config_.vocab_size, r_.get(), T, H}, stream));
+    PETAL_RETURN_IF_ERROR(
+        LaunchSeqInfo({b.cu_seqlens, b.num_seqs_host, T, nullptr, positions_.get()}, stream));
+    PETAL_RETURN_IF_ERROR(
+        LaunchEmbedding({b.token_ids, embed_.get(), config_.vocab_size, r_.get(), T, H}, stream));
 
     AttentionParams ap;
     ap.q = qkv_.get();
@@ -111,19 +119,26 @@ class Qwen3CudaModel final : public CudaModel {
     rp.rope_table_rows = rope_rows_;
 
     for (const auto& L : layers_) {
-      PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm({nullptr, r_.get(), L.in_norm.get(), config_.norm_eps, x_.get(), T, H}, stream));
-      PETAL_RETURN_IF_ERROR(gemm_->Run({x_.get(), L.qkv.get(), L.qkv_b.get(), nullptr, qkv_.get(), T, QKV, H}, stream));
+      PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm(
+          {nullptr, r_.get(), L.in_norm.get(), config_.norm_eps, x_.get(), T, H}, stream));
+      PETAL_RETURN_IF_ERROR(gemm_->Run(
+          {x_.get(), L.qkv.get(), L.qkv_b.get(), nullptr, qkv_.get(), T, QKV, H}, stream));
       rp.q_norm_weight = L.q_norm.get();
       rp.k_norm_weight = L.k_norm.get();
       PETAL_RETURN_IF_ERROR(LaunchQkNormRope(rp, stream));
       PETAL_RETURN_IF_ERROR(attention_.Run(ap, stream));
-      PETAL_RETURN_IF_ERROR(gemm_->Run({attn_.get(), L.o.get(), L.o_b.get(), r_.get(), r_.get(), T, H, Q}, stream));
-      PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm({nullptr, r_.get(), L.post_norm.get(), config_.norm_eps, x_.get(), T, H}, stream));
-      PETAL_RETURN_IF_ERROR(gemm_->Run({x_.get(), L.gate_up.get(), nullptr, nullptr, gate_up_.get(), T, 2 * I, H}, stream));
+      PETAL_RETURN_IF_ERROR(
+          gemm_->Run({attn_.get(), L.o.get(), L.o_b.get(), r_.get(), r_.get(), T, H, Q}, stream));
+      PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm(
+          {nullptr, r_.get(), L.post_norm.get(), config_.norm_eps, x_.get(), T, H}, stream));
+      PETAL_RETURN_IF_ERROR(gemm_->Run(
+          {x_.get(), L.gate_up.get(), nullptr, nullptr, gate_up_.get(), T, 2 * I, H}, stream));
       PETAL_RETURN_IF_ERROR(LaunchSiluMul({gate_up_.get(), act_.get(), T, I}, stream));
-      PETAL_RETURN_IF_ERROR(gemm_->Run({act_.get(), L.down.get(), nullptr, r_.get(), r_.get(), T, H, I}, stream));
+      PETAL_RETURN_IF_ERROR(
+          gemm_->Run({act_.get(), L.down.get(), nullptr, r_.get(), r_.get(), T, H, I}, stream));
     }
-    PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm({nullptr, r_.get(), final_norm_.get(), config_.norm_eps, x_.get(), T, H}, stream));
+    PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm(
+        {nullptr, r_.get(), final_norm_.get(), config_.norm_eps, x_.get(), T, H}, stream));
     PoolParams pp;
     pp.hidden = x_.get();
     pp.cu_seqlens = b.cu_seqlens;

@@ -66,8 +66,8 @@ void Gemm(const float* x, const float* w, const float* bias, float* y, int m, in
   if (bias) {
     for (int r = 0; r < m; ++r) std::copy(bias, bias + n, y + static_cast<int64_t>(r) * n);
   }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x, k, w, k, bias ? 1.0f : 0.0f,
-              y, n);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x, k, w, k,
+              bias ? 1.0f : 0.0f, y, n);
 }
 
 void LayerNorm(const float* x, const float* gamma, const float* beta, float eps, float* out,
@@ -135,7 +135,8 @@ void Rope(float* x, int row_stride, int heads, int head_dim, const int32_t* cu_s
         // Computed in double then rounded, as HF computes cos/sin in fp32 from fp32 inv_freq;
         // the difference is far below the tolerances we test at.
         const double angle = pos * inv_freq[j];
-        const float c = static_cast<float>(std::cos(angle)), sn = static_cast<float>(std::sin(angle));
+        const float c = static_cast<float>(std::cos(angle)),
+                    sn = static_cast<float>(std::sin(angle));
         for (int h = 0; h < heads; ++h) {
           float* v = row + h * head_dim;
           const float a = v[j], b = v[j + half];
@@ -221,10 +222,18 @@ void Attention(const float* q, int q_stride, const float* k, int k_stride, const
         const float* vh = v + static_cast<int64_t>(begin) * v_stride + kvh * head_dim;
         float* o = out + (static_cast<int64_t>(begin + i) * num_heads + h) * head_dim;
         switch (head_dim) {
-          case 32: WeightedRows<32>(scores.data(), kmax, vh, v_stride, 32, o); break;
-          case 64: WeightedRows<64>(scores.data(), kmax, vh, v_stride, 64, o); break;
-          case 128: WeightedRows<128>(scores.data(), kmax, vh, v_stride, 128, o); break;
-          default: WeightedRows<0>(scores.data(), kmax, vh, v_stride, head_dim, o); break;
+          case 32:
+            WeightedRows<32>(scores.data(), kmax, vh, v_stride, 32, o);
+            break;
+          case 64:
+            WeightedRows<64>(scores.data(), kmax, vh, v_stride, 64, o);
+            break;
+          case 128:
+            WeightedRows<128>(scores.data(), kmax, vh, v_stride, 128, o);
+            break;
+          default:
+            WeightedRows<0>(scores.data(), kmax, vh, v_stride, head_dim, o);
+            break;
         }
       }
     }
@@ -247,7 +256,8 @@ void Pool(const float* hidden, const int32_t* cu_seqlens, int num_seqs, int dim,
       for (int i = 0; i < dim; ++i) o[i] = static_cast<float>(acc[i] / (end - begin));
     } else {
       const int t = mode == Pooling::kCls ? begin : end - 1;
-      std::copy(hidden + static_cast<int64_t>(t) * dim, hidden + static_cast<int64_t>(t + 1) * dim, o);
+      std::copy(hidden + static_cast<int64_t>(t) * dim, hidden + static_cast<int64_t>(t + 1) * dim,
+                o);
     }
     if (normalize) {
       double ss = 0;

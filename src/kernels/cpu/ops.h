@@ -29,9 +29,9 @@ void Gelu(float* x, int64_t n);
 // SwiGLU: out[r,i] = silu(gate_up[r,i]) * gate_up[r, inter + i], gate_up is [rows, 2*inter].
 void SiluMul(const float* gate_up, float* out, int rows, int inter);
 
-// Rotary embedding, rotate-half (GPT-NeoX / Qwen) convention, in place on x[tokens, heads, head_dim]
-// with row stride `row_stride` floats between tokens. Position = index within its sequence
-// (restarts at 0 for every sequence). inv_freq[j] = theta^(-2j/head_dim).
+// Rotary embedding, rotate-half (GPT-NeoX / Qwen) convention, in place on x[tokens, heads,
+// head_dim] with row stride `row_stride` floats between tokens. Position = index within its
+// sequence (restarts at 0 for every sequence). inv_freq[j] = theta^(-2j/head_dim).
 void Rope(float* x, int row_stride, int heads, int head_dim, const int32_t* cu_seqlens,
           int num_seqs, double theta);
 

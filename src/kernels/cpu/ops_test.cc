@@ -128,7 +128,7 @@ TEST(CpuOpsTest, RopeRestartsPerSequence) {
   const int32_t cu[3] = {0, 2, 5};
   Rope(y.data(), heads * d, heads, d, cu, 2, 10000.0);
   for (int i = 0; i < heads * d; ++i) {
-    EXPECT_FLOAT_EQ(y[i], x[i]);                    // position 0 of sequence 0
+    EXPECT_FLOAT_EQ(y[i], x[i]);                                  // position 0 of sequence 0
     EXPECT_FLOAT_EQ(y[2 * heads * d + i], x[2 * heads * d + i]);  // position 0 of sequence 1
   }
   EXPECT_NE(y[heads * d], x[heads * d]);

@@ -90,8 +90,8 @@ std::vector<float2> RopeTable(int rows, int head_dim, double theta) {
     const double inv_freq = std::pow(theta, -2.0 * j / head_dim);
     for (int pos = 0; pos < rows; ++pos) {
       const double a = pos * inv_freq;
-      t[static_cast<size_t>(pos) * half + j] = make_float2(static_cast<float>(std::cos(a)),
-                                                           static_cast<float>(std::sin(a)));
+      t[static_cast<size_t>(pos) * half + j] =
+          make_float2(static_cast<float>(std::cos(a)), static_cast<float>(std::sin(a)));
     }
   }
   return t;
