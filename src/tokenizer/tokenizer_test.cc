@@ -337,7 +337,8 @@ TEST(TokenizerTest, SteadyStateEncodingDoesNotAllocate) {
 }  // namespace petal
 
 // Every form of new/delete is replaced so that allocation and release always pair up (ASan
-// checks that).
+// checks that). GCC cannot see that these frees match these mallocs.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 void* operator new(std::size_t n) {
   g_allocs.fetch_add(1, std::memory_order_relaxed);
   if (void* p = std::malloc(n ? n : 1)) return p;
