@@ -71,7 +71,7 @@ def main():
         for i, t in enumerate(texts):
             row = {"text": t, "truncate": TRUNCATE, "pair_truncate": TRUNCATE + 8} | {
                 k: v[i] for k, v in cols.items()}
-            f.write(json.dumps(row) + "\n")
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
 if __name__ == "__main__":
