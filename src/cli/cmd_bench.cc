@@ -12,6 +12,7 @@
 #include "cli/engine_flags.h"
 #include "common/git_sha.h"
 #include "engine/cpu_engine.h"
+#include "engine/postprocess.h"
 
 namespace petal::cli {
 namespace {
@@ -25,16 +26,6 @@ struct BenchArgs {
   bool check = true;
   EngineOptions engine;
 };
-
-double Cosine(const float* a, const float* b, int n) {
-  double ab = 0, aa = 0, bb = 0;
-  for (int i = 0; i < n; ++i) {
-    ab += double(a[i]) * b[i];
-    aa += double(a[i]) * a[i];
-    bb += double(b[i]) * b[i];
-  }
-  return ab / std::sqrt(aa * bb + 1e-30);
-}
 
 // Before timing, the engine's output must agree with the CPU fp32 reference (cosine >= 0.999,
 // the design brief's 0.1% rule) on a small ragged batch.
@@ -52,7 +43,7 @@ StatusOr<double> CheckAgainstCpu(Engine& engine, const std::string& model_dir) {
   PETAL_ASSIGN_OR_RETURN(Embeddings ref, cpu->Embed(b));
   double worst = 1.0;
   for (int r = 0; r < got.rows; ++r)
-    worst = std::min(worst, Cosine(got.row(r), ref.row(r), got.dim));
+    worst = std::min(worst, CosineSimilarity(got.row(r), ref.row(r), got.dim));
   return worst;
 }
 

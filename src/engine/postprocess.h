@@ -32,4 +32,8 @@ void QuantizeBinarySign(const float* x, int n, int8_t* out);
 // padding bits of the last byte are zero.
 void PackBinarySign(const float* x, int n, uint8_t* out);
 
+// Cosine similarity of two n-vectors, accumulated in double; 0 if either is all zeros. Used by
+// the accuracy checks (bench warm-up, tests) and scoring.
+double CosineSimilarity(const float* a, const float* b, int n);
+
 }  // namespace petal

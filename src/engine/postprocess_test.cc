@@ -62,5 +62,12 @@ TEST(PostprocessTest, BinarySignAndPacking) {
   EXPECT_EQ(packed[1], 0b10000000);
 }
 
+TEST(CosineSimilarityTest, KnownValues) {
+  const float a[3] = {1, 0, 0}, b[3] = {1, 1, 0}, z[3] = {0, 0, 0}, c[3] = {-2, 0, 0};
+  EXPECT_NEAR(CosineSimilarity(a, b, 3), 1 / std::sqrt(2.0), 1e-12);
+  EXPECT_NEAR(CosineSimilarity(a, c, 3), -1.0, 1e-12);
+  EXPECT_EQ(CosineSimilarity(a, z, 3), 0.0);
+}
+
 }  // namespace
 }  // namespace petal

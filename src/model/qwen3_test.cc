@@ -14,6 +14,7 @@
 
 #include "common/file_util.h"
 #include "engine/cpu_engine.h"
+#include "engine/postprocess.h"
 #include "model/make_model.h"
 #include "model/safetensors_writer.h"
 
@@ -31,13 +32,6 @@ std::string TempDir(const std::string& name) {
   auto p = fs::temp_directory_path() / ("petal_q3_" + std::to_string(::getpid()) + "_" + name);
   fs::remove_all(p);
   return p.string();
-}
-
-double Cosine(const float* a, const float* b, int n) {
-  double ab = 0, aa = 0, bb = 0;
-  for (int i = 0; i < n; ++i)
-    ab += double(a[i]) * b[i], aa += double(a[i]) * a[i], bb += double(b[i]) * b[i];
-  return ab / std::sqrt(aa * bb);
 }
 
 // Reads a JSON array of arrays of numbers found under `key` of the top-level object.
@@ -78,7 +72,7 @@ void ExpectMatches(const std::string& model_dir, const std::vector<std::vector<i
   double worst = 1.0;
   for (size_t s = 0; s < ids.size(); ++s) {
     ASSERT_EQ(static_cast<int>(expected[s].size()), emb->dim) << label << " sequence " << s;
-    const double cos = Cosine(emb->row(s), expected[s].data(), emb->dim);
+    const double cos = CosineSimilarity(emb->row(s), expected[s].data(), emb->dim);
     worst = std::min(worst, cos);
     EXPECT_GE(cos, min_cosine) << label << " sequence " << s << " (length " << ids[s].size() << ")";
   }
