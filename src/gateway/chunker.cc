@@ -42,8 +42,7 @@ struct Gather {
 
 void EmbedChunks(ReplicaSet* replicas, const std::vector<std::vector<int32_t>>& seqs,
                  const v1::EmbedOptions& options, const ChunkLimits& limits,
-                 const std::string& request_id,
-                 std::function<void(StatusOr<ChunkedResult>)> done) {
+                 const std::string& request_id, std::function<void(StatusOr<ChunkedResult>)> done) {
   auto g = std::make_shared<Gather>();
   g->result.ranges = SplitChunks(seqs, limits);
   g->result.responses.resize(g->result.ranges.size());

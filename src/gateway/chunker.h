@@ -34,7 +34,6 @@ struct ChunkedResult {
 // every response or the first error (the other chunks' answers are then discarded).
 void EmbedChunks(ReplicaSet* replicas, const std::vector<std::vector<int32_t>>& seqs,
                  const v1::EmbedOptions& options, const ChunkLimits& limits,
-                 const std::string& request_id,
-                 std::function<void(StatusOr<ChunkedResult>)> done);
+                 const std::string& request_id, std::function<void(StatusOr<ChunkedResult>)> done);
 
 }  // namespace petal::gateway

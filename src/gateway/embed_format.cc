@@ -9,12 +9,17 @@ namespace petal::gateway {
 
 v1::DType WireDType(OutputType t) {
   switch (t) {
-    case OutputType::kFloat32: return v1::DTYPE_FLOAT32;
-    case OutputType::kFloat16: return v1::DTYPE_FLOAT16;
+    case OutputType::kFloat32:
+      return v1::DTYPE_FLOAT32;
+    case OutputType::kFloat16:
+      return v1::DTYPE_FLOAT16;
     case OutputType::kInt8:
-    case OutputType::kUint8: return v1::DTYPE_INT8;
-    case OutputType::kBinary: return v1::DTYPE_BINARY;
-    case OutputType::kUbinary: return v1::DTYPE_UBINARY;
+    case OutputType::kUint8:
+      return v1::DTYPE_INT8;
+    case OutputType::kBinary:
+      return v1::DTYPE_BINARY;
+    case OutputType::kUbinary:
+      return v1::DTYPE_UBINARY;
   }
   return v1::DTYPE_FLOAT32;
 }

@@ -242,9 +242,8 @@ void Gateway::Tokenize(const HttpRequest& req, Reply reply) {
   for (size_t i = 0; i < tp.texts.size(); ++i) {
     auto ids = tokenizer_->Encode(tp.texts[i], eo);
     if (!ids.ok()) {
-      return reply(ErrorResponse({400,
-                                  "'inputs[" + std::to_string(i) + "]': " + ids.status().message(),
-                                  "inputs"}));
+      return reply(ErrorResponse(
+          {400, "'inputs[" + std::to_string(i) + "]': " + ids.status().message(), "inputs"}));
     }
     if (i) o.Raw(",");
     o.Raw("[");

@@ -69,14 +69,21 @@ const char* RouteName(std::string_view path) {
 
 unsigned HttpStatusFor(const Status& s) {
   switch (s.code()) {
-    case StatusCode::kOk: return 200;
+    case StatusCode::kOk:
+      return 200;
     case StatusCode::kInvalidArgument:
-    case StatusCode::kOutOfRange: return 400;
-    case StatusCode::kResourceExhausted: return 429;
-    case StatusCode::kUnavailable: return 503;
-    case StatusCode::kDeadlineExceeded: return 504;
-    case StatusCode::kCancelled: return 499;
-    default: return 500;
+    case StatusCode::kOutOfRange:
+      return 400;
+    case StatusCode::kResourceExhausted:
+      return 429;
+    case StatusCode::kUnavailable:
+      return 503;
+    case StatusCode::kDeadlineExceeded:
+      return 504;
+    case StatusCode::kCancelled:
+      return 499;
+    default:
+      return 500;
   }
 }
 
@@ -100,8 +107,7 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayOptions options) {
   ho.threads = o.http_threads;
   ho.body_limit = o.body_limit;
   Gateway* self = g.get();
-  PETAL_ASSIGN_OR_RETURN(g->http_,
-                         HttpServer::Start(ho, [self](HttpRequest&& req, Reply reply) {
+  PETAL_ASSIGN_OR_RETURN(g->http_, HttpServer::Start(ho, [self](HttpRequest&& req, Reply reply) {
                            self->Handle(std::move(req), std::move(reply));
                          }));
   return g;
@@ -166,8 +172,8 @@ void Gateway::Handle(HttpRequest&& req, Reply reply) {
     }
     if (path == "/info") return Info(std::move(done));
     if (path == "/metrics") return Metrics(std::move(done));
-    done(MakeResponse(404,
-                      ErrorJson("no route " + std::string(path), "invalid_request_error", "")));
+    done(
+        MakeResponse(404, ErrorJson("no route " + std::string(path), "invalid_request_error", "")));
   } catch (const std::exception& e) {
     // Nothing below is expected to throw; if it does, answer rather than drop the connection.
     done(MakeResponse(500, ErrorJson(e.what(), "server_error", "")));
@@ -225,7 +231,8 @@ void Gateway::Metrics(Reply reply) {
   // so this route is for scrapers, not for hot paths.
   std::vector<std::string> pages;
   for (auto& [address, stats] : replicas_->Stats()) {
-    if (stats.ok()) pages.push_back(server::StatsToPrometheus(*stats, "server=\"" + address + "\""));
+    if (stats.ok())
+      pages.push_back(server::StatsToPrometheus(*stats, "server=\"" + address + "\""));
   }
   out += MergePrometheus(pages);
   reply(MakeResponse(200, std::move(out), "text/plain; version=0.0.4"));

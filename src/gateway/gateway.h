@@ -33,8 +33,8 @@ struct GatewayOptions {
   std::string listen = "127.0.0.1:8080";
   int http_threads = 2;
   ChunkLimits chunk;
-  size_t max_inputs = 2048;         // inputs per request; beyond: 413
-  size_t body_limit = 32u << 20;    // request body bytes; beyond: 413
+  size_t max_inputs = 2048;       // inputs per request; beyond: 413
+  size_t body_limit = 32u << 20;  // request body bytes; beyond: 413
   std::chrono::milliseconds health_interval{1000};
   std::chrono::milliseconds request_timeout{60000};  // per chunk on the servers
 };

@@ -45,9 +45,8 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec == http::error::end_of_stream) return Close();
     if (ec == http::error::body_limit) {
       HttpResponse res = MakeResponse(
-          413,
-          "{\"error\":{\"message\":\"request body exceeds " + std::to_string(body_limit_) +
-              " bytes\",\"type\":\"invalid_request_error\",\"param\":null}}");
+          413, "{\"error\":{\"message\":\"request body exceeds " + std::to_string(body_limit_) +
+                   " bytes\",\"type\":\"invalid_request_error\",\"param\":null}}");
       res.version(11);
       res.keep_alive(false);  // the rest of the body is unread: the connection cannot continue
       res.prepare_payload();
@@ -129,8 +128,8 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions&
   beast::error_code ec;
   const auto address = net::ip::make_address(options.host, ec);
   if (ec) return InvalidArgument("listen: bad address '" + options.host + "': " + ec.message());
-  auto listener = std::make_shared<Listener>(s->io_, options,
-                                             std::make_shared<Handler>(std::move(handler)));
+  auto listener =
+      std::make_shared<Listener>(s->io_, options, std::make_shared<Handler>(std::move(handler)));
   tcp::endpoint endpoint(address, options.port);
   auto& acc = listener->acceptor;
   acc.open(endpoint.protocol(), ec);

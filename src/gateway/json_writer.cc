@@ -10,11 +10,21 @@ JsonOut& JsonOut::Str(std::string_view text) {
   s_.push_back('"');
   for (unsigned char c : text) {
     switch (c) {
-      case '"': s_.append("\\\""); break;
-      case '\\': s_.append("\\\\"); break;
-      case '\n': s_.append("\\n"); break;
-      case '\r': s_.append("\\r"); break;
-      case '\t': s_.append("\\t"); break;
+      case '"':
+        s_.append("\\\"");
+        break;
+      case '\\':
+        s_.append("\\\\");
+        break;
+      case '\n':
+        s_.append("\\n");
+        break;
+      case '\r':
+        s_.append("\\r");
+        break;
+      case '\t':
+        s_.append("\\t");
+        break;
       default:
         if (c < 0x20) {
           s_.append("\\u00");

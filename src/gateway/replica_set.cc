@@ -69,23 +69,23 @@ void ReplicaSet::Send(Replica* r, std::shared_ptr<v1::EmbedRequest> request, int
   r->outstanding += tokens;
   r->calls++;
   // The request is kept (not moved) so that it can be retried elsewhere.
-  r->client->EmbedAsync(
-      *request, call_timeout_,
-      [this, r, request, tokens, retried,
-       done = std::move(done)](StatusOr<v1::EmbedResponse> result) mutable {
-        r->outstanding -= tokens;
-        if (result.ok()) return done(std::move(result));
-        r->failures++;
-        if (result.status().code() == StatusCode::kUnavailable) {
-          r->up = false;
-          if (!retried) {
-            if (Replica* other = Pick(r)) {
-              return Send(other, std::move(request), tokens, true, std::move(done));
-            }
-          }
-        }
-        done(std::move(result));
-      });
+  r->client->EmbedAsync(*request, call_timeout_,
+                        [this, r, request, tokens, retried,
+                         done = std::move(done)](StatusOr<v1::EmbedResponse> result) mutable {
+                          r->outstanding -= tokens;
+                          if (result.ok()) return done(std::move(result));
+                          r->failures++;
+                          if (result.status().code() == StatusCode::kUnavailable) {
+                            r->up = false;
+                            if (!retried) {
+                              if (Replica* other = Pick(r)) {
+                                return Send(other, std::move(request), tokens, true,
+                                            std::move(done));
+                              }
+                            }
+                          }
+                          done(std::move(result));
+                        });
 }
 
 bool ReplicaSet::AnyUp() const {
@@ -98,8 +98,8 @@ bool ReplicaSet::AnyUp() const {
 std::vector<ReplicaState> ReplicaSet::Snapshot() const {
   std::vector<ReplicaState> out;
   for (const auto& r : replicas_) {
-    out.push_back({r->address, r->up.load(), r->outstanding.load(), r->calls.load(),
-                   r->failures.load()});
+    out.push_back(
+        {r->address, r->up.load(), r->outstanding.load(), r->calls.load(), r->failures.load()});
   }
   return out;
 }

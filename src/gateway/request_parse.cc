@@ -43,15 +43,15 @@ std::optional<RequestError> ParseInputs(element e, const char* field, size_t max
   }
   simdjson::dom::array arr;
   if (e.get_array().get(arr)) {
-    return Bad("'" + f + "' must be a string or an array of strings" +
-                   (allow_ids ? " or token ids" : ""),
-               f);
+    return Bad(
+        "'" + f + "' must be a string or an array of strings" + (allow_ids ? " or token ids" : ""),
+        f);
   }
   if (arr.size() == 0) return Bad("'" + f + "' must not be empty", f);
   if (arr.size() > max_inputs) {
     return RequestError{413,
-                        "'" + f + "' has " + std::to_string(arr.size()) +
-                            " items; at most " + std::to_string(max_inputs) + " are allowed",
+                        "'" + f + "' has " + std::to_string(arr.size()) + " items; at most " +
+                            std::to_string(max_inputs) + " are allowed",
                         f};
   }
   element e0;
@@ -174,12 +174,18 @@ std::optional<RequestError> TruncationDirection(const object& o, bool* left) {
 
 const char* OutputTypeName(OutputType t) {
   switch (t) {
-    case OutputType::kFloat32: return "float32";
-    case OutputType::kFloat16: return "float16";
-    case OutputType::kInt8: return "int8";
-    case OutputType::kUint8: return "uint8";
-    case OutputType::kBinary: return "binary";
-    case OutputType::kUbinary: return "ubinary";
+    case OutputType::kFloat32:
+      return "float32";
+    case OutputType::kFloat16:
+      return "float16";
+    case OutputType::kInt8:
+      return "int8";
+    case OutputType::kUint8:
+      return "uint8";
+    case OutputType::kBinary:
+      return "binary";
+    case OutputType::kUbinary:
+      return "ubinary";
   }
   return "?";
 }
@@ -246,8 +252,7 @@ std::optional<RequestError> ParseTokenize(std::string_view body, size_t max_inpu
   return std::nullopt;
 }
 
-std::optional<RequestError> ParseScore(std::string_view body, size_t max_inputs,
-                                       ScoreParams* out) {
+std::optional<RequestError> ParseScore(std::string_view body, size_t max_inputs, ScoreParams* out) {
   object doc;
   if (auto err = ParseBody(body, &doc)) return err;
   element q;
@@ -267,7 +272,8 @@ std::optional<RequestError> ParseScore(std::string_view body, size_t max_inputs,
   element k;
   if (!doc.at_key("top_k").get(k) && !k.is_null()) {
     int64_t v;
-    if (k.get_int64().get(v) || v < 0) return Bad("'top_k' must be a non-negative integer", "top_k");
+    if (k.get_int64().get(v) || v < 0)
+      return Bad("'top_k' must be a non-negative integer", "top_k");
     out->top_k = static_cast<size_t>(v);
   }
   return std::nullopt;

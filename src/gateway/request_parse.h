@@ -33,14 +33,14 @@ struct Inputs {
 
 struct EmbedParams {
   Inputs inputs;
-  std::string model;            // as sent (echoed back); may be empty
-  uint32_t dimensions = 0;      // 0 = full
-  bool base64 = false;          // OpenAI encoding_format
+  std::string model;        // as sent (echoed back); may be empty
+  uint32_t dimensions = 0;  // 0 = full
+  bool base64 = false;      // OpenAI encoding_format
   OutputType output = OutputType::kFloat32;
-  bool truncate = false;        // cut texts longer than the model's maximum instead of failing
-  bool truncate_left = false;   // TEI truncation_direction "left"
+  bool truncate = false;          // cut texts longer than the model's maximum instead of failing
+  bool truncate_left = false;     // TEI truncation_direction "left"
   std::optional<bool> normalize;  // unset = the model's own setting
-  std::string prompt_name;      // sentence-transformers prompt to prepend
+  std::string prompt_name;        // sentence-transformers prompt to prepend
 };
 
 // OpenAI's POST /v1/embeddings body. `max_inputs` bounds the array (beyond: 413).
@@ -64,7 +64,6 @@ struct ScoreParams {
   std::vector<std::string> documents;
   size_t top_k = 0;  // 0 = all, in document order
 };
-std::optional<RequestError> ParseScore(std::string_view body, size_t max_inputs,
-                                       ScoreParams* out);
+std::optional<RequestError> ParseScore(std::string_view body, size_t max_inputs, ScoreParams* out);
 
 }  // namespace petal::gateway
