@@ -11,12 +11,12 @@ ReplicaSet::ReplicaSet(const std::vector<std::string>& addresses,
   for (const auto& a : addresses) {
     auto r = std::make_unique<Replica>();
     r->address = a;
-    r->client = std::make_unique<server::EmbedClient>(a);
+    r->client = std::make_shared<server::EmbedClient>(a);
     replicas_.push_back(std::move(r));
   }
   // One synchronous round so that a gateway started after its servers is ready at once.
   for (auto& r : replicas_) {
-    auto s = r->client->Serving();
+    auto s = r->Client()->Serving();
     r->up = s.ok() && *s;
   }
   for (auto& r : replicas_) health_threads_.emplace_back([this, p = r.get()] { HealthLoop(p); });
@@ -35,8 +35,18 @@ void ReplicaSet::HealthLoop(Replica* r) {
   std::unique_lock<std::mutex> lock(mu_);
   while (!cv_.wait_for(lock, health_interval_, [this] { return stopping_; })) {
     lock.unlock();
-    auto s = r->client->Serving();
-    r->up = s.ok() && *s;
+    auto s = r->Client()->Serving();
+    bool up = s.ok() && *s;
+    if (!up) {
+      auto fresh = std::make_shared<server::EmbedClient>(r->address);
+      auto f = fresh->Serving();
+      if (f.ok() && *f) {
+        std::lock_guard<std::mutex> client_lock(r->mu);
+        r->client = std::move(fresh);
+        up = true;
+      }
+    }
+    r->up = up;
     lock.lock();
   }
 }
@@ -69,23 +79,24 @@ void ReplicaSet::Send(Replica* r, std::shared_ptr<v1::EmbedRequest> request, int
   r->outstanding += tokens;
   r->calls++;
   // The request is kept (not moved) so that it can be retried elsewhere.
-  r->client->EmbedAsync(*request, call_timeout_,
-                        [this, r, request, tokens, retried,
-                         done = std::move(done)](StatusOr<v1::EmbedResponse> result) mutable {
-                          r->outstanding -= tokens;
-                          if (result.ok()) return done(std::move(result));
-                          r->failures++;
-                          if (result.status().code() == StatusCode::kUnavailable) {
-                            r->up = false;
-                            if (!retried) {
-                              if (Replica* other = Pick(r)) {
-                                return Send(other, std::move(request), tokens, true,
-                                            std::move(done));
-                              }
-                            }
-                          }
-                          done(std::move(result));
-                        });
+  // The client is kept alive by the callback: the health thread may swap in a new one.
+  auto client = r->Client();
+  client->EmbedAsync(*request, call_timeout_,
+                     [this, r, client, request, tokens, retried,
+                      done = std::move(done)](StatusOr<v1::EmbedResponse> result) mutable {
+                       r->outstanding -= tokens;
+                       if (result.ok()) return done(std::move(result));
+                       r->failures++;
+                       if (result.status().code() == StatusCode::kUnavailable) {
+                         r->up = false;
+                         if (!retried) {
+                           if (Replica* other = Pick(r)) {
+                             return Send(other, std::move(request), tokens, true, std::move(done));
+                           }
+                         }
+                       }
+                       done(std::move(result));
+                     });
 }
 
 bool ReplicaSet::AnyUp() const {
@@ -110,7 +121,7 @@ std::vector<std::pair<std::string, StatusOr<v1::StatsResponse>>> ReplicaSet::Sta
     if (!r->up.load()) {
       out.emplace_back(r->address, Unavailable("replica is down"));
     } else {
-      out.emplace_back(r->address, r->client->Stats());
+      out.emplace_back(r->address, r->Client()->Stats());
     }
   }
   return out;
@@ -118,7 +129,7 @@ std::vector<std::pair<std::string, StatusOr<v1::StatsResponse>>> ReplicaSet::Sta
 
 StatusOr<v1::ModelInfoResponse> ReplicaSet::ModelInfo() {
   for (auto& r : replicas_) {
-    if (r->up.load()) return r->client->ModelInfo();
+    if (r->up.load()) return r->Client()->ModelInfo();
   }
   return Unavailable("no inference server is serving");
 }

@@ -3,6 +3,8 @@
 // sequences, so tokens are the load measure). A replica that fails a call with UNAVAILABLE is
 // marked down at once and the chunk is retried once on another replica; a background thread per
 // replica polls the gRPC health service and marks it up again when it answers SERVING.
+// A gRPC channel that failed to connect backs off (seconds, growing to minutes) before trying
+// again, so a down replica is probed on a fresh channel too, which is swapped in once it works.
 //
 // Thread-safety: all public methods may be called from any thread. Completion callbacks run on
 // gRPC threads and must not block.
@@ -54,7 +56,14 @@ class ReplicaSet {
  private:
   struct Replica {
     std::string address;
-    std::unique_ptr<server::EmbedClient> client;
+    // Replaced by the health thread when a fresh channel reaches a replica that the old one
+    // cannot (see HealthLoop); guarded by mu, used through copies.
+    std::shared_ptr<server::EmbedClient> client;
+    mutable std::mutex mu;
+    std::shared_ptr<server::EmbedClient> Client() const {
+      std::lock_guard<std::mutex> lock(mu);
+      return client;
+    }
     std::atomic<bool> up{false};
     std::atomic<int64_t> outstanding{0};
     std::atomic<uint64_t> calls{0};
