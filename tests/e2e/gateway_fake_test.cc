@@ -26,8 +26,8 @@ struct FakeServer {
   server::FakeEngine* engine = nullptr;
   server::FakeEngineOptions options;
 
-  explicit FakeServer(server::ServerOptions so = {}) {
-    so.listen = "127.0.0.1:0";
+  explicit FakeServer(server::ServerOptions so = {}, int port = 0) {
+    so.listen = "127.0.0.1:" + std::to_string(port);
     auto s = server::EmbedServer::Start(so);
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     server = std::move(s).value();
@@ -139,6 +139,28 @@ TEST_F(GatewayFake, ReplicaDownIsRetriedElsewhereThenReadyFails) {
   r = c.Post("/v1/embeddings", "{\"input\":[[1,2,3]]}");
   EXPECT_EQ(r.status, 503u) << r.body;
   EXPECT_NE(r.body.find("\"error\""), std::string::npos);
+}
+
+TEST_F(GatewayFake, ReplicaThatComesBackIsUsedAgain) {
+  auto a = std::make_unique<FakeServer>();
+  const int port = a->server->port();
+  auto g = StartGateway({a->address()});
+  ASSERT_TRUE(g);
+  HttpClient c(g->port());
+  a->Stop();
+  EXPECT_EQ(c.Post("/v1/embeddings", "{\"input\":[[1,2]]}").status, 503u);
+  // Long enough for gRPC's reconnect backoff to grow past the health interval.
+  std::this_thread::sleep_for(3s);
+  EXPECT_EQ(c.Get("/ready").status, 503u);
+  a = std::make_unique<FakeServer>(server::ServerOptions{}, port);
+  unsigned ready = 0;
+  const auto start = std::chrono::steady_clock::now();
+  while (ready != 200 && std::chrono::steady_clock::now() - start < 3s) {
+    std::this_thread::sleep_for(50ms);
+    ready = c.Get("/ready").status;
+  }
+  EXPECT_EQ(ready, 200u);
+  EXPECT_EQ(c.Post("/v1/embeddings", "{\"input\":[[1,2]]}").status, 200u);
 }
 
 TEST_F(GatewayFake, NoServerMeansNotReady) {
