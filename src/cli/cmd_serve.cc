@@ -34,6 +34,7 @@ struct ServeArgs {
   bool fake = false;
   int start_timeout_s = 600;
   int grace_ms = 30000;
+  int port = -1;  // overrides --listen's port
 };
 
 struct Child {
@@ -222,7 +223,14 @@ std::function<int()> SetupServe(CLI::App* app) {
       ->capture_default_str();
   app->add_option("--shutdown-grace-ms", a->grace_ms, "Replicas' drain time on shutdown")
       ->capture_default_str();
-  return [a] { return RunServe(*a); };
+  app->add_option("--port", a->port, "HTTP port (shorthand for --listen 127.0.0.1:PORT)");
+  return [a] {
+    if (a->port >= 0) {
+      const std::string& l = a->gateway.listen;
+      a->gateway.listen = l.substr(0, l.rfind(':')) + ":" + std::to_string(a->port);
+    }
+    return RunServe(*a);
+  };
 }
 
 }  // namespace

@@ -33,6 +33,8 @@ inline void AddGatewayFlags(CLI::App* app, gateway::GatewayOptions* o) {
   app->add_option("--max-body-bytes", o->body_limit, "Largest request body (beyond: 413)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app->add_option("--api-key", o->api_keys,
+                  "Require `Authorization: Bearer KEY` (repeat for several keys)");
   app->add_option_function<int>(
          "--health-interval-ms",
          [o](int ms) { o->health_interval = std::chrono::milliseconds(ms); },
@@ -55,6 +57,14 @@ inline void LogGatewayStarted(const gateway::GatewayOptions& o, uint16_t port) {
                {"servers", servers},
                {"chunk_max_sequences", std::to_string(o.chunk.max_seqs)},
                {"chunk_max_tokens", std::to_string(o.chunk.max_tokens)}});
+  std::string host = o.listen.substr(0, o.listen.rfind(':'));
+  if (host.empty() || host == "0.0.0.0") host = "127.0.0.1";
+  const std::string url = "http://" + host + ":" + std::to_string(port);
+  std::fprintf(
+      stderr,
+      "Petal is serving at %s\n  curl %s/v1/embeddings -H 'Content-Type: application/json' "
+      "-d '{\"input\": \"Hello, world\"}'\n",
+      url.c_str(), url.c_str());
 }
 
 }  // namespace petal::cli

@@ -18,7 +18,12 @@ namespace {
 HttpResponse ErrorResponse(const RequestError& e) {
   const char* type = e.http_status >= 500 ? "server_error" : "invalid_request_error";
   if (e.http_status == 429) type = "rate_limit_error";
-  return MakeResponse(e.http_status, ErrorJson(e.message, type, e.param));
+  HttpResponse res = MakeResponse(e.http_status, ErrorJson(e.message, type, e.param));
+  // Overload and no-replica are transient: tell clients when to come back.
+  if (e.http_status == 429 || e.http_status == 503) {
+    res.set(boost::beast::http::field::retry_after, "1");
+  }
+  return res;
 }
 
 HttpResponse ServerError(const Status& s) {
@@ -87,7 +92,11 @@ std::optional<RequestError> Gateway::ToSequences(EmbedParams* p, const char* fie
     return std::nullopt;
   }
   std::string prefix;
-  const std::string& name = p->prompt_name.empty() ? default_prompt_ : p->prompt_name;
+  std::string name = p->prompt_name;
+  // input_type picks the prompt of that name where the model defines one; models without
+  // prompts embed queries and documents alike.
+  if (name.empty() && prompts_.count(p->input_type)) name = p->input_type;
+  if (name.empty()) name = default_prompt_;
   if (!name.empty()) {
     auto it = prompts_.find(name);
     if (it == prompts_.end()) {
@@ -102,6 +111,9 @@ std::optional<RequestError> Gateway::ToSequences(EmbedParams* p, const char* fie
   eo.truncate_left = p->truncate_left;
   seqs->resize(p->inputs.texts.size());
   for (size_t i = 0; i < p->inputs.texts.size(); ++i) {
+    if (p->inputs.texts[i].empty()) {
+      return RequestError{400, "'" + f + "[" + std::to_string(i) + "]' is an empty string", f};
+    }
     auto ids = prefix.empty() ? tokenizer_->Encode(p->inputs.texts[i], eo)
                               : tokenizer_->Encode(prefix + p->inputs.texts[i], eo);
     if (!ids.ok()) {
@@ -137,6 +149,11 @@ void Gateway::Embed(const HttpRequest& req, bool openai, Reply reply) {
       replicas_.get(), *seqs, so, options_.chunk, NextRequestId(),
       [this, p, openai, tokens, t1, reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
         metrics_.Inference(Since(t1));
+        if (r.ok()) {
+          uint64_t queue_us = 0;
+          for (const auto& resp : r->responses) queue_us = std::max(queue_us, resp.queue_us());
+          metrics_.Queue(static_cast<double>(queue_us) * 1e-6);
+        }
         boost::asio::post(http_->io(), [this, p, openai, tokens, r = std::move(r),
                                         reply = std::move(reply)]() mutable {
           if (!r.ok()) return reply(ServerError(r.status()));

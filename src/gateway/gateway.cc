@@ -4,6 +4,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <thread>
 
@@ -137,6 +138,20 @@ void Gateway::Handle(HttpRequest&& req, Reply reply) {
     reply(std::move(res));
     inflight_--;  // last: the gateway may be destroyed once nothing is in flight
   };
+  if (!options_.api_keys.empty() && path != "/health" && path != "/ready" && path != "/metrics") {
+    const auto auth = req[http::field::authorization];
+    const std::string_view a(auth.data(), auth.size());
+    const bool ok = a.starts_with("Bearer ") &&
+                    std::find(options_.api_keys.begin(), options_.api_keys.end(), a.substr(7)) !=
+                        options_.api_keys.end();
+    if (!ok) {
+      HttpResponse res =
+          MakeResponse(401, ErrorJson("missing or invalid API key (Authorization: Bearer <key>)",
+                                      "authentication_error", ""));
+      res.set(http::field::www_authenticate, "Bearer");
+      return done(std::move(res));
+    }
+  }
   const bool get = req.method() == http::verb::get;
   const bool post = req.method() == http::verb::post;
   auto wrong_method = [&](const char* allowed) {

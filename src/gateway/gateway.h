@@ -37,6 +37,9 @@ struct GatewayOptions {
   size_t body_limit = 32u << 20;  // request body bytes; beyond: 413
   std::chrono::milliseconds health_interval{1000};
   std::chrono::milliseconds request_timeout{60000};  // per chunk on the servers
+  // If not empty, every route but /health, /ready and /metrics needs
+  // `Authorization: Bearer <one of these>` (else 401).
+  std::vector<std::string> api_keys;
 };
 
 class Gateway {

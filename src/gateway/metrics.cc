@@ -66,6 +66,8 @@ std::string GatewayMetrics::Render() const {
   tokenize_.Render(&out, "petal_gateway_tokenize_seconds", "Tokenization time per request.");
   inference_.Render(&out, "petal_gateway_inference_seconds",
                     "Time from sending a request's chunks to the last answer.");
+  queue_.Render(&out, "petal_gateway_queue_seconds",
+                "Longest server queue wait (admission to first batch) among a request's chunks.");
   out += "# HELP petal_gateway_inputs_total Inputs (texts or token sequences) embedded.\n";
   out += "# TYPE petal_gateway_inputs_total counter\npetal_gateway_inputs_total " +
          std::to_string(inputs_.load()) + "\n";

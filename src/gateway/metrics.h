@@ -37,6 +37,8 @@ class GatewayMetrics {
   void Request(std::string_view route, unsigned status, double seconds);
   void Tokenized(double seconds, int64_t inputs, int64_t tokens);
   void Inference(double seconds) { inference_.Observe(seconds); }
+  // The longest server-side queue wait among a request's chunks.
+  void Queue(double seconds) { queue_.Observe(seconds); }
   void Chunks(int64_t n) { chunks_ += n; }
   // The gateway's families (petal_gateway_*).
   std::string Render() const;
@@ -47,6 +49,7 @@ class GatewayMetrics {
   LatencyHistogram request_;
   LatencyHistogram tokenize_;
   LatencyHistogram inference_;
+  LatencyHistogram queue_;
   std::atomic<int64_t> inputs_{0};
   std::atomic<int64_t> tokens_{0};
   std::atomic<int64_t> chunks_{0};

@@ -157,6 +157,14 @@ std::optional<RequestError> OptOutput(const object& o, OutputType* out) {
   return std::nullopt;
 }
 
+std::optional<RequestError> InputType(const object& o, std::string* out) {
+  if (auto err = OptString(o, "input_type", out)) return err;
+  if (!out->empty() && *out != "query" && *out != "document") {
+    return Bad("'input_type' must be \"query\" or \"document\"", "input_type");
+  }
+  return std::nullopt;
+}
+
 std::optional<RequestError> TruncationDirection(const object& o, bool* left) {
   std::string dir;
   if (auto err = OptString(o, "truncation_direction", &dir)) return err;
@@ -213,6 +221,7 @@ std::optional<RequestError> ParseOpenAiEmbed(std::string_view body, size_t max_i
   if (auto err = OptBool(doc, "truncate", &out->truncate)) return err;
   if (auto err = TruncationDirection(doc, &out->truncate_left)) return err;
   if (auto err = OptString(doc, "prompt_name", &out->prompt_name)) return err;
+  if (auto err = InputType(doc, &out->input_type)) return err;
   return std::nullopt;
 }
 
@@ -232,6 +241,7 @@ std::optional<RequestError> ParseTeiEmbed(std::string_view body, size_t max_inpu
   if (auto err = TruncationDirection(doc, &out->truncate_left)) return err;
   if (auto err = OptDimensions(doc, &out->dimensions)) return err;
   if (auto err = OptString(doc, "prompt_name", &out->prompt_name)) return err;
+  if (auto err = InputType(doc, &out->input_type)) return err;
   if (auto err = OptOutput(doc, &out->output)) return err;
   return std::nullopt;
 }

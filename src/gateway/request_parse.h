@@ -41,6 +41,7 @@ struct EmbedParams {
   bool truncate_left = false;     // TEI truncation_direction "left"
   std::optional<bool> normalize;  // unset = the model's own setting
   std::string prompt_name;        // sentence-transformers prompt to prepend
+  std::string input_type;  // "query" | "document": the prompt of that name, if the model has one
 };
 
 // OpenAI's POST /v1/embeddings body. `max_inputs` bounds the array (beyond: 413).

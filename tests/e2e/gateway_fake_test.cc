@@ -45,7 +45,8 @@ struct FakeServer {
   std::string address() const { return "127.0.0.1:" + std::to_string(server->port()); }
 };
 
-std::unique_ptr<Gateway> StartGateway(std::vector<std::string> servers, ChunkLimits chunk = {}) {
+std::unique_ptr<Gateway> StartGateway(std::vector<std::string> servers, ChunkLimits chunk = {},
+                                      std::vector<std::string> api_keys = {}) {
   GatewayOptions go;
   go.model_dir = ModelDir();
   go.servers = std::move(servers);
@@ -53,6 +54,7 @@ std::unique_ptr<Gateway> StartGateway(std::vector<std::string> servers, ChunkLim
   go.chunk = chunk;
   go.health_interval = 100ms;
   go.request_timeout = 10000ms;
+  go.api_keys = std::move(api_keys);
   auto g = Gateway::Start(go);
   EXPECT_TRUE(g.ok()) << g.status().ToString();
   return g.ok() ? std::move(g).value() : nullptr;
@@ -163,6 +165,21 @@ TEST_F(GatewayFake, ReplicaThatComesBackIsUsedAgain) {
   EXPECT_EQ(c.Post("/v1/embeddings", "{\"input\":[[1,2]]}").status, 200u);
 }
 
+TEST_F(GatewayFake, ApiKeysAreChecked) {
+  FakeServer a;
+  auto g = StartGateway({a.address()}, {}, {"k1", "k2"});
+  ASSERT_TRUE(g);
+  HttpClient c(g->port());
+  EXPECT_EQ(c.Get("/health").status, 200u);  // probes need no key
+  auto r = c.Post("/v1/embeddings", "{\"input\":[[1,2]]}");
+  EXPECT_EQ(r.status, 401u);
+  EXPECT_NE(r.body.find("authentication_error"), std::string::npos) << r.body;
+  c.SetApiKey("wrong");
+  EXPECT_EQ(c.Post("/v1/embeddings", "{\"input\":[[1,2]]}").status, 401u);
+  c.SetApiKey("k2");
+  EXPECT_EQ(c.Post("/v1/embeddings", "{\"input\":[[1,2]]}").status, 200u);
+}
+
 TEST_F(GatewayFake, NoServerMeansNotReady) {
   // Nothing listens on this port (it was free a moment ago).
   std::string address;
@@ -193,6 +210,7 @@ TEST_F(GatewayFake, FullServerQueueIs429) {
   HttpClient c(g->port());
   auto r = c.Post("/v1/embeddings", "{\"input\":[[8,9]]}");
   EXPECT_EQ(r.status, 429u) << r.body;
+  EXPECT_EQ(r.retry_after, "1");
   a.engine->Release();
   EXPECT_EQ(first.get(), 200u);
 }

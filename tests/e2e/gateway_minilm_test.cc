@@ -193,6 +193,12 @@ TEST_F(GatewayMiniLm, ErrorsHaveTheDocumentedCodes) {
   for (int i = 0; i < 2049; ++i) many += i ? ",\"a\"" : "\"a\"";
   r = client_->Post("/v1/embeddings", many + "]}");
   EXPECT_EQ(r.status, 413u);
+  r = client_->Post("/v1/embeddings", "{\"input\":[\"a\",\"\"]}");
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_NE(r.body.find("input[1]' is an empty string"), std::string::npos) << r.body;
+  r = client_->Post("/v1/embeddings", "{\"input\":\"a\",\"input_type\":\"question\"}");
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_NE(r.body.find("\"param\":\"input_type\""), std::string::npos) << r.body;
   r = client_->Post("/v1/embeddings", "{\"input\":\"a\",\"dimensions\":4096}");
   EXPECT_EQ(r.status, 400u);
   EXPECT_NE(r.body.find("\"param\":\"dimensions\""), std::string::npos) << r.body;

@@ -28,6 +28,7 @@ struct HttpResult {
   unsigned status = 0;  // 0: no answer (connection failed or timed out)
   std::string body;
   std::string content_type;
+  std::string retry_after;
   bool keep_alive = false;
 };
 
@@ -37,6 +38,8 @@ class HttpClient {
       : port_(port), timeout_(timeout) {}
 
   HttpResult Get(const std::string& target) { return Do(http::verb::get, target, ""); }
+  // Sends `Authorization: Bearer key` from now on (empty: none).
+  void SetApiKey(const std::string& key) { api_key_ = key; }
   HttpResult Post(const std::string& target, const std::string& body) {
     return Do(http::verb::post, target, body);
   }
@@ -59,6 +62,7 @@ class HttpClient {
     req.set(http::field::host, "127.0.0.1");
     req.set(http::field::content_type, "application/json");
     req.keep_alive(true);
+    if (!api_key_.empty()) req.set(http::field::authorization, "Bearer " + api_key_);
     req.body() = body;
     req.prepare_payload();
     http::response<http::string_body> res;
@@ -87,6 +91,7 @@ class HttpClient {
     out.body = res.body();
     out.content_type = std::string(res[http::field::content_type]);
     out.keep_alive = res.keep_alive();
+    out.retry_after = std::string(res[http::field::retry_after]);
     if (!res.keep_alive()) stream_.reset();
     return out;
   }
@@ -98,6 +103,7 @@ class HttpClient {
   net::io_context io_;
   std::optional<beast::tcp_stream> stream_;
   int connections_ = 0;
+  std::string api_key_;
 };
 
 // Builds `{"input": [...texts...], <extra>}` with the texts JSON-escaped (quotes, backslashes).
