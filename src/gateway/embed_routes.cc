@@ -162,11 +162,14 @@ void Gateway::Embed(const HttpRequest& req, bool openai, Reply reply) {
           size_t index = 0;
           if (openai) {
             o.Raw("{\"object\":\"list\",\"data\":[");
-            ForEachRow(*r, [&](std::string_view row, float, const v1::EmbedResponse&) {
+            const bool scaled = p->output == OutputType::kInt8 || p->output == OutputType::kUint8;
+            ForEachRow(*r, [&](std::string_view row, float scale, const v1::EmbedResponse&) {
               if (index) o.Raw(",");
               o.Raw("{\"object\":\"embedding\",\"index\":").Int(static_cast<int64_t>(index++));
               o.Raw(",\"embedding\":");
               WriteRow(&o, row, p->output, p->base64);
+              // The int8 types are per-row scaled: x ~= q * scale (uint8: (u - 128) * scale).
+              if (scaled) o.Raw(",\"scale\":").Float(scale);
               o.Raw("}");
             });
             o.Raw("],\"model\":").Str(p->model.empty() ? options_.model_name : p->model);
