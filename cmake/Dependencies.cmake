@@ -9,6 +9,8 @@ find_package(CLI11 QUIET)
 # (protobuf-compiler comes with them). Debian's gRPC ships a CMake config in lib/cmake/grpc.
 find_package(Protobuf REQUIRED)
 find_package(gRPC CONFIG REQUIRED)
+# HTTP gateway: Boost.Beast/Asio, header-only (Debian libboost-dev).
+find_package(Boost REQUIRED)
 if(PETAL_TESTS)
   find_package(GTest REQUIRED)
 endif()

@@ -1,0 +1,50 @@
+// `petal gateway`: the HTTP gateway in front of one or more running `petal server`s.
+#include <signal.h>
+
+#include <cstdio>
+
+#include "cli/command.h"
+#include "cli/gateway_flags.h"
+#include "gateway/gateway.h"
+#include "server/log.h"
+
+namespace petal::cli {
+namespace {
+
+std::function<int()> SetupGateway(CLI::App* app) {
+  auto o = std::make_shared<gateway::GatewayOptions>();
+  app->add_option("--server", o->servers, "Inference server host:port (repeat for replicas)")
+      ->required();
+  AddGatewayFlags(app, o.get());
+  return [o] {
+    if (o->model_dir.empty()) {
+      std::fprintf(stderr, "error: --model is required\n");
+      return 2;
+    }
+    // Signals are taken synchronously by this thread; block them before any thread starts.
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    auto g = gateway::Gateway::Start(*o);
+    if (!g.ok()) {
+      server::Log("error", "cannot start gateway", {{"error", g.status().ToString()}});
+      return 1;
+    }
+    LogGatewayStarted(*o, (*g)->port());
+    int sig = 0;
+    sigwait(&signals, &sig);
+    server::Log("info", "signal received; stopping gateway",
+                {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+    g->reset();
+    server::Log("info", "stopped");
+    return 0;
+  };
+}
+
+}  // namespace
+}  // namespace petal::cli
+
+PETAL_REGISTER_COMMAND(gateway, "gateway", "Run the HTTP gateway in front of inference servers",
+                       petal::cli::SetupGateway);

@@ -1,0 +1,241 @@
+// `petal serve`: the one-command deployment. Starts one `petal server` child process per replica
+// on loopback ports (re-executing this binary), waits until each answers SERVING, then runs the
+// gateway in this process in front of them. A replica that dies is restarted on its port (at
+// most once a second); SIGINT/SIGTERM stop the gateway first (no new requests; in-flight ones
+// finish), then the children, which drain themselves.
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <cstdio>
+#include <thread>
+
+#include "cli/command.h"
+#include "cli/gateway_flags.h"
+#include "gateway/gateway.h"
+#include "server/client.h"
+#include "server/log.h"
+
+namespace petal::cli {
+namespace {
+
+using server::Log;
+
+struct ServeArgs {
+  gateway::GatewayOptions gateway;
+  int replicas = 1;
+  std::string backend = "auto";
+  std::vector<int> devices;  // replica i gets devices[i % size] (none: the server's default)
+  std::vector<std::string> server_args;
+  bool fake = false;
+  int start_timeout_s = 600;
+  int grace_ms = 30000;
+  int port = -1;  // overrides --listen's port
+};
+
+struct Child {
+  pid_t pid = -1;
+  int port = 0;
+  std::vector<std::string> argv;
+  std::chrono::steady_clock::time_point started;
+};
+
+// A free loopback port: bound, read and released. Another process could take it before the
+// child binds it; the child then fails to start and is reported, which is acceptable for a
+// one-command local deployment.
+int FreePort() {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor a(io);
+  boost::system::error_code ec;
+  boost::asio::ip::tcp::endpoint ep(boost::asio::ip::make_address("127.0.0.1"), 0);
+  a.open(ep.protocol(), ec);
+  if (!ec) a.bind(ep, ec);
+  return ec ? 0 : a.local_endpoint().port();
+}
+
+pid_t Spawn(const std::vector<std::string>& args) {
+  // Everything the child needs is prepared before fork: after fork in a multi-threaded process
+  // the child may only call async-signal-safe functions (no allocation) until exec.
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid != 0) return pid;  // parent (or -1)
+  // Child: die with the parent even if it is killed without a chance to forward signals.
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  execv("/proc/self/exe", argv.data());
+  _exit(127);
+}
+
+bool StartChild(Child* c) {
+  c->pid = Spawn(c->argv);
+  c->started = std::chrono::steady_clock::now();
+  if (c->pid < 0) {
+    Log("error", "cannot fork a replica", {{"port", std::to_string(c->port)}});
+    return false;
+  }
+  Log("info", "replica started",
+      {{"pid", std::to_string(c->pid)}, {"port", std::to_string(c->port)}});
+  return true;
+}
+
+// Restarts children that exited (not during shutdown).
+void ReapAndRestart(std::vector<Child>* children) {
+  int status = 0;
+  pid_t pid;
+  while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+    for (auto& c : *children) {
+      if (c.pid != pid) continue;
+      Log("warn", "replica exited; restarting",
+          {{"pid", std::to_string(pid)},
+           {"port", std::to_string(c.port)},
+           {"status",
+            std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status))}});
+      // Crash loops are slowed to one start per second per replica.
+      const auto since = std::chrono::steady_clock::now() - c.started;
+      if (since < std::chrono::seconds(1))
+        std::this_thread::sleep_for(std::chrono::seconds(1) - since);
+      StartChild(&c);
+    }
+  }
+}
+
+void StopChildren(std::vector<Child>* children, int grace_ms) {
+  for (auto& c : *children) {
+    if (c.pid > 0) kill(c.pid, SIGTERM);
+  }
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms + 5000);
+  for (auto& c : *children) {
+    while (c.pid > 0) {
+      int status;
+      if (waitpid(c.pid, &status, WNOHANG) == c.pid) {
+        c.pid = -1;
+      } else if (std::chrono::steady_clock::now() > end) {
+        kill(c.pid, SIGKILL);
+        waitpid(c.pid, &status, 0);
+        c.pid = -1;
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    }
+  }
+}
+
+int RunServe(ServeArgs& a) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGCHLD);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  std::vector<Child> children(a.replicas);
+  for (int i = 0; i < a.replicas; ++i) {
+    Child& c = children[i];
+    c.port = FreePort();
+    c.argv = {"petal",
+              "server",
+              "--listen",
+              "127.0.0.1:" + std::to_string(c.port),
+              "--shutdown-grace-ms",
+              std::to_string(a.grace_ms)};
+    if (a.fake) {
+      c.argv.push_back("--fake-engine");
+    } else {
+      c.argv.insert(c.argv.end(), {"--model", a.gateway.model_dir, "--backend", a.backend});
+    }
+    if (!a.devices.empty()) {
+      c.argv.insert(c.argv.end(), {"--device", std::to_string(a.devices[i % a.devices.size()])});
+    }
+    c.argv.insert(c.argv.end(), a.server_args.begin(), a.server_args.end());
+    if (c.port == 0 || !StartChild(&c)) {
+      StopChildren(&children, 0);
+      return 1;
+    }
+    a.gateway.servers.push_back("127.0.0.1:" + std::to_string(c.port));
+  }
+  // Wait for every replica to load its model (a replica that exits here is a start failure).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(a.start_timeout_s);
+  for (auto& c : children) {
+    while (true) {
+      // A fresh channel per attempt: a channel that failed to connect backs off for seconds
+      // before trying again, which would delay start-up well past the replica being ready.
+      server::EmbedClient client("127.0.0.1:" + std::to_string(c.port));
+      int status;
+      if (waitpid(c.pid, &status, WNOHANG) == c.pid) {
+        Log("error", "replica exited while starting", {{"port", std::to_string(c.port)}});
+        c.pid = -1;
+        StopChildren(&children, 0);
+        return 1;
+      }
+      auto s = client.Serving();
+      if (s.ok() && *s) break;
+      if (std::chrono::steady_clock::now() > deadline) {
+        Log("error", "replica not serving in time", {{"port", std::to_string(c.port)}});
+        StopChildren(&children, 0);
+        return 1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  auto g = gateway::Gateway::Start(a.gateway);
+  if (!g.ok()) {
+    Log("error", "cannot start gateway", {{"error", g.status().ToString()}});
+    StopChildren(&children, 0);
+    return 1;
+  }
+  LogGatewayStarted(a.gateway, (*g)->port());
+  int sig = 0;
+  while (true) {
+    sigwait(&signals, &sig);
+    if (sig != SIGCHLD) break;
+    ReapAndRestart(&children);
+  }
+  Log("info", "signal received; stopping gateway, then replicas",
+      {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+  g->reset();
+  StopChildren(&children, a.grace_ms);
+  Log("info", "stopped");
+  return 0;
+}
+
+std::function<int()> SetupServe(CLI::App* app) {
+  auto a = std::make_shared<ServeArgs>();
+  a->gateway.model_dir = "models/all-MiniLM-L6-v2";
+  a->gateway.listen = "127.0.0.1:8080";
+  AddGatewayFlags(app, &a->gateway);
+  app->add_option("--replicas", a->replicas, "Inference server processes")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app->add_option("--backend", a->backend, "Engine backend of the replicas: auto, cpu or cuda")
+      ->capture_default_str();
+  app->add_option("--devices", a->devices, "CUDA devices; replica i uses devices[i % count]")
+      ->delimiter(',');
+  app->add_option(
+      "--server-arg", a->server_args,
+      "Extra argument for every `petal server` (repeat, e.g. --server-arg=--no-graphs)");
+  app->add_flag("--fake-engine", a->fake, "Replicas serve the FakeEngine (for tests)");
+  app->add_option("--start-timeout-s", a->start_timeout_s, "Longest wait for replicas to serve")
+      ->capture_default_str();
+  app->add_option("--shutdown-grace-ms", a->grace_ms, "Replicas' drain time on shutdown")
+      ->capture_default_str();
+  app->add_option("--port", a->port, "HTTP port (shorthand for --listen 127.0.0.1:PORT)");
+  return [a] {
+    if (a->port >= 0) {
+      const std::string& l = a->gateway.listen;
+      a->gateway.listen = l.substr(0, l.rfind(':')) + ":" + std::to_string(a->port);
+    }
+    return RunServe(*a);
+  };
+}
+
+}  // namespace
+}  // namespace petal::cli
+
+PETAL_REGISTER_COMMAND(serve, "serve",
+                       "Start N inference servers and the HTTP gateway in front of them",
+                       petal::cli::SetupServe);

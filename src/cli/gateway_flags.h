@@ -1,0 +1,70 @@
+// Command-line flags shared by `petal gateway` and `petal serve` (everything but the server
+// list, which `serve` creates itself). Thread-safety: called during start-up only.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "gateway/gateway.h"
+#include "server/log.h"
+
+namespace petal::cli {
+
+inline void AddGatewayFlags(CLI::App* app, gateway::GatewayOptions* o) {
+  app->add_option("--model", o->model_dir, "Model folder (tokenizer.json, config.json)")
+      ->capture_default_str();
+  app->add_option("--model-name", o->model_name,
+                  "Name reported as `model` (default: the folder's name)");
+  app->add_option("--listen", o->listen, "HTTP address host:port (port 0 picks one)")
+      ->capture_default_str();
+  app->add_option("--http-threads", o->http_threads, "HTTP I/O threads")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_option("--chunk-max-sequences", o->chunk.max_seqs, "Most sequences per chunk")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_option("--chunk-max-tokens", o->chunk.max_tokens, "Most tokens per chunk")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_option("--max-inputs", o->max_inputs, "Most inputs per request (beyond: 413)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_option("--max-body-bytes", o->body_limit, "Largest request body (beyond: 413)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_option("--api-key", o->api_keys,
+                  "Require `Authorization: Bearer KEY` (repeat for several keys)");
+  app->add_option_function<int>(
+         "--health-interval-ms",
+         [o](int ms) { o->health_interval = std::chrono::milliseconds(ms); },
+         "How often replicas' health is checked (default 1000)")
+      ->check(CLI::PositiveNumber);
+  app->add_option_function<int>(
+         "--request-timeout-ms",
+         [o](int ms) { o->request_timeout = std::chrono::milliseconds(ms); },
+         "Deadline of each chunk on the servers (default 60000)")
+      ->check(CLI::PositiveNumber);
+}
+
+inline void LogGatewayStarted(const gateway::GatewayOptions& o, uint16_t port) {
+  std::string servers;
+  for (const auto& s : o.servers) servers += (servers.empty() ? "" : ",") + s;
+  server::Log("info", "gateway listening",
+              {{"listen", o.listen},
+               {"port", std::to_string(port)},
+               {"model", o.model_dir},
+               {"servers", servers},
+               {"chunk_max_sequences", std::to_string(o.chunk.max_seqs)},
+               {"chunk_max_tokens", std::to_string(o.chunk.max_tokens)}});
+  std::string host = o.listen.substr(0, o.listen.rfind(':'));
+  if (host.empty() || host == "0.0.0.0") host = "127.0.0.1";
+  const std::string url = "http://" + host + ":" + std::to_string(port);
+  std::fprintf(
+      stderr,
+      "Petal is serving at %s\n  curl %s/v1/embeddings -H 'Content-Type: application/json' "
+      "-d '{\"input\": \"Hello, world\"}'\n",
+      url.c_str(), url.c_str());
+}
+
+}  // namespace petal::cli

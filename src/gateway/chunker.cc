@@ -1,0 +1,85 @@
+#include "gateway/chunker.h"
+
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <mutex>
+
+namespace petal::gateway {
+
+std::vector<std::pair<size_t, size_t>> SplitChunks(std::span<const std::vector<int32_t>> seqs,
+                                                   const ChunkLimits& limits) {
+  std::vector<std::pair<size_t, size_t>> out;
+  size_t begin = 0;
+  int64_t tokens = 0;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const int64_t n = static_cast<int64_t>(seqs[i].size());
+    const bool full = static_cast<int>(i - begin) >= limits.max_seqs ||
+                      (i > begin && tokens + n > limits.max_tokens);
+    if (full) {
+      out.emplace_back(begin, i);
+      begin = i;
+      tokens = 0;
+    }
+    tokens += n;
+  }
+  if (begin < seqs.size()) out.emplace_back(begin, seqs.size());
+  return out;
+}
+
+namespace {
+
+// Shared by the chunks of one request until the last one answers.
+struct Gather {
+  std::mutex mu;
+  ChunkedResult result;
+  Status error;
+  std::atomic<size_t> remaining{0};
+  std::function<void(StatusOr<ChunkedResult>)> done;
+};
+
+}  // namespace
+
+void EmbedChunks(ReplicaSet* replicas, const std::vector<std::vector<int32_t>>& seqs,
+                 const v1::EmbedOptions& options, const ChunkLimits& limits,
+                 const std::string& request_id, std::function<void(StatusOr<ChunkedResult>)> done) {
+  auto g = std::make_shared<Gather>();
+  g->result.ranges = SplitChunks(seqs, limits);
+  g->result.responses.resize(g->result.ranges.size());
+  g->remaining = g->result.ranges.size();
+  g->done = std::move(done);
+  if (g->result.ranges.empty()) return g->done(std::move(g->result));
+  for (size_t c = 0; c < g->result.ranges.size(); ++c) {
+    const auto [b, e] = g->result.ranges[c];
+    v1::EmbedRequest req;
+    req.set_protocol_version(1);
+    req.set_request_id(request_id);
+    *req.mutable_options() = options;
+    int64_t tokens = 0;
+    for (size_t i = b; i < e; ++i) tokens += static_cast<int64_t>(seqs[i].size());
+    std::string* ids = req.mutable_token_ids();
+    ids->resize(static_cast<size_t>(tokens) * 4);
+    char* p = ids->data();
+    for (size_t i = b; i < e; ++i) {
+      // The wire format is little-endian int32, which is the host layout on x86-64 and arm64.
+      std::memcpy(p, seqs[i].data(), seqs[i].size() * 4);
+      p += seqs[i].size() * 4;
+      req.add_lengths(static_cast<uint32_t>(seqs[i].size()));
+    }
+    replicas->Embed(std::move(req), tokens, [g, c](StatusOr<v1::EmbedResponse> r) {
+      {
+        std::lock_guard<std::mutex> lock(g->mu);
+        if (r.ok()) {
+          g->result.responses[c] = std::move(r).value();
+        } else if (g->error.ok()) {
+          g->error = r.status();
+        }
+      }
+      if (g->remaining.fetch_sub(1) != 1) return;
+      if (!g->error.ok()) return g->done(g->error);
+      g->done(std::move(g->result));
+    });
+  }
+}
+
+}  // namespace petal::gateway

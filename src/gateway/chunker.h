@@ -1,0 +1,39 @@
+// Splitting a request's sequences into chunks for the inference servers, and running the chunks
+// on a ReplicaSet in parallel with the answers put back in request order. Chunks are bounded by
+// sequences and by tokens so that one large batch request spreads over replicas and does not
+// monopolise one server's queue. Thread-safety: SplitChunks is pure; EmbedChunks may be called
+// from any thread and calls `done` once, on a gRPC thread (or the caller's, if nothing was sent).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "gateway/replica_set.h"
+
+namespace petal::gateway {
+
+struct ChunkLimits {
+  int max_seqs = 64;
+  int64_t max_tokens = 16384;
+};
+
+// [begin, end) ranges of consecutive sequences; each holds at most max_seqs sequences and at
+// most max_tokens tokens, except that a single sequence longer than max_tokens gets its own chunk.
+std::vector<std::pair<size_t, size_t>> SplitChunks(std::span<const std::vector<int32_t>> seqs,
+                                                   const ChunkLimits& limits);
+
+// The responses of every chunk, in order, and the chunks' sequence ranges.
+struct ChunkedResult {
+  std::vector<std::pair<size_t, size_t>> ranges;
+  std::vector<v1::EmbedResponse> responses;
+};
+
+// Embeds `seqs` with `options`: one EmbedRequest per chunk, all in flight at once. `done` gets
+// every response or the first error (the other chunks' answers are then discarded).
+void EmbedChunks(ReplicaSet* replicas, const std::vector<std::vector<int32_t>>& seqs,
+                 const v1::EmbedOptions& options, const ChunkLimits& limits,
+                 const std::string& request_id, std::function<void(StatusOr<ChunkedResult>)> done);
+
+}  // namespace petal::gateway

@@ -1,0 +1,106 @@
+#include "gateway/embed_format.h"
+
+#include <cstring>
+
+#include "server/client.h"
+#include "server/postprocess.h"
+
+namespace petal::gateway {
+
+v1::DType WireDType(OutputType t) {
+  switch (t) {
+    case OutputType::kFloat32:
+      return v1::DTYPE_FLOAT32;
+    case OutputType::kFloat16:
+      return v1::DTYPE_FLOAT16;
+    case OutputType::kInt8:
+    case OutputType::kUint8:
+      return v1::DTYPE_INT8;
+    case OutputType::kBinary:
+      return v1::DTYPE_BINARY;
+    case OutputType::kUbinary:
+      return v1::DTYPE_UBINARY;
+  }
+  return v1::DTYPE_FLOAT32;
+}
+
+Status CheckChunks(const ChunkedResult& r) {
+  for (size_t c = 0; c < r.ranges.size(); ++c) {
+    const auto& resp = r.responses[c];
+    const size_t rows = r.ranges[c].second - r.ranges[c].first;
+    if (resp.shape_size() != 2 || resp.shape(0) != rows) {
+      return Internal("server answered " + std::to_string(resp.shape_size() ? resp.shape(0) : 0) +
+                      " rows for a chunk of " + std::to_string(rows));
+    }
+    size_t elem = 1;
+    if (resp.dtype() == v1::DTYPE_FLOAT32 || resp.dtype() == v1::DTYPE_UNSPECIFIED) elem = 4;
+    if (resp.dtype() == v1::DTYPE_FLOAT16) elem = 2;
+    if (resp.data().size() != rows * resp.shape(1) * elem) {
+      return Internal("server answer's data does not match its shape");
+    }
+    if (resp.dtype() == v1::DTYPE_INT8 && static_cast<size_t>(resp.scales_size()) != rows) {
+      return Internal("server answer lacks int8 scales");
+    }
+  }
+  return Status::Ok();
+}
+
+void WriteRow(JsonOut* out, std::string_view row, OutputType t, bool base64) {
+  const auto* p = reinterpret_cast<const uint8_t*>(row.data());
+  if (base64) {
+    if (t == OutputType::kUint8) {
+      std::string shifted(row);
+      for (char& c : shifted) c = static_cast<char>(static_cast<uint8_t>(c) ^ 0x80);
+      out->Base64(shifted);
+    } else {
+      out->Base64(row);
+    }
+    return;
+  }
+  std::string& s = out->str();
+  switch (t) {
+    case OutputType::kFloat32: {
+      // Copy out rather than cast: protobuf bytes carry no alignment guarantee.
+      thread_local std::vector<float> buf;
+      buf.resize(row.size() / 4);
+      std::memcpy(buf.data(), row.data(), buf.size() * 4);
+      out->FloatArray(buf);
+      return;
+    }
+    case OutputType::kFloat16: {
+      s.push_back('[');
+      for (size_t i = 0; i + 1 < row.size(); i += 2) {
+        if (i) s.push_back(',');
+        out->Float(server::HalfToFloat(static_cast<uint16_t>(p[i] | (p[i + 1] << 8))));
+      }
+      s.push_back(']');
+      return;
+    }
+    case OutputType::kInt8:
+    case OutputType::kBinary:
+    case OutputType::kUint8:
+    case OutputType::kUbinary: {
+      const bool is_signed = t == OutputType::kInt8 || t == OutputType::kBinary;
+      s.push_back('[');
+      for (size_t i = 0; i < row.size(); ++i) {
+        if (i) s.push_back(',');
+        int v = is_signed ? static_cast<int8_t>(p[i]) : p[i];
+        if (t == OutputType::kUint8) v = static_cast<int8_t>(p[i]) + 128;
+        out->Int(v);
+      }
+      s.push_back(']');
+      return;
+    }
+  }
+}
+
+StatusOr<std::vector<std::vector<float>>> DecodeRows(const ChunkedResult& r) {
+  std::vector<std::vector<float>> rows;
+  for (const auto& resp : r.responses) {
+    PETAL_ASSIGN_OR_RETURN(auto part, server::DecodeEmbeddings(resp));
+    for (auto& row : part) rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+}  // namespace petal::gateway

@@ -1,0 +1,281 @@
+// The embedding routes: POST /v1/embeddings (OpenAI), POST /embed (TEI-style), POST /v1/score and
+// POST /tokenize. A request is parsed and tokenized on an HTTP I/O thread, its chunks go to the
+// replicas asynchronously, and the answer is formatted back on the I/O pool (not on gRPC's
+// completion threads, which must stay free to deliver other answers).
+#include <boost/asio/post.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "gateway/embed_format.h"
+#include "gateway/gateway.h"
+#include "gateway/json_writer.h"
+
+namespace petal::gateway {
+namespace {
+
+HttpResponse ErrorResponse(const RequestError& e) {
+  const char* type = e.http_status >= 500 ? "server_error" : "invalid_request_error";
+  if (e.http_status == 429) type = "rate_limit_error";
+  HttpResponse res = MakeResponse(e.http_status, ErrorJson(e.message, type, e.param));
+  // Overload and no-replica are transient: tell clients when to come back.
+  if (e.http_status == 429 || e.http_status == 503) {
+    res.set(boost::beast::http::field::retry_after, "1");
+  }
+  return res;
+}
+
+HttpResponse ServerError(const Status& s) {
+  const unsigned code = HttpStatusFor(s);
+  return ErrorResponse({code, "inference server: " + s.message(), ""});
+}
+
+double Since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+std::optional<RequestError> Gateway::ServerOptions(const EmbedParams& p,
+                                                   v1::EmbedOptions* o) const {
+  if (p.dimensions > static_cast<uint32_t>(config_.hidden_size)) {
+    return RequestError{400,
+                        "'dimensions' is " + std::to_string(p.dimensions) + "; the model has " +
+                            std::to_string(config_.hidden_size),
+                        "dimensions"};
+  }
+  o->set_dimensions(p.dimensions);
+  if (p.normalize.has_value()) {
+    if (!*p.normalize && config_.normalize) {
+      return RequestError{400, "'normalize': this model always returns normalised embeddings",
+                          "normalize"};
+    }
+    o->set_normalize(*p.normalize ? v1::NORMALIZE_TRUE : v1::NORMALIZE_FALSE);
+  }
+  o->set_dtype(WireDType(p.output));
+  return std::nullopt;
+}
+
+std::optional<RequestError> Gateway::ToSequences(EmbedParams* p, const char* field,
+                                                 std::vector<std::vector<int32_t>>* seqs) {
+  const int max_len =
+      config_.max_seq_length > 0 ? config_.max_seq_length : config_.max_position_embeddings;
+  const std::string f = field;
+  auto too_long = [&](size_t i, size_t n) {
+    return RequestError{413,
+                        "'" + f + "[" + std::to_string(i) + "]' has " + std::to_string(n) +
+                            " tokens; the model's maximum context length is " +
+                            std::to_string(max_len) + " (send \"truncate\": true to cut it)",
+                        f};
+  };
+  if (p->inputs.pretokenized) {
+    const int32_t vocab = tokenizer_->vocab_size();
+    for (size_t i = 0; i < p->inputs.ids.size(); ++i) {
+      auto& s = p->inputs.ids[i];
+      for (int32_t id : s) {
+        if (id >= vocab) {
+          return RequestError{400,
+                              "'" + f + "[" + std::to_string(i) + "]' holds token id " +
+                                  std::to_string(id) + " >= vocabulary size " +
+                                  std::to_string(vocab),
+                              f};
+        }
+      }
+      if (s.size() > static_cast<size_t>(max_len)) {
+        if (!p->truncate) return too_long(i, s.size());
+        if (p->truncate_left) s.erase(s.begin(), s.end() - max_len);
+        s.resize(max_len);
+      }
+    }
+    *seqs = std::move(p->inputs.ids);
+    return std::nullopt;
+  }
+  std::string prefix;
+  std::string name = p->prompt_name;
+  // input_type picks the prompt of that name where the model defines one; models without
+  // prompts embed queries and documents alike.
+  if (name.empty() && prompts_.count(p->input_type)) name = p->input_type;
+  if (name.empty()) name = default_prompt_;
+  if (!name.empty()) {
+    auto it = prompts_.find(name);
+    if (it == prompts_.end()) {
+      return RequestError{400, "'prompt_name' " + name + " is not one of the model's prompts",
+                          "prompt_name"};
+    }
+    prefix = it->second;
+  }
+  EncodeOptions eo;
+  eo.add_special_tokens = true;
+  eo.max_length = p->truncate ? max_len : 0;
+  eo.truncate_left = p->truncate_left;
+  seqs->resize(p->inputs.texts.size());
+  for (size_t i = 0; i < p->inputs.texts.size(); ++i) {
+    if (p->inputs.texts[i].empty()) {
+      return RequestError{400, "'" + f + "[" + std::to_string(i) + "]' is an empty string", f};
+    }
+    auto ids = prefix.empty() ? tokenizer_->Encode(p->inputs.texts[i], eo)
+                              : tokenizer_->Encode(prefix + p->inputs.texts[i], eo);
+    if (!ids.ok()) {
+      return RequestError{400, "'" + f + "[" + std::to_string(i) + "]': " + ids.status().message(),
+                          f};
+    }
+    if (ids->empty()) {
+      return RequestError{400, "'" + f + "[" + std::to_string(i) + "]' has no tokens", f};
+    }
+    if (ids->size() > static_cast<size_t>(max_len)) return too_long(i, ids->size());
+    (*seqs)[i] = std::move(ids).value();
+  }
+  return std::nullopt;
+}
+
+void Gateway::Embed(const HttpRequest& req, bool openai, Reply reply) {
+  auto p = std::make_shared<EmbedParams>();
+  const char* field = openai ? "input" : "inputs";
+  auto err = openai ? ParseOpenAiEmbed(req.body(), options_.max_inputs, p.get())
+                    : ParseTeiEmbed(req.body(), options_.max_inputs, p.get());
+  v1::EmbedOptions so;
+  if (!err) err = ServerOptions(*p, &so);
+  auto seqs = std::make_shared<std::vector<std::vector<int32_t>>>();
+  const auto t0 = Clock::now();
+  if (!err) err = ToSequences(p.get(), field, seqs.get());
+  if (err) return reply(ErrorResponse(*err));
+  int64_t tokens = 0;
+  for (const auto& s : *seqs) tokens += static_cast<int64_t>(s.size());
+  metrics_.Tokenized(Since(t0), static_cast<int64_t>(seqs->size()), tokens);
+  metrics_.Chunks(static_cast<int64_t>(SplitChunks(*seqs, options_.chunk).size()));
+  const auto t1 = Clock::now();
+  EmbedChunks(
+      replicas_.get(), *seqs, so, options_.chunk, NextRequestId(),
+      [this, p, openai, tokens, t1, reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
+        metrics_.Inference(Since(t1));
+        if (r.ok()) {
+          uint64_t queue_us = 0;
+          for (const auto& resp : r->responses) queue_us = std::max(queue_us, resp.queue_us());
+          metrics_.Queue(static_cast<double>(queue_us) * 1e-6);
+        }
+        boost::asio::post(http_->io(), [this, p, openai, tokens, r = std::move(r),
+                                        reply = std::move(reply)]() mutable {
+          if (!r.ok()) return reply(ServerError(r.status()));
+          if (Status s = CheckChunks(*r); !s.ok()) return reply(ServerError(s));
+          JsonOut o(64 + r->responses.size() * 16);
+          size_t index = 0;
+          if (openai) {
+            o.Raw("{\"object\":\"list\",\"data\":[");
+            const bool scaled = p->output == OutputType::kInt8 || p->output == OutputType::kUint8;
+            ForEachRow(*r, [&](std::string_view row, float scale, const v1::EmbedResponse&) {
+              if (index) o.Raw(",");
+              o.Raw("{\"object\":\"embedding\",\"index\":").Int(static_cast<int64_t>(index++));
+              o.Raw(",\"embedding\":");
+              WriteRow(&o, row, p->output, p->base64);
+              // The int8 types are per-row scaled: x ~= q * scale (uint8: (u - 128) * scale).
+              if (scaled) o.Raw(",\"scale\":").Float(scale);
+              o.Raw("}");
+            });
+            o.Raw("],\"model\":").Str(p->model.empty() ? options_.model_name : p->model);
+            o.Raw(",\"usage\":{\"prompt_tokens\":").Int(tokens);
+            o.Raw(",\"total_tokens\":").Int(tokens).Raw("}}");
+          } else {
+            o.Raw("[");
+            ForEachRow(*r, [&](std::string_view row, float, const v1::EmbedResponse&) {
+              if (index++) o.Raw(",");
+              WriteRow(&o, row, p->output, false);
+            });
+            o.Raw("]");
+          }
+          reply(MakeResponse(200, o.Take()));
+        });
+      });
+}
+
+void Gateway::Score(const HttpRequest& req, Reply reply) {
+  ScoreParams sp;
+  if (auto err = ParseScore(req.body(), options_.max_inputs - 1, &sp)) {
+    return reply(ErrorResponse(*err));
+  }
+  // The query and the documents are tokenized separately so that errors name the right field
+  // and index, then embedded as one request (the query is row 0).
+  EmbedParams query, docs;
+  query.inputs.texts.push_back(std::move(sp.query));
+  docs.inputs.texts = std::move(sp.documents);
+  auto seqs = std::make_shared<std::vector<std::vector<int32_t>>>();
+  std::vector<std::vector<int32_t>> doc_seqs;
+  const auto t0 = Clock::now();
+  if (auto err = ToSequences(&query, "query", seqs.get())) return reply(ErrorResponse(*err));
+  if (auto err = ToSequences(&docs, "documents", &doc_seqs)) return reply(ErrorResponse(*err));
+  for (auto& d : doc_seqs) seqs->push_back(std::move(d));
+  int64_t tokens = 0;
+  for (const auto& s : *seqs) tokens += static_cast<int64_t>(s.size());
+  metrics_.Tokenized(Since(t0), static_cast<int64_t>(seqs->size()), tokens);
+  v1::EmbedOptions so;
+  so.set_dtype(v1::DTYPE_FLOAT32);
+  const std::string model = sp.model.empty() ? options_.model_name : sp.model;
+  const size_t top_k = sp.top_k;
+  const auto t1 = Clock::now();
+  EmbedChunks(
+      replicas_.get(), *seqs, so, options_.chunk, NextRequestId(),
+      [this, model, top_k, tokens, t1, reply = std::move(reply)](StatusOr<ChunkedResult> r) {
+        metrics_.Inference(Since(t1));
+        if (!r.ok()) return reply(ServerError(r.status()));
+        auto rows = DecodeRows(*r);
+        if (!rows.ok()) return reply(ServerError(rows.status()));
+        const auto& q = (*rows)[0];
+        double qq = 0;
+        for (float x : q) qq += double(x) * x;
+        std::vector<std::pair<size_t, double>> scores;
+        for (size_t d = 1; d < rows->size(); ++d) {
+          double qd = 0, dd = 0;
+          for (size_t i = 0; i < q.size(); ++i) {
+            qd += double(q[i]) * (*rows)[d][i];
+            dd += double((*rows)[d][i]) * (*rows)[d][i];
+          }
+          scores.emplace_back(d - 1, qq > 0 && dd > 0 ? qd / std::sqrt(qq * dd) : 0.0);
+        }
+        if (top_k > 0) {
+          std::stable_sort(scores.begin(), scores.end(),
+                           [](const auto& a, const auto& b) { return a.second > b.second; });
+          if (scores.size() > top_k) scores.resize(top_k);
+        }
+        JsonOut o;
+        o.Raw("{\"object\":\"list\",\"data\":[");
+        for (size_t i = 0; i < scores.size(); ++i) {
+          if (i) o.Raw(",");
+          o.Raw("{\"object\":\"score\",\"index\":").Int(static_cast<int64_t>(scores[i].first));
+          o.Raw(",\"score\":").Double(scores[i].second).Raw("}");
+        }
+        o.Raw("],\"model\":").Str(model);
+        o.Raw(",\"usage\":{\"prompt_tokens\":").Int(tokens);
+        o.Raw(",\"total_tokens\":").Int(tokens).Raw("}}");
+        reply(MakeResponse(200, o.Take()));
+      });
+}
+
+void Gateway::Tokenize(const HttpRequest& req, Reply reply) {
+  TokenizeParams tp;
+  if (auto err = ParseTokenize(req.body(), options_.max_inputs, &tp)) {
+    return reply(ErrorResponse(*err));
+  }
+  EncodeOptions eo;
+  eo.add_special_tokens = tp.add_special_tokens;
+  JsonOut o;
+  o.Raw("[");
+  for (size_t i = 0; i < tp.texts.size(); ++i) {
+    auto ids = tokenizer_->Encode(tp.texts[i], eo);
+    if (!ids.ok()) {
+      return reply(ErrorResponse(
+          {400, "'inputs[" + std::to_string(i) + "]': " + ids.status().message(), "inputs"}));
+    }
+    if (i) o.Raw(",");
+    o.Raw("[");
+    for (size_t j = 0; j < ids->size(); ++j) {
+      if (j) o.Raw(",");
+      o.Raw("{\"id\":").Int((*ids)[j]).Raw(",\"text\":").Str(tokenizer_->IdToToken((*ids)[j]));
+      o.Raw("}");
+    }
+    o.Raw("]");
+  }
+  o.Raw("]");
+  reply(MakeResponse(200, o.Take()));
+}
+
+}  // namespace petal::gateway

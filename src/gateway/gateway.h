@@ -1,0 +1,88 @@
+// Gateway: the HTTP front of Petal. Owns the tokenizer and model config (the gateway tokenizes;
+// servers receive ids), the ReplicaSet of inference servers, the HTTP server and the metrics,
+// and routes each request (OpenAI /v1/embeddings, TEI-style /embed and /tokenize, /v1/score,
+// health, readiness, info and metrics; see docs/api.md).
+//
+// Thread-safety: handlers run concurrently on the HTTP I/O threads and on gRPC completion
+// threads; all shared state is immutable after Start or internally synchronised. Start and the
+// destructor are called by the owning thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "gateway/chunker.h"
+#include "gateway/http_server.h"
+#include "gateway/metrics.h"
+#include "gateway/replica_set.h"
+#include "gateway/request_parse.h"
+#include "model/config.h"
+#include "tokenizer/tokenizer.h"
+
+namespace petal::gateway {
+
+struct GatewayOptions {
+  std::string model_dir;             // tokenizer.json + config.json (+ sentence-transformers files)
+  std::string model_name;            // reported as `model`; default: model_dir's last component
+  std::vector<std::string> servers;  // inference servers, host:port
+  std::string listen = "127.0.0.1:8080";
+  int http_threads = 2;
+  ChunkLimits chunk;
+  size_t max_inputs = 2048;       // inputs per request; beyond: 413
+  size_t body_limit = 32u << 20;  // request body bytes; beyond: 413
+  std::chrono::milliseconds health_interval{1000};
+  std::chrono::milliseconds request_timeout{60000};  // per chunk on the servers
+  // If not empty, every route but /health, /ready and /metrics needs
+  // `Authorization: Bearer <one of these>` (else 401).
+  std::vector<std::string> api_keys;
+};
+
+class Gateway {
+ public:
+  // Loads the tokenizer and config, checks the replicas once and starts listening. The gateway
+  // starts even if no replica is serving yet (/ready says 503 until one is).
+  static StatusOr<std::unique_ptr<Gateway>> Start(GatewayOptions options);
+  // Stops accepting, waits for requests in flight (bounded by the request timeout), stops.
+  ~Gateway();
+
+  uint16_t port() const { return http_->port(); }
+  const ReplicaSet& replicas() const { return *replicas_; }
+
+ private:
+  explicit Gateway(GatewayOptions options) : options_(std::move(options)) {}
+  using Clock = std::chrono::steady_clock;
+
+  void Handle(HttpRequest&& req, Reply reply);
+  void Embed(const HttpRequest& req, bool openai, Reply reply);
+  void Score(const HttpRequest& req, Reply reply);
+  void Tokenize(const HttpRequest& req, Reply reply);
+  void Info(Reply reply);
+  void Metrics(Reply reply);
+  // Turns texts (or ids) into checked token sequences; an error is the HTTP answer to send.
+  std::optional<RequestError> ToSequences(EmbedParams* p, const char* field,
+                                          std::vector<std::vector<int32_t>>* seqs);
+  // Options for the servers from the request; an error names the field.
+  std::optional<RequestError> ServerOptions(const EmbedParams& p, v1::EmbedOptions* o) const;
+  std::string NextRequestId();
+
+  GatewayOptions options_;
+  ModelConfig config_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::map<std::string, std::string> prompts_;  // sentence-transformers prompts by name
+  std::string default_prompt_;
+  std::unique_ptr<ReplicaSet> replicas_;
+  GatewayMetrics metrics_;
+  std::atomic<int64_t> inflight_{0};
+  std::atomic<uint64_t> next_id_{0};
+  std::unique_ptr<HttpServer> http_;  // last: destroyed (stopped) first
+};
+
+// A server's Status as the HTTP status to answer with (429 queue full, 503 unavailable, ...).
+unsigned HttpStatusFor(const Status& s);
+
+}  // namespace petal::gateway

@@ -1,0 +1,104 @@
+// Unit tests of the gateway's pure parts: JSON writing (floats round-trip, escaping, base64),
+// request parsing errors, chunk splitting and Prometheus page merging.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "gateway/chunker.h"
+#include "gateway/json_writer.h"
+#include "gateway/metrics.h"
+#include "gateway/request_parse.h"
+
+namespace petal::gateway {
+namespace {
+
+TEST(JsonOut, FloatsRoundTrip) {
+  const float values[] = {0.0f, -0.05609434f, 1e-30f, 3.4028235e38f, 0.1f, -1.0f / 3};
+  for (float v : values) {
+    JsonOut o;
+    o.Float(v);
+    EXPECT_EQ(std::strtof(o.str().c_str(), nullptr), v) << o.str();
+  }
+  JsonOut o;
+  o.Float(0.1f);
+  EXPECT_EQ(o.str(), "0.1");  // shortest form, not 0.100000001
+}
+
+TEST(JsonOut, EscapesAndBase64) {
+  JsonOut o;
+  o.Str("a\"b\\c\n\x01");
+  EXPECT_EQ(o.str(), "\"a\\\"b\\\\c\\n\\u0001\"");
+  JsonOut b;
+  b.Base64("foob");
+  EXPECT_EQ(b.str(), "\"Zm9vYg==\"");
+  JsonOut c;
+  c.Base64("fooba");
+  EXPECT_EQ(c.str(), "\"Zm9vYmE=\"");
+  JsonOut d;
+  d.Base64("foobar");
+  EXPECT_EQ(d.str(), "\"Zm9vYmFy\"");
+}
+
+TEST(ParseOpenAi, AcceptsAllInputShapes) {
+  EmbedParams p;
+  EXPECT_FALSE(ParseOpenAiEmbed(R"({"input":"hi","model":"m"})", 10, &p));
+  EXPECT_EQ(p.inputs.texts.size(), 1u);
+  EXPECT_EQ(p.model, "m");
+  EmbedParams q;
+  EXPECT_FALSE(ParseOpenAiEmbed(R"({"input":[101,102]})", 10, &q));
+  ASSERT_TRUE(q.inputs.pretokenized);
+  EXPECT_EQ(q.inputs.ids, (std::vector<std::vector<int32_t>>{{101, 102}}));
+  EmbedParams r;
+  EXPECT_FALSE(ParseOpenAiEmbed(
+      R"({"input":[[1],[2,3]],"encoding_format":"base64","dimensions":8})", 10, &r));
+  EXPECT_EQ(r.inputs.ids.size(), 2u);
+  EXPECT_TRUE(r.base64);
+  EXPECT_EQ(r.dimensions, 8u);
+}
+
+TEST(ParseOpenAi, ErrorsNameTheField) {
+  EmbedParams p;
+  auto e = ParseOpenAiEmbed("{", 10, &p);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->http_status, 400u);
+  EXPECT_NE(e->message.find("not valid JSON"), std::string::npos);
+  e = ParseOpenAiEmbed(R"({"model":"x"})", 10, &p);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "input");
+  e = ParseOpenAiEmbed(R"({"input":["a",3]})", 10, &p);
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->message.find("input[1]"), std::string::npos);
+  e = ParseOpenAiEmbed(R"({"input":"a","dimensions":"7"})", 10, &p);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "dimensions");
+  e = ParseOpenAiEmbed(R"({"input":["a","b","c"]})", 2, &p);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->http_status, 413u);
+  e = ParseOpenAiEmbed(R"({"input":[[1],[-2]]})", 10, &p);
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->message.find("input[1][0]"), std::string::npos);
+}
+
+TEST(SplitChunks, BoundsSequencesAndTokens) {
+  std::vector<std::vector<int32_t>> seqs(10, std::vector<int32_t>(3));
+  auto c = SplitChunks(seqs, {4, 1000});
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0], (std::pair<size_t, size_t>{0, 4}));
+  EXPECT_EQ(c[2], (std::pair<size_t, size_t>{8, 10}));
+  c = SplitChunks(seqs, {100, 7});  // two sequences (6 tokens) per chunk
+  ASSERT_EQ(c.size(), 5u);
+  std::vector<std::vector<int32_t>> big = {std::vector<int32_t>(50), {1}};
+  c = SplitChunks(big, {100, 10});  // an over-long sequence gets a chunk of its own
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0], (std::pair<size_t, size_t>{0, 1}));
+}
+
+TEST(MergePrometheus, OneHeaderPerFamily) {
+  const std::string a = "# HELP x X.\n# TYPE x counter\nx{s=\"a\"} 1\n";
+  const std::string b = "# HELP x X.\n# TYPE x counter\nx{s=\"b\"} 2\n";
+  EXPECT_EQ(MergePrometheus({a, b}), "# HELP x X.\n# TYPE x counter\nx{s=\"a\"} 1\nx{s=\"b\"} 2\n");
+}
+
+}  // namespace
+}  // namespace petal::gateway

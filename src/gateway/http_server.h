@@ -1,0 +1,67 @@
+// HttpServer: a small asynchronous HTTP/1.1 server on Boost.Beast with keep-alive, a body size
+// limit and a fixed pool of I/O threads. It knows nothing about routes: every complete request is
+// handed to one Handler, which answers through a Reply that may be called later from any thread
+// (e.g. a gRPC completion thread), so slow work never holds an I/O thread.
+//
+// Thread-safety: Start/Stop are called by the owning thread. The handler runs on I/O threads,
+// concurrently for different connections; requests on one connection are handled one at a time.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/beast/http.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/status.h"
+
+namespace petal::gateway {
+
+using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
+using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
+// Sends the response; call exactly once, from any thread.
+using Reply = std::function<void(HttpResponse)>;
+using Handler = std::function<void(HttpRequest&& request, Reply reply)>;
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8080;  // 0 picks a free port
+  int threads = 2;
+  size_t body_limit = 32u << 20;  // larger bodies get 413
+  int idle_timeout_s = 60;        // an idle keep-alive connection is closed after this
+};
+
+class HttpServer {
+ public:
+  // Binds, listens and starts the I/O threads.
+  static StatusOr<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options,
+                                                     Handler handler);
+  // Stops accepting and closes connections; joins the I/O threads.
+  ~HttpServer();
+  void Stop();
+
+  uint16_t port() const { return port_; }
+  // The I/O context, for handlers that want to run CPU work on the pool.
+  boost::asio::io_context& io() { return io_; }
+
+ private:
+  HttpServer() = default;
+  struct Listener;
+
+  boost::asio::io_context io_;
+  std::shared_ptr<Listener> listener_;
+  std::vector<std::thread> threads_;
+  uint16_t port_ = 0;
+  bool stopped_ = false;
+};
+
+// A response with `body` and its content type. The server sets version, keep-alive and
+// Content-Length from the request when it sends it.
+HttpResponse MakeResponse(unsigned status, std::string body,
+                          const char* content_type = "application/json");
+
+}  // namespace petal::gateway

@@ -1,0 +1,70 @@
+// Parsing of the gateway's JSON request bodies (OpenAI /v1/embeddings, TEI-style /embed,
+// /tokenize, /v1/score) with simdjson into plain structs. Every error carries the HTTP status,
+// a message naming the offending field, and the field (OpenAI's `param`). Only syntax and types
+// are checked here; limits that need the model (lengths, dimensions) are checked by the routes.
+// Thread-safety: pure functions (each thread uses its own simdjson parser).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace petal::gateway {
+
+struct RequestError {
+  unsigned http_status = 400;
+  std::string message;
+  std::string param;  // the offending field, e.g. "input"; may be empty
+};
+
+// Output element types offered over HTTP (see docs/api.md for their scaling).
+enum class OutputType { kFloat32, kFloat16, kInt8, kUint8, kBinary, kUbinary };
+const char* OutputTypeName(OutputType t);
+
+// The inputs of one request: texts, or pre-tokenized sequences (exactly one is non-empty).
+struct Inputs {
+  std::vector<std::string> texts;
+  std::vector<std::vector<int32_t>> ids;
+  bool pretokenized = false;
+  size_t size() const { return pretokenized ? ids.size() : texts.size(); }
+};
+
+struct EmbedParams {
+  Inputs inputs;
+  std::string model;        // as sent (echoed back); may be empty
+  uint32_t dimensions = 0;  // 0 = full
+  bool base64 = false;      // OpenAI encoding_format
+  OutputType output = OutputType::kFloat32;
+  bool truncate = false;          // cut texts longer than the model's maximum instead of failing
+  bool truncate_left = false;     // TEI truncation_direction "left"
+  std::optional<bool> normalize;  // unset = the model's own setting
+  std::string prompt_name;        // sentence-transformers prompt to prepend
+  std::string input_type;  // "query" | "document": the prompt of that name, if the model has one
+};
+
+// OpenAI's POST /v1/embeddings body. `max_inputs` bounds the array (beyond: 413).
+std::optional<RequestError> ParseOpenAiEmbed(std::string_view body, size_t max_inputs,
+                                             EmbedParams* out);
+// TEI-style POST /embed body (`inputs`, `normalize`, `truncate`, ...).
+std::optional<RequestError> ParseTeiEmbed(std::string_view body, size_t max_inputs,
+                                          EmbedParams* out);
+
+struct TokenizeParams {
+  std::vector<std::string> texts;
+  bool add_special_tokens = true;
+  bool batch = false;  // `inputs` was an array
+};
+std::optional<RequestError> ParseTokenize(std::string_view body, size_t max_inputs,
+                                          TokenizeParams* out);
+
+struct ScoreParams {
+  std::string model;
+  std::string query;
+  std::vector<std::string> documents;
+  size_t top_k = 0;  // 0 = all, in document order
+};
+std::optional<RequestError> ParseScore(std::string_view body, size_t max_inputs, ScoreParams* out);
+
+}  // namespace petal::gateway

@@ -1,0 +1,83 @@
+// End-to-end test of `petal serve` as a user runs it: the binary starts replica processes with
+// the FakeEngine and the gateway, answers HTTP, and on SIGTERM stops its children and exits 0.
+// Needs models/all-MiniLM-L6-v2 for the gateway's tokenizer (skipped if absent).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "common/file_util.h"
+#include "gateway_test_util.h"
+
+namespace petal::gateway {
+namespace {
+
+using namespace testing;
+using namespace std::chrono_literals;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+bool Alive(pid_t pid) { return kill(pid, 0) == 0; }
+
+TEST(GatewayServe, StartsReplicasServesAndStopsCleanly) {
+  const std::string model = SourceDir() + "/models/all-MiniLM-L6-v2";
+  if (!FileExists(model + "/tokenizer.json")) GTEST_SKIP() << model << " is missing";
+  const std::string log = ::testing::TempDir() + "/gateway_serve_test.log";
+  ::unlink(log.c_str());  // a previous run's log must not be mistaken for this one's
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 2);
+    execl(PETAL_BIN, "petal", "serve", "--model", model.c_str(), "--fake-engine", "--replicas", "2",
+          "--listen", "127.0.0.1:0", "--shutdown-grace-ms", "1000", nullptr);
+    _exit(127);
+  }
+  // The gateway logs its port once every replica is serving.
+  int port = 0;
+  const std::regex re("gateway listening.* port=([0-9]+)");
+  for (int i = 0; i < 300 && port == 0; ++i) {
+    std::smatch m;
+    const std::string text = ReadFile(log);
+    if (std::regex_search(text, m, re)) port = std::stoi(m[1]);
+    if (port == 0) std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_NE(port, 0) << ReadFile(log);
+  std::vector<pid_t> children;
+  const std::regex child_re("replica started\" pid=([0-9]+)");
+  const std::string text = ReadFile(log);
+  for (std::sregex_iterator it(text.begin(), text.end(), child_re), end; it != end; ++it) {
+    children.push_back(std::stoi((*it)[1]));
+  }
+  EXPECT_EQ(children.size(), 2u) << text;
+  {
+    HttpClient c(static_cast<uint16_t>(port));
+    EXPECT_EQ(c.Get("/ready").status, 200u);
+    auto r = c.Post("/v1/embeddings", "{\"input\":[[1,2,3],[4,5]]}");
+    EXPECT_EQ(r.status, 200u) << r.body;
+    EXPECT_EQ(Embeddings(r.body).size(), 2u);
+  }
+  kill(pid, SIGTERM);
+  int status = -1;
+  for (int i = 0; i < 200; ++i) {
+    if (waitpid(pid, &status, WNOHANG) == pid) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << ReadFile(log);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  for (pid_t c : children) EXPECT_FALSE(Alive(c)) << "replica " << c << " still running";
+}
+
+}  // namespace
+}  // namespace petal::gateway
