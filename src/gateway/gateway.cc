@@ -81,8 +81,8 @@ unsigned HttpStatusFor(const Status& s) {
       return 503;
     case StatusCode::kDeadlineExceeded:
       return 504;
-    case StatusCode::kCancelled:
-      return 499;
+    case StatusCode::kCancelled:  // the server dropped the call: it is shutting down
+      return 503;
     default:
       return 500;
   }

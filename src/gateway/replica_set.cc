@@ -87,7 +87,12 @@ void ReplicaSet::Send(Replica* r, std::shared_ptr<v1::EmbedRequest> request, int
                        r->outstanding -= tokens;
                        if (result.ok()) return done(std::move(result));
                        r->failures++;
-                       if (result.status().code() == StatusCode::kUnavailable) {
+                       // The gateway never cancels its calls, so CANCELLED means the server dropped
+                       // the call
+                       // (it is shutting down): like UNAVAILABLE, the replica is down and the chunk
+                       // retried.
+                       const StatusCode code = result.status().code();
+                       if (code == StatusCode::kUnavailable || code == StatusCode::kCancelled) {
                          r->up = false;
                          if (!retried) {
                            if (Replica* other = Pick(r)) {

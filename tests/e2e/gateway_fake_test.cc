@@ -4,6 +4,7 @@
 // uses models/all-MiniLM-L6-v2 and skips if that is absent.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <future>
 #include <thread>
 
@@ -141,6 +142,35 @@ TEST_F(GatewayFake, ReplicaDownIsRetriedElsewhereThenReadyFails) {
   r = c.Post("/v1/embeddings", "{\"input\":[[1,2,3]]}");
   EXPECT_EQ(r.status, 503u) << r.body;
   EXPECT_NE(r.body.find("\"error\""), std::string::npos);
+}
+
+TEST_F(GatewayFake, ReplicaKilledUnderLoadLosesNoRequest) {
+  FakeServer a, b;
+  auto g = StartGateway({a.address(), b.address()}, {8, 100000});
+  ASSERT_TRUE(g);
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0}, failed{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 4; ++t) {
+    clients.emplace_back([&, t] {
+      HttpClient c(g->port());
+      std::vector<std::vector<int32_t>> seqs;
+      const std::string body = "{\"input\":" + Sequences(20 + t, &seqs) + "}";
+      while (!stop) {
+        auto r = c.Post("/v1/embeddings", body);
+        const bool good = r.status == 200 && Embeddings(r.body).size() == seqs.size();
+        (good ? ok : failed)++;
+        if (!good) ADD_FAILURE() << r.status << " " << r.body.substr(0, 200);
+      }
+    });
+  }
+  std::this_thread::sleep_for(200ms);
+  a.Stop();  // chunks in flight or sent to it before the health check notices are retried on b
+  std::this_thread::sleep_for(500ms);
+  stop = true;
+  for (auto& t : clients) t.join();
+  EXPECT_GT(ok.load(), 10);
+  EXPECT_EQ(failed.load(), 0);
 }
 
 TEST_F(GatewayFake, ReplicaThatComesBackIsUsedAgain) {
