@@ -101,6 +101,8 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayOptions options) {
     o.model_name = p.filename().string();
   }
   PETAL_ASSIGN_OR_RETURN(auto hp, SplitHostPort(o.listen));
+  g->workers_ = std::make_unique<boost::asio::thread_pool>(
+      o.worker_threads > 0 ? o.worker_threads : std::max(2u, std::thread::hardware_concurrency()));
   g->replicas_ = std::make_unique<ReplicaSet>(o.servers, o.health_interval, o.request_timeout);
   HttpServerOptions ho;
   ho.host = hp.first;
@@ -122,6 +124,7 @@ Gateway::~Gateway() {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   if (http_) http_->Stop();
+  if (workers_) workers_->join();
 }
 
 std::string Gateway::NextRequestId() { return "gw-" + std::to_string(next_id_++); }
@@ -162,10 +165,20 @@ void Gateway::Handle(HttpRequest&& req, Reply reply) {
     if (path == "/v1/embeddings" || path == "/embed" || path == "/v1/score" ||
         path == "/tokenize") {
       if (!post) return wrong_method("POST");
-      if (path == "/v1/embeddings") return Embed(req, true, std::move(done));
-      if (path == "/embed") return Embed(req, false, std::move(done));
-      if (path == "/v1/score") return Score(req, std::move(done));
-      return Tokenize(req, std::move(done));
+      // Parsing, tokenizing and formatting are CPU work: done on the worker pool so that the
+      // I/O threads keep serving other connections (and probes) meanwhile.
+      boost::asio::post(*workers_, [this, req = std::move(req), p = std::string(path),
+                                    done = std::move(done)]() mutable {
+        try {
+          if (p == "/v1/embeddings") return Embed(req, true, std::move(done));
+          if (p == "/embed") return Embed(req, false, std::move(done));
+          if (p == "/v1/score") return Score(req, std::move(done));
+          return Tokenize(req, std::move(done));
+        } catch (const std::exception& e) {
+          done(MakeResponse(500, ErrorJson(e.what(), "server_error", "")));
+        }
+      });
+      return;
     }
     if (!get) {
       if (std::string_view(route) != "other") return wrong_method("GET");

@@ -67,7 +67,9 @@ StatusOr<HttpBenchResult> RunHttpBench(const HttpBenchSpec& spec) {
       for (int i = 0; i < spec.warmup + spec.max_iters && !stop; ++i) {
         if (i >= spec.warmup && Clock::now() > end) break;
         JsonOut body;
-        body.Raw("{\"input\":").Str(BenchText(spec.words, (uint64_t(c) << 32) | i)).Raw(",\"truncate\":true}");
+        body.Raw("{\"input\":")
+            .Str(BenchText(spec.words, (uint64_t(c) << 32) | i))
+            .Raw(",\"truncate\":true}");
         http::request<http::string_body> req{http::verb::post, "/v1/embeddings", 11};
         req.set(http::field::host, spec.host);
         req.set(http::field::content_type, "application/json");
