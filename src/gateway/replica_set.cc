@@ -54,7 +54,11 @@ void ReplicaSet::HealthLoop(Replica* r) {
 ReplicaSet::Replica* ReplicaSet::Pick(const Replica* avoid) const {
   Replica* best = nullptr;
   int64_t best_load = std::numeric_limits<int64_t>::max();
-  for (const auto& r : replicas_) {
+  // Ties (e.g. all idle) rotate, so that idle replicas share short requests evenly.
+  const size_t n = replicas_.size();
+  const size_t first = next_.fetch_add(1, std::memory_order_relaxed);
+  for (size_t k = 0; k < n; ++k) {
+    const auto& r = replicas_[(first + k) % n];
     if (r.get() == avoid || !r->up.load()) continue;
     const int64_t load = r->outstanding.load();
     if (load < best_load) {

@@ -77,6 +77,7 @@ class ReplicaSet {
   void HealthLoop(Replica* r);
 
   std::vector<std::unique_ptr<Replica>> replicas_;
+  mutable std::atomic<size_t> next_{0};  // where Pick starts looking, for tie-breaking
   std::chrono::milliseconds health_interval_;
   std::chrono::milliseconds call_timeout_;
   std::mutex mu_;

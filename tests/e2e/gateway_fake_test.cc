@@ -47,7 +47,8 @@ struct FakeServer {
 };
 
 std::unique_ptr<Gateway> StartGateway(std::vector<std::string> servers, ChunkLimits chunk = {},
-                                      std::vector<std::string> api_keys = {}) {
+                                      std::vector<std::string> api_keys = {},
+                                      size_t body_limit = 32u << 20) {
   GatewayOptions go;
   go.model_dir = ModelDir();
   go.servers = std::move(servers);
@@ -56,6 +57,7 @@ std::unique_ptr<Gateway> StartGateway(std::vector<std::string> servers, ChunkLim
   go.health_interval = 100ms;
   go.request_timeout = 10000ms;
   go.api_keys = std::move(api_keys);
+  go.body_limit = body_limit;
   auto g = Gateway::Start(go);
   EXPECT_TRUE(g.ok()) << g.status().ToString();
   return g.ok() ? std::move(g).value() : nullptr;
@@ -96,6 +98,7 @@ TEST_F(GatewayFake, ChunksSpreadOverReplicasAndComeBackInOrder) {
   FakeServer a, b;
   auto g = StartGateway({a.address(), b.address()}, {16, 100000});
   ASSERT_TRUE(g);
+  for (const auto& r : g->replicas().Snapshot()) EXPECT_TRUE(r.up) << r.address;
   std::vector<std::vector<int32_t>> seqs;
   const std::string input = Sequences(300, &seqs);
   HttpClient c(g->port());
@@ -208,6 +211,50 @@ TEST_F(GatewayFake, ApiKeysAreChecked) {
   EXPECT_EQ(c.Post("/v1/embeddings", "{\"input\":[[1,2]]}").status, 401u);
   c.SetApiKey("k2");
   EXPECT_EQ(c.Post("/v1/embeddings", "{\"input\":[[1,2]]}").status, 200u);
+}
+
+TEST_F(GatewayFake, ConcurrentClientsGetTheirOwnRows) {
+  FakeServer a, b;
+  auto g = StartGateway({a.address(), b.address()}, {3, 100000});
+  ASSERT_TRUE(g);
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 8; ++t) {
+    clients.emplace_back([&, t] {
+      HttpClient c(g->port());
+      for (int i = 0; i < 15; ++i) {
+        std::vector<std::vector<int32_t>> seqs;
+        std::string json = "[";
+        for (int k = 0; k < 1 + (t + i) % 9; ++k) {
+          auto& s = seqs.emplace_back();
+          for (int j = 0; j < 1 + (t * 5 + i + k) % 11; ++j)
+            s.push_back((t * 131 + i * 17 + k * 7 + j) % 997 + 1);
+          json += k ? ",[" : "[";
+          for (size_t j = 0; j < s.size(); ++j) json += (j ? "," : "") + std::to_string(s[j]);
+          json += "]";
+        }
+        auto r = c.Post("/v1/embeddings", "{\"input\":" + json + "]}");
+        auto rows = Embeddings(r.body);
+        bool ok = r.status == 200 && rows.size() == seqs.size();
+        for (size_t k = 0; ok && k < seqs.size(); ++k) {
+          ok = Cosine(rows[k], server::FakeEngine::Reference(seqs[k], a.options)) >= 0.99999;
+        }
+        if (!ok) wrong++;
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST_F(GatewayFake, LargeBodyIs413) {
+  FakeServer a;
+  auto g = StartGateway({a.address()}, {}, {}, 1024);
+  ASSERT_TRUE(g);
+  HttpClient c(g->port());
+  auto r = c.Post("/v1/embeddings", "{\"input\":\"" + std::string(2000, 'a') + "\"}");
+  EXPECT_EQ(r.status, 413u) << r.body;
+  EXPECT_EQ(c.Post("/v1/embeddings", "{\"input\":[[1,2]]}").status, 200u);  // a new connection
 }
 
 TEST_F(GatewayFake, NoServerMeansNotReady) {
