@@ -37,6 +37,29 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_.emplace();
     parser_->body_limit(body_limit_);
     stream_.expires_after(std::chrono::seconds(idle_timeout_));
+    http::async_read_header(stream_, buffer_, *parser_,
+                            beast::bind_front_handler(&Session::OnHeader, shared_from_this()));
+  }
+
+  // Clients such as curl send `Expect: 100-continue` with large bodies and wait (curl: 1 s) for
+  // an interim 100 response before sending the body; answer it at once.
+  void OnHeader(beast::error_code ec, size_t n) {
+    if (ec) return OnRead(ec, n);
+    const auto& req = parser_->get();
+    const auto expect = req[http::field::expect];
+    if (beast::iequals(expect, "100-continue") && !parser_->is_done()) {
+      auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
+      http::async_write(stream_, *cont,
+                        [self = shared_from_this(), cont](beast::error_code wec, size_t) {
+                          if (wec) return;
+                          self->ReadBody();
+                        });
+      return;
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&Session::OnRead, shared_from_this()));
   }
