@@ -257,6 +257,41 @@ TEST_F(GatewayFake, LargeBodyIs413) {
   EXPECT_EQ(c.Post("/v1/embeddings", "{\"input\":[[1,2]]}").status, 200u);  // a new connection
 }
 
+TEST_F(GatewayFake, ExpectContinueIsAnsweredAtOnce) {
+  FakeServer a;
+  auto g = StartGateway({a.address()});
+  ASSERT_TRUE(g);
+  net::io_context io;
+  net::ip::tcp::socket sock(io);
+  sock.connect({net::ip::make_address("127.0.0.1"), g->port()});
+  const std::string body = "{\"input\":[[1,2,3]]}";
+  const std::string head =
+      "POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+      "Content-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n";
+  net::write(sock, net::buffer(head));
+  // Without the interim answer a client like curl would wait a second here; the read below
+  // would block forever, so it is bounded by polling with a deadline.
+  std::string got(64, '\0');
+  size_t n = 0;
+  sock.non_blocking(true);
+  const auto end = std::chrono::steady_clock::now() + 2s;
+  while (got.substr(0, n).find("\r\n\r\n") == std::string::npos &&
+         std::chrono::steady_clock::now() < end) {
+    boost::system::error_code ec;
+    n += sock.read_some(net::buffer(got.data() + n, got.size() - n), ec);
+    if (ec && ec != net::error::would_block) break;
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_EQ(got.substr(0, 25), "HTTP/1.1 100 Continue\r\n\r\n");
+  sock.non_blocking(false);
+  net::write(sock, net::buffer(body));
+  beast::flat_buffer buf;
+  http::response<http::string_body> res;
+  http::read(sock, buf, res);
+  EXPECT_EQ(res.result_int(), 200u) << res.body();
+}
+
 TEST_F(GatewayFake, NoServerMeansNotReady) {
   // Nothing listens on this port (it was free a moment ago).
   std::string address;
