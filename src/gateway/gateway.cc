@@ -119,6 +119,7 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayOptions options) {
 Gateway::~Gateway() {
   // Every request in flight ends by its chunks' deadlines, so this wait is bounded; the HTTP
   // server and the replicas must outlive the completions that reference them.
+  if (http_) http_->StopAccepting();
   const auto end = Clock::now() + options_.request_timeout + std::chrono::seconds(5);
   while (inflight_.load() > 0 && Clock::now() < end) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -199,7 +200,12 @@ void Gateway::Handle(HttpRequest&& req, Reply reply) {
       return done(MakeResponse(200, o.Take()));
     }
     if (path == "/info") return Info(std::move(done));
-    if (path == "/metrics") return Metrics(std::move(done));
+    if (path == "/metrics") {
+      // Asks every replica for its Stats (blocking RPCs): not on an I/O thread.
+      boost::asio::post(*workers_,
+                        [this, done = std::move(done)]() mutable { Metrics(std::move(done)); });
+      return;
+    }
     done(
         MakeResponse(404, ErrorJson("no route " + std::string(path), "invalid_request_error", "")));
   } catch (const std::exception& e) {

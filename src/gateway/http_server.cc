@@ -8,6 +8,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 
+#include <future>
 #include <optional>
 
 namespace petal::gateway {
@@ -172,13 +173,23 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions&
   return s;
 }
 
+void HttpServer::StopAccepting() {
+  // The acceptor belongs to its strand: close it there, and wait so that no connection is
+  // accepted after this returns.
+  auto closed = std::make_shared<std::promise<void>>();
+  auto done = closed->get_future();
+  net::post(listener_->acceptor.get_executor(), [l = listener_, closed] {
+    beast::error_code ec;
+    l->acceptor.close(ec);
+    closed->set_value();
+  });
+  done.wait_for(std::chrono::seconds(5));
+}
+
 void HttpServer::Stop() {
   if (stopped_) return;
   stopped_ = true;
-  net::post(listener_->acceptor.get_executor(), [l = listener_] {
-    beast::error_code ec;
-    l->acceptor.close(ec);
-  });
+  StopAccepting();
   io_.stop();
   for (auto& t : threads_) t.join();
   threads_.clear();

@@ -43,6 +43,8 @@ class HttpServer {
   // Stops accepting and closes connections; joins the I/O threads.
   ~HttpServer();
   void Stop();
+  // Closes the listening socket: no new connections; open ones are still served.
+  void StopAccepting();
 
   uint16_t port() const { return port_; }
   // The I/O context, for handlers that want to run CPU work on the pool.
