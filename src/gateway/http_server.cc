@@ -167,6 +167,7 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions&
   s->port_ = acc.local_endpoint().port();
   s->listener_ = listener;
   listener->Accept();
+  s->work_.emplace(s->io_.get_executor());
   for (int i = 0; i < std::max(1, options.threads); ++i) {
     s->threads_.emplace_back([io = &s->io_] { io->run(); });
   }
@@ -191,6 +192,7 @@ void HttpServer::Stop() {
   stopped_ = true;
   StopAccepting();
   io_.stop();
+  work_.reset();
   for (auto& t : threads_) t.join();
   threads_.clear();
 }

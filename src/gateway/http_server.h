@@ -7,12 +7,14 @@
 // concurrently for different connections; requests on one connection are handled one at a time.
 #pragma once
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/beast/http.hpp>
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -55,6 +57,9 @@ class HttpServer {
   struct Listener;
 
   boost::asio::io_context io_;
+  // Keeps the I/O threads running when no socket operation is pending (after StopAccepting,
+  // while handlers still owe responses), until Stop.
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   std::shared_ptr<Listener> listener_;
   std::vector<std::thread> threads_;
   uint16_t port_ = 0;

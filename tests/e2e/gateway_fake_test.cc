@@ -292,6 +292,26 @@ TEST_F(GatewayFake, ExpectContinueIsAnsweredAtOnce) {
   EXPECT_EQ(res.result_int(), 200u) << res.body();
 }
 
+TEST_F(GatewayFake, ShutdownAnswersRequestsInFlight) {
+  FakeServer a;
+  a.engine->Hold();
+  auto g = StartGateway({a.address()});
+  ASSERT_TRUE(g);
+  const uint16_t port = g->port();
+  auto pending = std::async(std::launch::async, [port] {
+    HttpClient c(port);
+    return c.Post("/v1/embeddings", "{\"input\":[[5,6,7]]}").status;
+  });
+  ASSERT_TRUE(FakeServerHasQueued(a));
+  auto stopping = std::async(std::launch::async, [&g] { g.reset(); });
+  std::this_thread::sleep_for(200ms);
+  HttpClient late(port);
+  EXPECT_EQ(late.Get("/health").status, 0u);  // no longer accepting
+  a.engine->Release();
+  EXPECT_EQ(pending.get(), 200u);  // the request in flight was still answered
+  stopping.get();
+}
+
 TEST_F(GatewayFake, NoServerMeansNotReady) {
   // Nothing listens on this port (it was free a moment ago).
   std::string address;
