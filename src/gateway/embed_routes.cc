@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <latch>
 #include <numeric>
 
 #include "gateway/embed_format.h"
@@ -145,22 +146,45 @@ std::optional<RequestError> Gateway::ToSequences(EmbedParams* p, const char* fie
   eo.add_special_tokens = true;
   eo.max_length = p->truncate ? max_len : 0;
   eo.truncate_left = p->truncate_left;
-  seqs->resize(p->inputs.texts.size());
-  for (size_t i = 0; i < p->inputs.texts.size(); ++i) {
-    if (p->inputs.texts[i].empty()) {
-      return RequestError{400, "'" + f + "[" + std::to_string(i) + "]' is an empty string", f};
+  const size_t n = p->inputs.texts.size();
+  seqs->resize(n);
+  // Tokenizes texts [begin, end); stops at the first bad one.
+  auto run = [&](size_t begin, size_t end) -> std::optional<RequestError> {
+    for (size_t i = begin; i < end; ++i) {
+      if (p->inputs.texts[i].empty()) {
+        return RequestError{400, "'" + f + "[" + std::to_string(i) + "]' is an empty string", f};
+      }
+      auto ids = prefix.empty() ? tokenizer_->Encode(p->inputs.texts[i], eo)
+                                : tokenizer_->Encode(prefix + p->inputs.texts[i], eo);
+      if (!ids.ok()) {
+        return RequestError{400,
+                            "'" + f + "[" + std::to_string(i) + "]': " + ids.status().message(), f};
+      }
+      if (ids->empty()) {
+        return RequestError{400, "'" + f + "[" + std::to_string(i) + "]' has no tokens", f};
+      }
+      if (ids->size() > static_cast<size_t>(max_len)) return too_long(i, ids->size());
+      (*seqs)[i] = std::move(ids).value();
     }
-    auto ids = prefix.empty() ? tokenizer_->Encode(p->inputs.texts[i], eo)
-                              : tokenizer_->Encode(prefix + p->inputs.texts[i], eo);
-    if (!ids.ok()) {
-      return RequestError{400, "'" + f + "[" + std::to_string(i) + "]': " + ids.status().message(),
-                          f};
-    }
-    if (ids->empty()) {
-      return RequestError{400, "'" + f + "[" + std::to_string(i) + "]' has no tokens", f};
-    }
-    if (ids->size() > static_cast<size_t>(max_len)) return too_long(i, ids->size());
-    (*seqs)[i] = std::move(ids).value();
+    return std::nullopt;
+  };
+  // Large requests are split over the tokenizer pool. This thread waits for the slices, which
+  // never wait themselves, so the two pools cannot deadlock each other.
+  const size_t slices = std::min<size_t>(tokenizer_threads_, n / kTextsPerSlice);
+  if (slices < 2) return run(0, n);
+  std::vector<std::optional<RequestError>> errors(slices);
+  std::latch done(static_cast<std::ptrdiff_t>(slices - 1));
+  for (size_t s = 1; s < slices; ++s) {
+    boost::asio::post(*tokenizers_, [&, s] {
+      errors[s] = run(n * s / slices, n * (s + 1) / slices);
+      done.count_down();
+    });
+  }
+  errors[0] = run(0, n / slices);
+  done.wait();
+  // The first bad input in request order is the one reported, as in the sequential path.
+  for (auto& e : errors) {
+    if (e) return e;
   }
   return std::nullopt;
 }

@@ -101,8 +101,11 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayOptions options) {
     o.model_name = p.filename().string();
   }
   PETAL_ASSIGN_OR_RETURN(auto hp, SplitHostPort(o.listen));
-  g->workers_ = std::make_unique<boost::asio::thread_pool>(
-      o.worker_threads > 0 ? o.worker_threads : std::max(2u, std::thread::hardware_concurrency()));
+  const unsigned threads =
+      o.worker_threads > 0 ? o.worker_threads : std::max(2u, std::thread::hardware_concurrency());
+  g->workers_ = std::make_unique<boost::asio::thread_pool>(threads);
+  g->tokenizer_threads_ = threads;
+  g->tokenizers_ = std::make_unique<boost::asio::thread_pool>(threads);
   g->replicas_ = std::make_unique<ReplicaSet>(o.servers, o.health_interval, o.request_timeout);
   HttpServerOptions ho;
   ho.host = hp.first;
@@ -126,6 +129,7 @@ Gateway::~Gateway() {
   }
   if (http_) http_->Stop();
   if (workers_) workers_->join();
+  if (tokenizers_) tokenizers_->join();
 }
 
 std::string Gateway::NextRequestId() { return "gw-" + std::to_string(next_id_++); }

@@ -80,6 +80,10 @@ class Gateway {
   std::string default_prompt_;
   std::unique_ptr<ReplicaSet> replicas_;
   std::unique_ptr<boost::asio::thread_pool> workers_;
+  // Slices of large requests' tokenization; its tasks never block.
+  std::unique_ptr<boost::asio::thread_pool> tokenizers_;
+  size_t tokenizer_threads_ = 1;
+  static constexpr size_t kTextsPerSlice = 32;  // fewer texts per slice cost more than they save
   GatewayMetrics metrics_;
   std::atomic<int64_t> inflight_{0};
   std::atomic<uint64_t> next_id_{0};
