@@ -21,6 +21,9 @@ inline void AddGatewayFlags(CLI::App* app, gateway::GatewayOptions* o) {
   app->add_option("--http-threads", o->http_threads, "HTTP I/O threads")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app->add_option("--worker-threads", o->worker_threads,
+                  "Threads that parse, tokenize and format (0 = one per hardware thread)")
+      ->capture_default_str();
   app->add_option("--chunk-max-sequences", o->chunk.max_seqs, "Most sequences per chunk")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

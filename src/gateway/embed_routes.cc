@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <latch>
 #include <numeric>
 
 #include "gateway/embed_format.h"
@@ -33,6 +34,42 @@ HttpResponse ServerError(const Status& s) {
 
 double Since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Cosine scores of rows 1.. against row 0, as the /v1/score answer.
+StatusOr<std::string> ScoreJson(const ChunkedResult& r, const std::string& model, size_t top_k,
+                                int64_t tokens) {
+  PETAL_RETURN_IF_ERROR(CheckChunks(r));
+  PETAL_ASSIGN_OR_RETURN(auto rows, DecodeRows(r));
+  if (rows.empty()) return Internal("no rows for the query");
+  const auto& q = rows[0];
+  double qq = 0;
+  for (float x : q) qq += double(x) * x;
+  std::vector<std::pair<size_t, double>> scores;
+  for (size_t d = 1; d < rows.size(); ++d) {
+    double qd = 0, dd = 0;
+    for (size_t i = 0; i < q.size(); ++i) {
+      qd += double(q[i]) * rows[d][i];
+      dd += double(rows[d][i]) * rows[d][i];
+    }
+    scores.emplace_back(d - 1, qq > 0 && dd > 0 ? qd / std::sqrt(qq * dd) : 0.0);
+  }
+  if (top_k > 0) {
+    std::stable_sort(scores.begin(), scores.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    if (scores.size() > top_k) scores.resize(top_k);
+  }
+  JsonOut o;
+  o.Raw("{\"object\":\"list\",\"data\":[");
+  for (size_t i = 0; i < scores.size(); ++i) {
+    if (i) o.Raw(",");
+    o.Raw("{\"object\":\"score\",\"index\":").Int(static_cast<int64_t>(scores[i].first));
+    o.Raw(",\"score\":").Double(scores[i].second).Raw("}");
+  }
+  o.Raw("],\"model\":").Str(model);
+  o.Raw(",\"usage\":{\"prompt_tokens\":").Int(tokens);
+  o.Raw(",\"total_tokens\":").Int(tokens).Raw("}}");
+  return o.Take();
 }
 
 }  // namespace
@@ -109,22 +146,45 @@ std::optional<RequestError> Gateway::ToSequences(EmbedParams* p, const char* fie
   eo.add_special_tokens = true;
   eo.max_length = p->truncate ? max_len : 0;
   eo.truncate_left = p->truncate_left;
-  seqs->resize(p->inputs.texts.size());
-  for (size_t i = 0; i < p->inputs.texts.size(); ++i) {
-    if (p->inputs.texts[i].empty()) {
-      return RequestError{400, "'" + f + "[" + std::to_string(i) + "]' is an empty string", f};
+  const size_t n = p->inputs.texts.size();
+  seqs->resize(n);
+  // Tokenizes texts [begin, end); stops at the first bad one.
+  auto run = [&](size_t begin, size_t end) -> std::optional<RequestError> {
+    for (size_t i = begin; i < end; ++i) {
+      if (p->inputs.texts[i].empty()) {
+        return RequestError{400, "'" + f + "[" + std::to_string(i) + "]' is an empty string", f};
+      }
+      auto ids = prefix.empty() ? tokenizer_->Encode(p->inputs.texts[i], eo)
+                                : tokenizer_->Encode(prefix + p->inputs.texts[i], eo);
+      if (!ids.ok()) {
+        return RequestError{400,
+                            "'" + f + "[" + std::to_string(i) + "]': " + ids.status().message(), f};
+      }
+      if (ids->empty()) {
+        return RequestError{400, "'" + f + "[" + std::to_string(i) + "]' has no tokens", f};
+      }
+      if (ids->size() > static_cast<size_t>(max_len)) return too_long(i, ids->size());
+      (*seqs)[i] = std::move(ids).value();
     }
-    auto ids = prefix.empty() ? tokenizer_->Encode(p->inputs.texts[i], eo)
-                              : tokenizer_->Encode(prefix + p->inputs.texts[i], eo);
-    if (!ids.ok()) {
-      return RequestError{400, "'" + f + "[" + std::to_string(i) + "]': " + ids.status().message(),
-                          f};
-    }
-    if (ids->empty()) {
-      return RequestError{400, "'" + f + "[" + std::to_string(i) + "]' has no tokens", f};
-    }
-    if (ids->size() > static_cast<size_t>(max_len)) return too_long(i, ids->size());
-    (*seqs)[i] = std::move(ids).value();
+    return std::nullopt;
+  };
+  // Large requests are split over the tokenizer pool. This thread waits for the slices, which
+  // never wait themselves, so the two pools cannot deadlock each other.
+  const size_t slices = std::min<size_t>(tokenizer_threads_, n / kTextsPerSlice);
+  if (slices < 2) return run(0, n);
+  std::vector<std::optional<RequestError>> errors(slices);
+  std::latch done(static_cast<std::ptrdiff_t>(slices - 1));
+  for (size_t s = 1; s < slices; ++s) {
+    boost::asio::post(*tokenizers_, [&, s] {
+      errors[s] = run(n * s / slices, n * (s + 1) / slices);
+      done.count_down();
+    });
+  }
+  errors[0] = run(0, n / slices);
+  done.wait();
+  // The first bad input in request order is the one reported, as in the sequential path.
+  for (auto& e : errors) {
+    if (e) return e;
   }
   return std::nullopt;
 }
@@ -154,8 +214,8 @@ void Gateway::Embed(const HttpRequest& req, bool openai, Reply reply) {
           for (const auto& resp : r->responses) queue_us = std::max(queue_us, resp.queue_us());
           metrics_.Queue(static_cast<double>(queue_us) * 1e-6);
         }
-        boost::asio::post(http_->io(), [this, p, openai, tokens, r = std::move(r),
-                                        reply = std::move(reply)]() mutable {
+        boost::asio::post(*workers_, [this, p, openai, tokens, r = std::move(r),
+                                      reply = std::move(reply)]() mutable {
           if (!r.ok()) return reply(ServerError(r.status()));
           if (Status s = CheckChunks(*r); !s.ok()) return reply(ServerError(s));
           JsonOut o(64 + r->responses.size() * 16);
@@ -212,42 +272,18 @@ void Gateway::Score(const HttpRequest& req, Reply reply) {
   const std::string model = sp.model.empty() ? options_.model_name : sp.model;
   const size_t top_k = sp.top_k;
   const auto t1 = Clock::now();
-  EmbedChunks(
-      replicas_.get(), *seqs, so, options_.chunk, NextRequestId(),
-      [this, model, top_k, tokens, t1, reply = std::move(reply)](StatusOr<ChunkedResult> r) {
-        metrics_.Inference(Since(t1));
-        if (!r.ok()) return reply(ServerError(r.status()));
-        auto rows = DecodeRows(*r);
-        if (!rows.ok()) return reply(ServerError(rows.status()));
-        const auto& q = (*rows)[0];
-        double qq = 0;
-        for (float x : q) qq += double(x) * x;
-        std::vector<std::pair<size_t, double>> scores;
-        for (size_t d = 1; d < rows->size(); ++d) {
-          double qd = 0, dd = 0;
-          for (size_t i = 0; i < q.size(); ++i) {
-            qd += double(q[i]) * (*rows)[d][i];
-            dd += double((*rows)[d][i]) * (*rows)[d][i];
-          }
-          scores.emplace_back(d - 1, qq > 0 && dd > 0 ? qd / std::sqrt(qq * dd) : 0.0);
-        }
-        if (top_k > 0) {
-          std::stable_sort(scores.begin(), scores.end(),
-                           [](const auto& a, const auto& b) { return a.second > b.second; });
-          if (scores.size() > top_k) scores.resize(top_k);
-        }
-        JsonOut o;
-        o.Raw("{\"object\":\"list\",\"data\":[");
-        for (size_t i = 0; i < scores.size(); ++i) {
-          if (i) o.Raw(",");
-          o.Raw("{\"object\":\"score\",\"index\":").Int(static_cast<int64_t>(scores[i].first));
-          o.Raw(",\"score\":").Double(scores[i].second).Raw("}");
-        }
-        o.Raw("],\"model\":").Str(model);
-        o.Raw(",\"usage\":{\"prompt_tokens\":").Int(tokens);
-        o.Raw(",\"total_tokens\":").Int(tokens).Raw("}}");
-        reply(MakeResponse(200, o.Take()));
-      });
+  EmbedChunks(replicas_.get(), *seqs, so, options_.chunk, NextRequestId(),
+              [this, model, top_k, tokens, t1,
+               reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
+                metrics_.Inference(Since(t1));
+                boost::asio::post(*workers_, [model, top_k, tokens, r = std::move(r),
+                                              reply = std::move(reply)]() mutable {
+                  if (!r.ok()) return reply(ServerError(r.status()));
+                  auto json = ScoreJson(*r, model, top_k, tokens);
+                  if (!json.ok()) return reply(ServerError(json.status()));
+                  reply(MakeResponse(200, std::move(json).value()));
+                });
+              });
 }
 
 void Gateway::Tokenize(const HttpRequest& req, Reply reply) {

@@ -81,8 +81,8 @@ unsigned HttpStatusFor(const Status& s) {
       return 503;
     case StatusCode::kDeadlineExceeded:
       return 504;
-    case StatusCode::kCancelled:
-      return 499;
+    case StatusCode::kCancelled:  // the server dropped the call: it is shutting down
+      return 503;
     default:
       return 500;
   }
@@ -101,6 +101,11 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayOptions options) {
     o.model_name = p.filename().string();
   }
   PETAL_ASSIGN_OR_RETURN(auto hp, SplitHostPort(o.listen));
+  const unsigned threads =
+      o.worker_threads > 0 ? o.worker_threads : std::max(2u, std::thread::hardware_concurrency());
+  g->workers_ = std::make_unique<boost::asio::thread_pool>(threads);
+  g->tokenizer_threads_ = threads;
+  g->tokenizers_ = std::make_unique<boost::asio::thread_pool>(threads);
   g->replicas_ = std::make_unique<ReplicaSet>(o.servers, o.health_interval, o.request_timeout);
   HttpServerOptions ho;
   ho.host = hp.first;
@@ -117,11 +122,14 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayOptions options) {
 Gateway::~Gateway() {
   // Every request in flight ends by its chunks' deadlines, so this wait is bounded; the HTTP
   // server and the replicas must outlive the completions that reference them.
+  if (http_) http_->StopAccepting();
   const auto end = Clock::now() + options_.request_timeout + std::chrono::seconds(5);
   while (inflight_.load() > 0 && Clock::now() < end) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   if (http_) http_->Stop();
+  if (workers_) workers_->join();
+  if (tokenizers_) tokenizers_->join();
 }
 
 std::string Gateway::NextRequestId() { return "gw-" + std::to_string(next_id_++); }
@@ -162,10 +170,20 @@ void Gateway::Handle(HttpRequest&& req, Reply reply) {
     if (path == "/v1/embeddings" || path == "/embed" || path == "/v1/score" ||
         path == "/tokenize") {
       if (!post) return wrong_method("POST");
-      if (path == "/v1/embeddings") return Embed(req, true, std::move(done));
-      if (path == "/embed") return Embed(req, false, std::move(done));
-      if (path == "/v1/score") return Score(req, std::move(done));
-      return Tokenize(req, std::move(done));
+      // Parsing, tokenizing and formatting are CPU work: done on the worker pool so that the
+      // I/O threads keep serving other connections (and probes) meanwhile.
+      boost::asio::post(*workers_, [this, req = std::move(req), p = std::string(path),
+                                    done = std::move(done)]() mutable {
+        try {
+          if (p == "/v1/embeddings") return Embed(req, true, std::move(done));
+          if (p == "/embed") return Embed(req, false, std::move(done));
+          if (p == "/v1/score") return Score(req, std::move(done));
+          return Tokenize(req, std::move(done));
+        } catch (const std::exception& e) {
+          done(MakeResponse(500, ErrorJson(e.what(), "server_error", "")));
+        }
+      });
+      return;
     }
     if (!get) {
       if (std::string_view(route) != "other") return wrong_method("GET");
@@ -186,7 +204,12 @@ void Gateway::Handle(HttpRequest&& req, Reply reply) {
       return done(MakeResponse(200, o.Take()));
     }
     if (path == "/info") return Info(std::move(done));
-    if (path == "/metrics") return Metrics(std::move(done));
+    if (path == "/metrics") {
+      // Asks every replica for its Stats (blocking RPCs): not on an I/O thread.
+      boost::asio::post(*workers_,
+                        [this, done = std::move(done)]() mutable { Metrics(std::move(done)); });
+      return;
+    }
     done(
         MakeResponse(404, ErrorJson("no route " + std::string(path), "invalid_request_error", "")));
   } catch (const std::exception& e) {

@@ -8,6 +8,8 @@
 // destructor are called by the owning thread.
 #pragma once
 
+#include <boost/asio/thread_pool.hpp>
+
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -32,6 +34,7 @@ struct GatewayOptions {
   std::vector<std::string> servers;  // inference servers, host:port
   std::string listen = "127.0.0.1:8080";
   int http_threads = 2;
+  int worker_threads = 0;  // parsing, tokenization, formatting; 0 = hardware threads (at least 2)
   ChunkLimits chunk;
   size_t max_inputs = 2048;       // inputs per request; beyond: 413
   size_t body_limit = 32u << 20;  // request body bytes; beyond: 413
@@ -76,6 +79,11 @@ class Gateway {
   std::map<std::string, std::string> prompts_;  // sentence-transformers prompts by name
   std::string default_prompt_;
   std::unique_ptr<ReplicaSet> replicas_;
+  std::unique_ptr<boost::asio::thread_pool> workers_;
+  // Slices of large requests' tokenization; its tasks never block.
+  std::unique_ptr<boost::asio::thread_pool> tokenizers_;
+  size_t tokenizer_threads_ = 1;
+  static constexpr size_t kTextsPerSlice = 32;  // fewer texts per slice cost more than they save
   GatewayMetrics metrics_;
   std::atomic<int64_t> inflight_{0};
   std::atomic<uint64_t> next_id_{0};

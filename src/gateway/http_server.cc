@@ -8,6 +8,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 
+#include <future>
 #include <optional>
 
 namespace petal::gateway {
@@ -37,6 +38,29 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_.emplace();
     parser_->body_limit(body_limit_);
     stream_.expires_after(std::chrono::seconds(idle_timeout_));
+    http::async_read_header(stream_, buffer_, *parser_,
+                            beast::bind_front_handler(&Session::OnHeader, shared_from_this()));
+  }
+
+  // Clients such as curl send `Expect: 100-continue` with large bodies and wait (curl: 1 s) for
+  // an interim 100 response before sending the body; answer it at once.
+  void OnHeader(beast::error_code ec, size_t n) {
+    if (ec) return OnRead(ec, n);
+    const auto& req = parser_->get();
+    const auto expect = req[http::field::expect];
+    if (beast::iequals(expect, "100-continue") && !parser_->is_done()) {
+      auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
+      http::async_write(stream_, *cont,
+                        [self = shared_from_this(), cont](beast::error_code wec, size_t) {
+                          if (wec) return;
+                          self->ReadBody();
+                        });
+      return;
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&Session::OnRead, shared_from_this()));
   }
@@ -143,20 +167,32 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions&
   s->port_ = acc.local_endpoint().port();
   s->listener_ = listener;
   listener->Accept();
+  s->work_.emplace(s->io_.get_executor());
   for (int i = 0; i < std::max(1, options.threads); ++i) {
     s->threads_.emplace_back([io = &s->io_] { io->run(); });
   }
   return s;
 }
 
+void HttpServer::StopAccepting() {
+  // The acceptor belongs to its strand: close it there, and wait so that no connection is
+  // accepted after this returns.
+  auto closed = std::make_shared<std::promise<void>>();
+  auto done = closed->get_future();
+  net::post(listener_->acceptor.get_executor(), [l = listener_, closed] {
+    beast::error_code ec;
+    l->acceptor.close(ec);
+    closed->set_value();
+  });
+  done.wait_for(std::chrono::seconds(5));
+}
+
 void HttpServer::Stop() {
   if (stopped_) return;
   stopped_ = true;
-  net::post(listener_->acceptor.get_executor(), [l = listener_] {
-    beast::error_code ec;
-    l->acceptor.close(ec);
-  });
+  StopAccepting();
   io_.stop();
+  work_.reset();
   for (auto& t : threads_) t.join();
   threads_.clear();
 }

@@ -7,12 +7,14 @@
 // concurrently for different connections; requests on one connection are handled one at a time.
 #pragma once
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/beast/http.hpp>
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,6 +45,8 @@ class HttpServer {
   // Stops accepting and closes connections; joins the I/O threads.
   ~HttpServer();
   void Stop();
+  // Closes the listening socket: no new connections; open ones are still served.
+  void StopAccepting();
 
   uint16_t port() const { return port_; }
   // The I/O context, for handlers that want to run CPU work on the pool.
@@ -53,6 +57,9 @@ class HttpServer {
   struct Listener;
 
   boost::asio::io_context io_;
+  // Keeps the I/O threads running when no socket operation is pending (after StopAccepting,
+  // while handlers still owe responses), until Stop.
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   std::shared_ptr<Listener> listener_;
   std::vector<std::thread> threads_;
   uint16_t port_ = 0;

@@ -54,7 +54,11 @@ void ReplicaSet::HealthLoop(Replica* r) {
 ReplicaSet::Replica* ReplicaSet::Pick(const Replica* avoid) const {
   Replica* best = nullptr;
   int64_t best_load = std::numeric_limits<int64_t>::max();
-  for (const auto& r : replicas_) {
+  // Ties (e.g. all idle) rotate, so that idle replicas share short requests evenly.
+  const size_t n = replicas_.size();
+  const size_t first = next_.fetch_add(1, std::memory_order_relaxed);
+  for (size_t k = 0; k < n; ++k) {
+    const auto& r = replicas_[(first + k) % n];
     if (r.get() == avoid || !r->up.load()) continue;
     const int64_t load = r->outstanding.load();
     if (load < best_load) {
@@ -87,7 +91,12 @@ void ReplicaSet::Send(Replica* r, std::shared_ptr<v1::EmbedRequest> request, int
                        r->outstanding -= tokens;
                        if (result.ok()) return done(std::move(result));
                        r->failures++;
-                       if (result.status().code() == StatusCode::kUnavailable) {
+                       // The gateway never cancels its calls, so CANCELLED means the server dropped
+                       // the call
+                       // (it is shutting down): like UNAVAILABLE, the replica is down and the chunk
+                       // retried.
+                       const StatusCode code = result.status().code();
+                       if (code == StatusCode::kUnavailable || code == StatusCode::kCancelled) {
                          r->up = false;
                          if (!retried) {
                            if (Replica* other = Pick(r)) {

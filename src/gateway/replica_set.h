@@ -1,10 +1,11 @@
 // ReplicaSet: the inference servers behind one gateway, with health and load. Each chunk goes to
 // the healthy replica with the fewest outstanding tokens (latency is proportional to tokens, not
-// sequences, so tokens are the load measure). A replica that fails a call with UNAVAILABLE is
-// marked down at once and the chunk is retried once on another replica; a background thread per
-// replica polls the gRPC health service and marks it up again when it answers SERVING.
-// A gRPC channel that failed to connect backs off (seconds, growing to minutes) before trying
-// again, so a down replica is probed on a fresh channel too, which is swapped in once it works.
+// sequences, so tokens are the load measure). A replica that fails a call with UNAVAILABLE (or
+// CANCELLED, which a server that is shutting down answers) is marked down at once and the chunk
+// is retried once on another replica; a background thread per replica polls the gRPC health
+// service and marks it up again when it answers SERVING. A gRPC channel that failed to connect
+// backs off (seconds, growing to minutes) before trying again, so a down replica is probed on a
+// fresh channel too, which is swapped in once it works.
 //
 // Thread-safety: all public methods may be called from any thread. Completion callbacks run on
 // gRPC threads and must not block.
@@ -76,6 +77,7 @@ class ReplicaSet {
   void HealthLoop(Replica* r);
 
   std::vector<std::unique_ptr<Replica>> replicas_;
+  mutable std::atomic<size_t> next_{0};  // where Pick starts looking, for tie-breaking
   std::chrono::milliseconds health_interval_;
   std::chrono::milliseconds call_timeout_;
   std::mutex mu_;

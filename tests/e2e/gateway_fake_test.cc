@@ -4,6 +4,7 @@
 // uses models/all-MiniLM-L6-v2 and skips if that is absent.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <future>
 #include <thread>
 
@@ -46,7 +47,8 @@ struct FakeServer {
 };
 
 std::unique_ptr<Gateway> StartGateway(std::vector<std::string> servers, ChunkLimits chunk = {},
-                                      std::vector<std::string> api_keys = {}) {
+                                      std::vector<std::string> api_keys = {},
+                                      size_t body_limit = 32u << 20) {
   GatewayOptions go;
   go.model_dir = ModelDir();
   go.servers = std::move(servers);
@@ -55,6 +57,7 @@ std::unique_ptr<Gateway> StartGateway(std::vector<std::string> servers, ChunkLim
   go.health_interval = 100ms;
   go.request_timeout = 10000ms;
   go.api_keys = std::move(api_keys);
+  go.body_limit = body_limit;
   auto g = Gateway::Start(go);
   EXPECT_TRUE(g.ok()) << g.status().ToString();
   return g.ok() ? std::move(g).value() : nullptr;
@@ -95,6 +98,7 @@ TEST_F(GatewayFake, ChunksSpreadOverReplicasAndComeBackInOrder) {
   FakeServer a, b;
   auto g = StartGateway({a.address(), b.address()}, {16, 100000});
   ASSERT_TRUE(g);
+  for (const auto& r : g->replicas().Snapshot()) EXPECT_TRUE(r.up) << r.address;
   std::vector<std::vector<int32_t>> seqs;
   const std::string input = Sequences(300, &seqs);
   HttpClient c(g->port());
@@ -143,6 +147,35 @@ TEST_F(GatewayFake, ReplicaDownIsRetriedElsewhereThenReadyFails) {
   EXPECT_NE(r.body.find("\"error\""), std::string::npos);
 }
 
+TEST_F(GatewayFake, ReplicaKilledUnderLoadLosesNoRequest) {
+  FakeServer a, b;
+  auto g = StartGateway({a.address(), b.address()}, {8, 100000});
+  ASSERT_TRUE(g);
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0}, failed{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 4; ++t) {
+    clients.emplace_back([&, t] {
+      HttpClient c(g->port());
+      std::vector<std::vector<int32_t>> seqs;
+      const std::string body = "{\"input\":" + Sequences(20 + t, &seqs) + "}";
+      while (!stop) {
+        auto r = c.Post("/v1/embeddings", body);
+        const bool good = r.status == 200 && Embeddings(r.body).size() == seqs.size();
+        (good ? ok : failed)++;
+        if (!good) ADD_FAILURE() << r.status << " " << r.body.substr(0, 200);
+      }
+    });
+  }
+  std::this_thread::sleep_for(200ms);
+  a.Stop();  // chunks in flight or sent to it before the health check notices are retried on b
+  std::this_thread::sleep_for(500ms);
+  stop = true;
+  for (auto& t : clients) t.join();
+  EXPECT_GT(ok.load(), 10);
+  EXPECT_EQ(failed.load(), 0);
+}
+
 TEST_F(GatewayFake, ReplicaThatComesBackIsUsedAgain) {
   auto a = std::make_unique<FakeServer>();
   const int port = a->server->port();
@@ -178,6 +211,105 @@ TEST_F(GatewayFake, ApiKeysAreChecked) {
   EXPECT_EQ(c.Post("/v1/embeddings", "{\"input\":[[1,2]]}").status, 401u);
   c.SetApiKey("k2");
   EXPECT_EQ(c.Post("/v1/embeddings", "{\"input\":[[1,2]]}").status, 200u);
+}
+
+TEST_F(GatewayFake, ConcurrentClientsGetTheirOwnRows) {
+  FakeServer a, b;
+  auto g = StartGateway({a.address(), b.address()}, {3, 100000});
+  ASSERT_TRUE(g);
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 8; ++t) {
+    clients.emplace_back([&, t] {
+      HttpClient c(g->port());
+      for (int i = 0; i < 15; ++i) {
+        std::vector<std::vector<int32_t>> seqs;
+        std::string json = "[";
+        for (int k = 0; k < 1 + (t + i) % 9; ++k) {
+          auto& s = seqs.emplace_back();
+          for (int j = 0; j < 1 + (t * 5 + i + k) % 11; ++j)
+            s.push_back((t * 131 + i * 17 + k * 7 + j) % 997 + 1);
+          json += k ? ",[" : "[";
+          for (size_t j = 0; j < s.size(); ++j) json += (j ? "," : "") + std::to_string(s[j]);
+          json += "]";
+        }
+        auto r = c.Post("/v1/embeddings", "{\"input\":" + json + "]}");
+        auto rows = Embeddings(r.body);
+        bool ok = r.status == 200 && rows.size() == seqs.size();
+        for (size_t k = 0; ok && k < seqs.size(); ++k) {
+          ok = Cosine(rows[k], server::FakeEngine::Reference(seqs[k], a.options)) >= 0.99999;
+        }
+        if (!ok) wrong++;
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST_F(GatewayFake, LargeBodyIs413) {
+  FakeServer a;
+  auto g = StartGateway({a.address()}, {}, {}, 1024);
+  ASSERT_TRUE(g);
+  HttpClient c(g->port());
+  auto r = c.Post("/v1/embeddings", "{\"input\":\"" + std::string(2000, 'a') + "\"}");
+  EXPECT_EQ(r.status, 413u) << r.body;
+  EXPECT_EQ(c.Post("/v1/embeddings", "{\"input\":[[1,2]]}").status, 200u);  // a new connection
+}
+
+TEST_F(GatewayFake, ExpectContinueIsAnsweredAtOnce) {
+  FakeServer a;
+  auto g = StartGateway({a.address()});
+  ASSERT_TRUE(g);
+  net::io_context io;
+  net::ip::tcp::socket sock(io);
+  sock.connect({net::ip::make_address("127.0.0.1"), g->port()});
+  const std::string body = "{\"input\":[[1,2,3]]}";
+  const std::string head =
+      "POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+      "Content-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n";
+  net::write(sock, net::buffer(head));
+  // Without the interim answer a client like curl would wait a second here; the read below
+  // would block forever, so it is bounded by polling with a deadline.
+  std::string got(64, '\0');
+  size_t n = 0;
+  sock.non_blocking(true);
+  const auto end = std::chrono::steady_clock::now() + 2s;
+  while (got.substr(0, n).find("\r\n\r\n") == std::string::npos &&
+         std::chrono::steady_clock::now() < end) {
+    boost::system::error_code ec;
+    n += sock.read_some(net::buffer(got.data() + n, got.size() - n), ec);
+    if (ec && ec != net::error::would_block) break;
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_EQ(got.substr(0, 25), "HTTP/1.1 100 Continue\r\n\r\n");
+  sock.non_blocking(false);
+  net::write(sock, net::buffer(body));
+  beast::flat_buffer buf;
+  http::response<http::string_body> res;
+  http::read(sock, buf, res);
+  EXPECT_EQ(res.result_int(), 200u) << res.body();
+}
+
+TEST_F(GatewayFake, ShutdownAnswersRequestsInFlight) {
+  FakeServer a;
+  a.engine->Hold();
+  auto g = StartGateway({a.address()});
+  ASSERT_TRUE(g);
+  const uint16_t port = g->port();
+  auto pending = std::async(std::launch::async, [port] {
+    HttpClient c(port);
+    return c.Post("/v1/embeddings", "{\"input\":[[5,6,7]]}").status;
+  });
+  ASSERT_TRUE(FakeServerHasQueued(a));
+  auto stopping = std::async(std::launch::async, [&g] { g.reset(); });
+  std::this_thread::sleep_for(200ms);
+  HttpClient late(port);
+  EXPECT_EQ(late.Get("/health").status, 0u);  // no longer accepting
+  a.engine->Release();
+  EXPECT_EQ(pending.get(), 200u);  // the request in flight was still answered
+  stopping.get();
 }
 
 TEST_F(GatewayFake, NoServerMeansNotReady) {

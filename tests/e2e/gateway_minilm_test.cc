@@ -196,6 +196,14 @@ TEST_F(GatewayMiniLm, ErrorsHaveTheDocumentedCodes) {
   r = client_->Post("/v1/embeddings", "{\"input\":[\"a\",\"\"]}");
   EXPECT_EQ(r.status, 400u);
   EXPECT_NE(r.body.find("input[1]' is an empty string"), std::string::npos) << r.body;
+  // Large requests are tokenized in parallel slices; the first bad input is still the one named.
+  std::vector<std::string> texts(100, "fine");
+  texts[80] = "";
+  r = client_->Post("/v1/embeddings", "{\"input\":" + JsonStrings(texts) + "}");
+  EXPECT_NE(r.body.find("input[80]' is an empty string"), std::string::npos) << r.body;
+  texts[10] = "";
+  r = client_->Post("/v1/embeddings", "{\"input\":" + JsonStrings(texts) + "}");
+  EXPECT_NE(r.body.find("input[10]' is an empty string"), std::string::npos) << r.body;
   r = client_->Post("/v1/embeddings", "{\"input\":\"a\",\"input_type\":\"question\"}");
   EXPECT_EQ(r.status, 400u);
   EXPECT_NE(r.body.find("\"param\":\"input_type\""), std::string::npos) << r.body;

@@ -68,6 +68,32 @@ TEST(GatewayServe, StartsReplicasServesAndStopsCleanly) {
     EXPECT_EQ(r.status, 200u) << r.body;
     EXPECT_EQ(Embeddings(r.body).size(), 2u);
   }
+  // A replica killed outright is restarted on its port and rejoins; requests keep succeeding.
+  if (children.size() == 2) {
+    kill(children[0], SIGKILL);
+    HttpClient c(static_cast<uint16_t>(port));
+    int restarted = 0;
+    for (int i = 0; i < 100 && restarted < 3; ++i) {
+      std::this_thread::sleep_for(50ms);
+      const std::string now = ReadFile(log);
+      restarted = static_cast<int>(std::distance(
+          std::sregex_iterator(now.begin(), now.end(), child_re), std::sregex_iterator()));
+      EXPECT_EQ(c.Post("/v1/embeddings", "{\"input\":[[1,2,3]]}").status, 200u);
+    }
+    EXPECT_EQ(restarted, 3) << ReadFile(log);
+    bool both_up = false;
+    for (int i = 0; i < 100 && !both_up; ++i) {
+      std::this_thread::sleep_for(50ms);
+      const auto info = c.Get("/info").body;
+      both_up = info.find("\"up\":false") == std::string::npos;
+    }
+    EXPECT_TRUE(both_up) << c.Get("/info").body;
+    const std::string now = ReadFile(log);
+    children.clear();
+    for (std::sregex_iterator it(now.begin(), now.end(), child_re), end; it != end; ++it) {
+      children.push_back(std::stoi((*it)[1]));
+    }
+  }
   kill(pid, SIGTERM);
   int status = -1;
   for (int i = 0; i < 200; ++i) {
@@ -76,6 +102,7 @@ TEST(GatewayServe, StartsReplicasServesAndStopsCleanly) {
   }
   ASSERT_TRUE(WIFEXITED(status)) << ReadFile(log);
   EXPECT_EQ(WEXITSTATUS(status), 0);
+  // Children are reaped by `petal serve`, so kill(pid, 0) fails for each (the restarted one too).
   for (pid_t c : children) EXPECT_FALSE(Alive(c)) << "replica " << c << " still running";
 }
 

@@ -1,0 +1,107 @@
+#include "gateway/http_bench.h"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "gateway/json_writer.h"
+
+namespace petal::gateway {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kWords[] = {
+    "the",   "quick", "brown",  "fox",   "jumps", "over",  "lazy",  "dog",   "and",    "a",
+    "time",  "year",  "people", "way",   "day",   "man",   "thing", "world", "life",   "hand",
+    "part",  "child", "eye",    "woman", "place", "work",  "week",  "case",  "point",  "number",
+    "group", "fact",  "good",   "new",   "first", "last",  "long",  "great", "little", "own",
+    "other", "old",   "right",  "big",   "high",  "small", "large", "next",  "early",  "young"};
+
+}  // namespace
+
+std::string BenchText(int words, uint64_t seed) {
+  std::string s;
+  uint64_t x = seed * 0x9e3779b97f4a7c15ULL + 1;
+  for (int i = 0; i < words; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    if (i) s.push_back(' ');
+    s += kWords[x % (sizeof(kWords) / sizeof(kWords[0]))];
+  }
+  return s;
+}
+
+StatusOr<HttpBenchResult> RunHttpBench(const HttpBenchSpec& spec) {
+  HttpBenchResult result;
+  std::mutex mu;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  const auto start = Clock::now();
+  for (int c = 0; c < spec.concurrency; ++c) {
+    threads.emplace_back([&, c] {
+      net::io_context io;
+      beast::tcp_stream stream(io);
+      beast::error_code ec;
+      stream.socket().connect({net::ip::make_address(spec.host, ec), spec.port}, ec);
+      if (ec) {
+        std::lock_guard<std::mutex> lock(mu);
+        result.errors++;
+        if (result.first_error.empty()) result.first_error = "connect: " + ec.message();
+        return;
+      }
+      // Texts longer than the model's maximum (MiniLM: 256) are truncated by the gateway.
+      std::vector<double> samples;
+      beast::flat_buffer buffer;
+      const auto end = Clock::now() + std::chrono::duration<double>(spec.seconds);
+      for (int i = 0; i < spec.warmup + spec.max_iters && !stop; ++i) {
+        if (i >= spec.warmup && Clock::now() > end) break;
+        JsonOut body;
+        body.Raw("{\"input\":")
+            .Str(BenchText(spec.words, (uint64_t(c) << 32) | i))
+            .Raw(",\"truncate\":true}");
+        http::request<http::string_body> req{http::verb::post, "/v1/embeddings", 11};
+        req.set(http::field::host, spec.host);
+        req.set(http::field::content_type, "application/json");
+        req.keep_alive(true);
+        req.body() = body.Take();
+        req.prepare_payload();
+        http::response<http::string_body> res;
+        const auto t0 = Clock::now();
+        http::write(stream, req, ec);
+        if (!ec) http::read(stream, buffer, res, ec);
+        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+        if (ec || res.result_int() != 200) {
+          std::lock_guard<std::mutex> lock(mu);
+          result.errors++;
+          if (result.first_error.empty()) {
+            result.first_error = ec ? ec.message() : res.body().substr(0, 200);
+          }
+          if (ec) return;  // the connection is gone
+          continue;
+        }
+        if (i >= spec.warmup) samples.push_back(ms);
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      result.latency_ms.insert(result.latency_ms.end(), samples.begin(), samples.end());
+    });
+  }
+  for (auto& t : threads) t.join();
+  result.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+  if (result.latency_ms.empty()) {
+    return Unavailable("no request succeeded: " + result.first_error);
+  }
+  return result;
+}
+
+}  // namespace petal::gateway

@@ -1,0 +1,38 @@
+// The HTTP benchmark behind `petal bench-http`: the design brief's high-concurrency scenario
+// through the gateway (tokenization and the gateway-to-server hop included): texts of about N
+// tokens, one per request, C concurrent clients each sending strictly sequential requests on a
+// kept-alive connection. Thread-safety: RunHttpBench is called from one thread; it starts its
+// own client threads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace petal::gateway {
+
+struct HttpBenchSpec {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8080;
+  int concurrency = 1;
+  int words = 510;  // words per text; common English words are one token each in BERT and Qwen
+  double seconds = 5;
+  int max_iters = 2000;  // most requests per client
+  int warmup = 5;        // requests per client before timing starts
+};
+
+struct HttpBenchResult {
+  std::vector<double> latency_ms;  // every timed request
+  double wall_s = 0;
+  int errors = 0;
+  std::string first_error;
+};
+
+// A text of `words` words, varied by `seed` so that requests differ.
+std::string BenchText(int words, uint64_t seed);
+
+StatusOr<HttpBenchResult> RunHttpBench(const HttpBenchSpec& spec);
+
+}  // namespace petal::gateway
