@@ -8,7 +8,7 @@ from utf8proc alone gives different tokens for a few hundred code points. This s
 the behaviour (black box, no source copied) and writes range tables; re-run it when the pinned
 `tokenizers` version changes.
 
-Usage: /work/venv/bin/python scripts/tokenizer/gen_unicode_tables.py \
+Usage: .venv/bin/python scripts/tokenizer/gen_unicode_tables.py \
            [models/tokenizers/multilingual-e5-small/tokenizer.json] > src/tokenizer/unicode_tables.inc
 The optional tokenizer (any with a Precompiled normalizer) is used to measure grapheme clusters.
 """
