@@ -2,12 +2,6 @@
 # GPU tests (label gpu), CPU emulation / fragment-layout tests, and a micro-benchmark binary that
 # CTest does not run. Included by kernels_cuda.cmake when PETAL_CUDA is ON.
 set(PETAL_ATTN_DIR ${CMAKE_CURRENT_LIST_DIR})
-# CMake 3.25 does not know nvcc's C++20 flag; nvcc 12+ accepts -std=c++20 (same workaround as
-# kernels_cuda.cmake, repeated so this file also works on its own).
-if(NOT DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
-  set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
-  set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
-endif()
 add_library(petal_attention_cuda STATIC
   ${PETAL_ATTN_DIR}/attention_plan.cu
   ${PETAL_ATTN_DIR}/attention_flash.cu

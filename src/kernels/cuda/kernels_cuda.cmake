@@ -2,13 +2,6 @@
 # the attention kernels (attention.cmake, owned separately, adds its sources to this target).
 # Included from src/kernels/CMakeLists.txt when PETAL_CUDA is on. No --use_fast_math: the norms
 # and softmax need IEEE expf/erff/division; kernels use fast intrinsics explicitly where safe.
-# CMake 3.25 does not know nvcc's C++20 flag (CMAKE_CUDA_STANDARD 20 fails at generate time);
-# nvcc 12+ accepts -std=c++20, so tell CMake for targets in this directory.
-if(NOT DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
-  set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
-  set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
-endif()
-
 add_library(petal_kernels_cuda STATIC
   ${CMAKE_CURRENT_LIST_DIR}/elementwise.cu
   ${CMAKE_CURRENT_LIST_DIR}/norm.cu
