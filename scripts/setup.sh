@@ -2,6 +2,7 @@
 # Installs everything Petal needs on a fresh Debian 12 machine, idempotently:
 #   1. Debian packages (compilers, C++ libraries, tools)      -- skipped when all are installed
 #   2. a Python virtualenv at .venv with pinned PyPI tools    -- skipped when up to date
+#   2b. cuDNN frontend headers under .deps/ (PyPI wheel, headers only)  -- skipped when present
 #   3. real model weights under models/ (scripts/fetch_models.py) -- skipped when verified
 # Run as root (or with sudo available). Re-running it is quick.
 #
@@ -75,6 +76,35 @@ else
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r "$REQ"
   echo "$req_sum" > "$stamp"
   log "venv: done"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# 2b. cuDNN frontend headers (NVIDIA's MIT-licensed, header-only C++ API over cuDNN's graph
+#     backend; Petal's second attention backend uses it). Only its headers are taken from the
+#     pinned PyPI wheel (sha256-checked); the wheel's Python parts and dependencies are not installed.
+#     Without them the CUDA build still compiles, with the cuDNN attention backend left out.
+# ---------------------------------------------------------------------------------------------
+CFE_VERSION=1.32.0
+CFE_WHEEL="nvidia_cudnn_frontend-${CFE_VERSION}-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl"
+CFE_SHA256=c6006556017a4d1c914c52a556c71b1267f2d6a0500f742e7b4edef539878df0
+CFE_DIR="$ROOT/.deps/cudnn_frontend-$CFE_VERSION"
+if [[ -f "$CFE_DIR/include/cudnn_frontend.h" ]]; then
+  log "cudnn-frontend: $CFE_VERSION headers present"
+else
+  log "cudnn-frontend: fetching $CFE_VERSION headers from PyPI"
+  tmp="$(mktemp -d)"
+  "$VENV/bin/python" -m pip download -q --disable-pip-version-check --no-deps \
+    --only-binary=:all: --python-version 3.11 --platform manylinux_2_28_x86_64 \
+    -d "$tmp" "nvidia-cudnn-frontend==$CFE_VERSION"
+  echo "$CFE_SHA256  $tmp/$CFE_WHEEL" | sha256sum -c --quiet - || die "cudnn-frontend wheel sha256 mismatch"
+  "$VENV/bin/python" - "$tmp/$CFE_WHEEL" "$CFE_DIR" <<'PYEOF'
+import sys, zipfile
+wheel, dest = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(wheel) as z:
+    z.extractall(dest, [n for n in z.namelist() if n.startswith("include/")])
+PYEOF
+  rm -rf "$tmp"
+  log "cudnn-frontend: headers in ${CFE_DIR#$ROOT/}/include"
 fi
 
 # ---------------------------------------------------------------------------------------------

@@ -34,6 +34,10 @@ inline void AddEngineFlags(CLI::App* app, EngineOptions* opts) {
   app->add_option("--max-graphs", opts->cuda.max_graphs, "CUDA graphs kept (LRU)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app->add_option("--attention", opts->cuda.attention,
+                  "CUDA attention backend: auto (timed at first use per shape), flash or cudnn")
+      ->check(CLI::IsMember({"auto", "flash", "cudnn"}))
+      ->capture_default_str();
 }
 
 }  // namespace petal::cli

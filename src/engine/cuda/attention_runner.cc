@@ -1,37 +1,230 @@
 #include "engine/cuda/attention_runner.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
 #include "kernels/cuda/gemm.h"
 
 namespace petal::cuda {
+namespace {
 
-Status AttentionRunner::Init(int max_tokens, int max_seqs, int head_dim) {
+// cuDNN's fused attention needs little or no workspace for inference; plans wanting more than
+// this are treated as unsupported, so the buffer never moves under a captured graph.
+constexpr size_t kCudnnWorkspaceBytes = 32u << 20;
+constexpr int kTimingReps = 3;
+
+Status Check(cudaError_t e, const char* what) {
+  return e == cudaSuccess ? Status::Ok()
+                          : Internal(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+const char* Name(AttentionRunner::Backend b) {
+  switch (b) {
+    case AttentionRunner::Backend::kFlash:
+      return "petal-flash";
+    case AttentionRunner::Backend::kCudnn:
+      return "cudnn";
+    default:
+      return "reference";
+  }
+}
+
+}  // namespace
+
+AttentionRunner::AttentionRunner() = default;
+AttentionRunner::~AttentionRunner() = default;
+
+Status AttentionRunner::Init(const Capacity& cap, int head_dim) {
+  mode_ = cap.attention;
   flash_ = head_dim == 32 || head_dim == 64 || head_dim == 128;
-  if (!flash_) return Status::Ok();
-  return workspace_.Allocate(AttentionWorkspaceBytes(max_tokens, max_seqs));
+  if (!flash_) return Status::Ok();  // the reference kernel needs nothing
+  PETAL_RETURN_IF_ERROR(workspace_.Allocate(AttentionWorkspaceBytes(cap.max_tokens, cap.max_seqs)));
+  if (mode_ == AttentionMode::kFlash) return Status::Ok();
+  auto created = CudnnAttention::Create(nullptr);
+  if (!created.ok()) {
+    cudnn_unavailable_ = created.status().message();
+    if (mode_ == AttentionMode::kCudnn) {
+      std::fprintf(stderr, "petal: --attention cudnn: %s; using petal-flash\n",
+                   cudnn_unavailable_.c_str());
+    }
+    return Status::Ok();
+  }
+  cudnn_ = std::move(created).value();
+  PETAL_RETURN_IF_ERROR(cudnn_meta_storage_.Allocate(CudnnAttentionMetaBytes(cap.max_seqs)));
+  cudnn_meta_ = CarveCudnnAttentionMeta(cudnn_meta_storage_.get(), cap.max_seqs);
+  return Status::Ok();
+}
+
+AttentionRunner::ShapeKey AttentionRunner::KeyOf(const AttentionParams& p) {
+  return {p.max_seqs,     p.max_tokens, p.max_seqlen, p.num_heads,
+          p.num_kv_heads, p.head_dim,   p.causal};
 }
 
 Status AttentionRunner::Plan(const AttentionParams& p, cudaStream_t stream) {
-  return flash_ ? PlanRaggedAttention(p, workspace_.get(), stream) : Status::Ok();
+  if (!flash_) return Status::Ok();
+  auto it = choices_.find(KeyOf(p));
+  const bool known = it != choices_.end();
+  if (!known || it->second.backend == Backend::kFlash) {
+    PETAL_RETURN_IF_ERROR(PlanRaggedAttention(p, workspace_.get(), stream));
+  }
+  if (cudnn_ && (!known || it->second.backend == Backend::kCudnn)) {
+    PETAL_RETURN_IF_ERROR(LaunchCudnnAttentionMeta(p, cudnn_meta_, stream));
+  }
+  return Status::Ok();
+}
+
+Status AttentionRunner::EnsureCudnnWorkspace() {
+  if (cudnn_->WorkspaceBytes() > kCudnnWorkspaceBytes) {
+    return ResourceExhausted("cuDNN wants " + std::to_string(cudnn_->WorkspaceBytes()) +
+                             " bytes of workspace");
+  }
+  if (cudnn_->WorkspaceBytes() > 0 && cudnn_workspace_.bytes() == 0) {
+    PETAL_RETURN_IF_ERROR(cudnn_workspace_.Allocate(kCudnnWorkspaceBytes));
+  }
+  return Status::Ok();
+}
+
+Status AttentionRunner::RunWith(Backend b, const AttentionParams& p, cudaStream_t stream) {
+  switch (b) {
+    case Backend::kFlash:
+      return RunRaggedAttention(p, workspace_.get(), stream);
+    case Backend::kCudnn:
+      return cudnn_->Run(p, p.max_seqlen > 0 ? p.max_seqlen : p.max_tokens, cudnn_meta_,
+                         cudnn_workspace_.get(), stream);
+    default:
+      return LaunchReferenceAttention(p, stream);
+  }
+}
+
+StatusOr<AttentionRunner::Choice> AttentionRunner::Choose(const AttentionParams& p,
+                                                          cudaStream_t stream) {
+  Choice c;
+  if (!cudnn_) {
+    c.note = cudnn_unavailable_.empty() ? "flash forced" : cudnn_unavailable_;
+    return c;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const int max_len = p.max_seqlen > 0 ? p.max_seqlen : p.max_tokens;
+  Status prepared = cudnn_->Prepare(p, max_len);
+  if (prepared.ok()) prepared = EnsureCudnnWorkspace();
+  if (!prepared.ok()) {
+    c.note = prepared.message();
+    std::fprintf(stderr, "petal: cuDNN attention unavailable for %d seqs x %d tokens: %s\n",
+                 p.max_seqs, p.max_tokens, c.note.c_str());
+    return c;
+  }
+  if (mode_ == AttentionMode::kCudnn) {
+    c.backend = Backend::kCudnn;
+    tune_ms_ +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return c;
+  }
+  // Time both on this batch; the plans for it were enqueued by Plan().
+  cudaEvent_t ev[2];
+  PETAL_CUDA_CHECK(cudaEventCreate(&ev[0]));
+  PETAL_CUDA_CHECK(cudaEventCreate(&ev[1]));
+  double ms[2] = {0, 0};
+  Status s;
+  for (int b = 0; b < 2 && s.ok(); ++b) {
+    const Backend backend = b == 0 ? Backend::kFlash : Backend::kCudnn;
+    s = RunWith(backend, p, stream);  // warm-up (module load, caches)
+    if (s.ok()) s = Check(cudaEventRecord(ev[0], stream), "event");
+    for (int r = 0; r < kTimingReps && s.ok(); ++r) s = RunWith(backend, p, stream);
+    if (s.ok()) s = Check(cudaEventRecord(ev[1], stream), "event");
+    if (s.ok()) s = Check(cudaEventSynchronize(ev[1]), "event sync");
+    float t = 0;
+    if (s.ok()) s = Check(cudaEventElapsedTime(&t, ev[0], ev[1]), "elapsed");
+    ms[b] = t / kTimingReps;
+  }
+  cudaEventDestroy(ev[0]);
+  cudaEventDestroy(ev[1]);
+  if (!s.ok()) {
+    c.note = "timing failed: " + s.message();
+    return c;
+  }
+  c.flash_ms = ms[0];
+  c.cudnn_ms = ms[1];
+  c.backend = ms[1] < ms[0] ? Backend::kCudnn : Backend::kFlash;
+  tune_ms_ +=
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return c;
 }
 
 Status AttentionRunner::Run(const AttentionParams& p, cudaStream_t stream) {
-  return flash_ ? RunRaggedAttention(p, workspace_.get(), stream)
-                : LaunchReferenceAttention(p, stream);
+  if (!flash_) return LaunchReferenceAttention(p, stream);
+  const ShapeKey key = KeyOf(p);
+  auto it = choices_.find(key);
+  if (it == choices_.end()) {
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    PETAL_CUDA_CHECK(cudaStreamIsCapturing(stream, &capturing));
+    if (capturing != cudaStreamCaptureStatusNone) {
+      // Not expected (shapes run eagerly first); flash's plan was enqueued, so it is safe.
+      return RunWith(Backend::kFlash, p, stream);
+    }
+    PETAL_ASSIGN_OR_RETURN(Choice c, Choose(p, stream));
+    it = choices_.emplace(key, std::move(c)).first;
+  }
+  return RunWith(it->second.backend, p, stream);
+}
+
+std::string AttentionRunner::backend() const {
+  if (!flash_) return "reference";
+  int counts[3] = {0, 0, 0};
+  for (const auto& [k, c] : choices_) ++counts[static_cast<int>(c.backend)];
+  const char* mode = mode_ == AttentionMode::kAuto    ? "auto"
+                     : mode_ == AttentionMode::kFlash ? "flash"
+                                                      : "cudnn";
+  std::string s = std::string(mode) + ": petal-flash x" + std::to_string(counts[0]) + ", cudnn x" +
+                  std::to_string(counts[1]);
+  s += cudnn_ ? " (" + cudnn_->Version() + ")" : " (cudnn unavailable: " + cudnn_unavailable_ + ")";
+  return s;
+}
+
+std::string AttentionRunner::DescribeChoices() const {
+  std::string out;
+  char line[256];
+  for (const auto& [k, c] : choices_) {
+    const auto& [seqs, tokens, max_len, hq, hkv, d, causal] = k;
+    std::snprintf(line, sizeof(line),
+                  "  attention seqs=%d tokens=%d max_len=%d heads=%d/%d d=%d%s -> %s "
+                  "(flash %.4f ms, cudnn %.4f ms)%s%s\n",
+                  seqs, tokens, max_len, hq, hkv, d, causal ? " causal" : "", Name(c.backend),
+                  c.flash_ms, c.cudnn_ms, c.note.empty() ? "" : " note: ", c.note.c_str());
+    out += line;
+  }
+  return out;
+}
+
+std::map<std::string, double> AttentionRunner::Stats() const {
+  int counts[3] = {0, 0, 0};
+  for (const auto& [k, c] : choices_) ++counts[static_cast<int>(c.backend)];
+  return {{"attention_flash", flash_ ? 1.0 : 0.0},
+          {"attention_cudnn_available", cudnn_ ? 1.0 : 0.0},
+          {"attention_shapes_flash", double(counts[0])},
+          {"attention_shapes_cudnn", double(counts[1])},
+          {"attention_tune_ms", tune_ms_}};
+}
+
+size_t AttentionRunner::bytes() const {
+  return workspace_.bytes() + cudnn_meta_storage_.bytes() + cudnn_workspace_.bytes();
 }
 
 std::map<std::string, double> KernelStats(const Gemm& gemm, const AttentionRunner& attention) {
   const GemmStats g = gemm.Stats();
-  return {{"gemm_plans", double(g.plans)},
-          {"gemm_tuned", double(g.tuned)},
-          {"gemm_untuned", double(g.untuned)},
-          {"gemm_too_large_to_tune", double(g.too_large)},
-          {"gemm_small_m_rejected", double(g.small_m_rejected)},
-          {"gemm_tune_ms", g.tune_ms},
-          {"attention_flash", attention.backend()[0] == 'p' ? 1.0 : 0.0}};
+  std::map<std::string, double> s = {{"gemm_plans", double(g.plans)},
+                                     {"gemm_tuned", double(g.tuned)},
+                                     {"gemm_untuned", double(g.untuned)},
+                                     {"gemm_too_large_to_tune", double(g.too_large)},
+                                     {"gemm_small_m_rejected", double(g.small_m_rejected)},
+                                     {"gemm_tune_ms", g.tune_ms}};
+  for (const auto& [k, v] : attention.Stats()) s[k] = v;
+  return s;
 }
 
 std::string DescribeKernels(const Gemm& gemm, const AttentionRunner& attention) {
-  return std::string("attention backend: ") + attention.backend() + "\n" + gemm.Stats().ToString();
+  return "attention backend: " + attention.backend() + "\n" + attention.DescribeChoices() +
+         gemm.Stats().ToString();
 }
 
 }  // namespace petal::cuda

@@ -1,37 +1,79 @@
-// AttentionRunner: the per-model choice of ragged attention backend and its workspace. Petal's
-// flash kernel serves head dims 32, 64 and 128; any other head dim (e.g. tiny test models) runs
-// the plain reference kernel, which is slow but exact. Thread-safety: one engine thread.
+// AttentionRunner: the per-model choice of ragged attention backend, made from measurements.
+//
+// Backends: Petal's flash kernel (head dims 32, 64, 128), cuDNN's fused flash attention
+// (kernels/cuda/attention_cudnn.h, when built in and the device is sm_90+), and the plain
+// reference kernel for any other head dim. In AttentionMode::kAuto, the first Run() of a shape
+// (sequence bucket, token bucket, longest-sequence bucket, heads, head dim, causal) times flash and
+// cuDNN on that very batch (layer 0 of an eager warm-up pass: GraphCache never captures a shape
+// before running it eagerly) and keeps the faster for every later batch of the shape, captured
+// graphs included. Shapes cuDNN refuses use flash; the reason is kept for Describe().
+//
+// Thread-safety: one engine thread. Timing synchronises the stream, so the first batch of a shape
+// is slower; never called during stream capture for an unseen shape (falls back to flash then).
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <map>
+#include <memory>
 #include <string>
+#include <tuple>
 
+#include "engine/cuda/cuda_model.h"
 #include "kernels/cuda/attention.h"
+#include "kernels/cuda/attention_cudnn.h"
 #include "kernels/cuda/cuda_check.h"
 
 namespace petal::cuda {
 
 class AttentionRunner {
  public:
-  // Allocates the plan workspace for the engine's capacity.
-  Status Init(int max_tokens, int max_seqs, int head_dim);
-  // Enqueues the per-batch plan (once per forward pass; all layers share it).
+  enum class Backend { kFlash, kCudnn, kReference };
+
+  AttentionRunner();
+  ~AttentionRunner();
+  // Allocates the plan workspaces for the capacity and, unless mode is kFlash, creates cuDNN.
+  Status Init(const Capacity& cap, int head_dim);
+  // Enqueues the per-batch plan of the backend(s) this shape may use (once per forward pass).
   Status Plan(const AttentionParams& p, cudaStream_t stream);
-  // Enqueues one layer's attention.
+  // Enqueues one layer's attention with the backend chosen for p's shape (choosing it first if
+  // the shape is new; see the file comment).
   Status Run(const AttentionParams& p, cudaStream_t stream);
-  const char* backend() const { return flash_ ? "petal-flash" : "reference"; }
-  size_t bytes() const { return workspace_.bytes(); }
+
+  // Summary, e.g. "auto: petal-flash x3, cudnn x2 (cudnn 9.14.0)".
+  std::string backend() const;
+  // One line per shape: the choice and the times measured.
+  std::string DescribeChoices() const;
+  std::map<std::string, double> Stats() const;
+  size_t bytes() const;
 
  private:
-  bool flash_ = true;
+  using ShapeKey = std::tuple<int, int, int, int, int, int, bool>;  // seqs, tokens, max_len,
+                                                                    // heads, kv heads, d, causal
+  struct Choice {
+    Backend backend = Backend::kFlash;
+    double flash_ms = -1, cudnn_ms = -1;  // -1: not measured
+    std::string note;                     // why cuDNN was not used, if it was not
+  };
+  static ShapeKey KeyOf(const AttentionParams& p);
+  StatusOr<Choice> Choose(const AttentionParams& p, cudaStream_t stream);
+  Status RunWith(Backend b, const AttentionParams& p, cudaStream_t stream);
+  Status EnsureCudnnWorkspace();
+
+  AttentionMode mode_ = AttentionMode::kAuto;
+  bool flash_ = true;  // head dim supported by the flash kernel
   DeviceBuffer<uint8_t> workspace_;
+  std::unique_ptr<CudnnAttention> cudnn_;
+  std::string cudnn_unavailable_;  // why cudnn_ is null
+  DeviceBuffer<uint8_t> cudnn_meta_storage_, cudnn_workspace_;
+  CudnnAttentionMeta cudnn_meta_;
+  std::map<ShapeKey, Choice> choices_;
+  double tune_ms_ = 0;
 };
 
 class Gemm;
 // Stats and report shared by the CUDA models: GEMM plans (tuned or not, tuning time) and the
-// attention backend in use.
+// attention backends in use.
 std::map<std::string, double> KernelStats(const Gemm& gemm, const AttentionRunner& attention);
 std::string DescribeKernels(const Gemm& gemm, const AttentionRunner& attention);
 

@@ -63,7 +63,7 @@ class BertCudaModel final : public CudaModel {
     PETAL_RETURN_IF_ERROR(attn_.Allocate(T * H));
     PETAL_RETURN_IF_ERROR(inter_.Allocate(T * I));
     PETAL_RETURN_IF_ERROR(positions_.Allocate(T));
-    PETAL_RETURN_IF_ERROR(attention_.Init(cap_.max_tokens, cap_.max_seqs, config_.head_dim));
+    PETAL_RETURN_IF_ERROR(attention_.Init(cap_, config_.head_dim));
     bytes_ += TotalBytes(x_, tmp_, qkv_, attn_, inter_, positions_) + attention_.bytes();
     PETAL_ASSIGN_OR_RETURN(gemm_, Gemm::Create());
     return Status::Ok();
@@ -105,6 +105,7 @@ class BertCudaModel final : public CudaModel {
     ap.num_heads = ap.num_kv_heads = config_.num_heads;
     ap.head_dim = config_.head_dim;
     ap.causal = false;
+    ap.max_seqlen = b.max_seq_len;
     ap.scale = 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
     PETAL_RETURN_IF_ERROR(attention_.Plan(ap, stream));
 

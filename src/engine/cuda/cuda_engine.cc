@@ -1,5 +1,6 @@
 #include "engine/cuda/cuda_engine_impl.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -74,7 +75,14 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
   buckets_ = BucketPolicy{opt.token_bucket_small, opt.token_bucket_large, opt.bucket_threshold,
                           opt.max_tokens, seq_cap};
   graphs_ = std::make_unique<GraphCache>(opt.max_graphs, opt.use_graphs);
-  Capacity cap{opt.max_tokens, seq_cap};
+  Capacity cap{opt.max_tokens, seq_cap, AttentionMode::kAuto};
+  if (opt.attention == "flash") {
+    cap.attention = AttentionMode::kFlash;
+  } else if (opt.attention == "cudnn") {
+    cap.attention = AttentionMode::kCudnn;
+  } else if (opt.attention != "auto") {
+    return InvalidArgument("attention must be auto, flash or cudnn, not '" + opt.attention + "'");
+  }
   PETAL_ASSIGN_OR_RETURN(model_, CreateCudaModel(config_, *store, cap));
 
   // Device inputs: token ids, token type ids, cu_seqlens, num_seqs, in one allocation.
@@ -127,6 +135,11 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch
   const int T = batch.num_tokens(), S = batch.num_seqs();
   const int T_pad = buckets_.PadTokens(T);
   const int S_pad = buckets_.PadSeqs(S + (T_pad > T ? 1 : 0));
+  int longest = T_pad - T;  // the dummy padding sequence
+  for (int i = 0; i < S; ++i) {
+    longest = std::max(longest, batch.cu_seqlens[i + 1] - batch.cu_seqlens[i]);
+  }
+  const int L_pad = buckets_.PadMaxLen(longest, T_pad);
   ++batches_;
   real_tokens_ += T;
   padded_tokens_ += T_pad;
@@ -160,9 +173,9 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch
   if (s.ok()) s = copy(d_types, h_types, T_pad);
   if (s.ok()) s = copy(d_cu, h_cu, S_pad + 1);
   if (s.ok()) s = copy(d_num, h_num, 1);
-  DeviceBatch db{d, d_types, d_cu, d_num, T_pad, S_pad};
+  DeviceBatch db{d, d_types, d_cu, d_num, T_pad, S_pad, L_pad};
   if (s.ok()) {
-    s = graphs_->Run({S_pad, T_pad}, stream_,
+    s = graphs_->Run({S_pad, T_pad, L_pad}, stream_,
                      [&] { return model_->Forward(db, dev_pooled_, stream_); });
   }
   const size_t out_n = static_cast<size_t>(S) * config_.hidden_size;

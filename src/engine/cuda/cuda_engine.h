@@ -28,6 +28,10 @@ struct CudaEngineOptions {
   int token_bucket_large = 256;
   int bucket_threshold = 1024;
   int max_graphs = 256;
+  // Ragged attention backend: "auto" times Petal's flash kernel and cuDNN's fused attention at
+  // first use per (sequences, tokens, longest-sequence) bucket and keeps the faster; "flash" or
+  // "cudnn" force one ("cudnn" falls back to flash where cuDNN refuses a shape).
+  std::string attention = "auto";
 };
 
 // Creates the CUDA engine for a model folder; Unavailable if no device or not compiled with CUDA.

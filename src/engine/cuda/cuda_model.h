@@ -18,10 +18,16 @@
 
 namespace petal::cuda {
 
-// Capacity of one engine: the most tokens and sequences a batch may hold.
+// Which ragged attention backend runs: chosen by timing at first use per batch shape (kAuto), or
+// forced. See attention_runner.h.
+enum class AttentionMode { kAuto, kFlash, kCudnn };
+
+// Capacity of one engine: the most tokens and sequences a batch may hold, and how attention is
+// chosen.
 struct Capacity {
   int max_tokens = 0;
   int max_seqs = 0;
+  AttentionMode attention = AttentionMode::kAuto;
 };
 
 // Per-batch inputs, all in device memory at fixed addresses for the engine's lifetime.
@@ -34,6 +40,8 @@ struct DeviceBatch {
   // engine pads it up to a bucket later); nothing reads per-sequence values on the host.
   int num_tokens = 0;
   int num_seqs_host = 0;
+  // Upper bound on every sequence's length in this batch (the engine rounds it up to a bucket).
+  int max_seq_len = 0;
 };
 
 class CudaModel {

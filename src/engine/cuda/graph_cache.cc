@@ -20,6 +20,12 @@ int BucketPolicy::PadSeqs(int seqs) const {
   return std::min(p, max_seqs);
 }
 
+int BucketPolicy::PadMaxLen(int max_len, int padded_tokens) const {
+  int p = std::max(1, token_small);
+  while (p < max_len) p *= 2;
+  return std::min(p, padded_tokens);
+}
+
 GraphCache::~GraphCache() {
   for (auto& [k, e] : entries_) {
     if (e.exec) cudaGraphExecDestroy(e.exec);
@@ -48,8 +54,9 @@ Status GraphCache::Run(Key key, cudaStream_t stream, const std::function<Status(
     // A configuration that cannot be captured keeps running eagerly; the error is reported once.
     ++capture_failures_;
     std::fprintf(stderr,
-                 "petal: graph capture for (%d seqs, %d tokens) failed, running eagerly: %s\n",
-                 key.first, key.second, s.ToString().c_str());
+                 "petal: graph capture for (%d seqs, %d tokens, longest %d) failed, running "
+                 "eagerly: %s\n",
+                 key.seqs, key.tokens, key.max_len, s.ToString().c_str());
     e.uses = -(1 << 30);  // never try again
     ++eager_runs_;
     return forward();

@@ -31,11 +31,24 @@ struct BucketPolicy {
   int PadTokens(int tokens) const;
   // Sequence count padded to a power of two, clamped to max_seqs.
   int PadSeqs(int seqs) const;
+  // Longest sequence padded to a power of two (at least token_small), clamped to padded_tokens.
+  int PadMaxLen(int max_len, int padded_tokens) const;
+};
+
+// The shape a graph is captured for: padded sequence count, padded token count and the padded
+// bound on the longest sequence (attention backends may size their launch by it).
+struct GraphKey {
+  int seqs = 0, tokens = 0, max_len = 0;
+  bool operator<(const GraphKey& o) const {
+    return seqs != o.seqs       ? seqs < o.seqs
+           : tokens != o.tokens ? tokens < o.tokens
+                                : max_len < o.max_len;
+  }
 };
 
 class GraphCache {
  public:
-  using Key = std::pair<int, int>;  // (padded sequences, padded tokens)
+  using Key = GraphKey;
   GraphCache(int max_graphs, bool enabled) : max_graphs_(max_graphs), enabled_(enabled) {}
   ~GraphCache();
   GraphCache(const GraphCache&) = delete;

@@ -69,7 +69,7 @@ class Qwen3CudaModel final : public CudaModel {
     PETAL_RETURN_IF_ERROR(rope_table_.Allocate(table.size()));
     PETAL_RETURN_IF_ERROR(rope_table_.CopyFromHost(table.data(), table.size()));
     bytes_ += rope_table_.bytes();
-    PETAL_RETURN_IF_ERROR(attention_.Init(cap_.max_tokens, cap_.max_seqs, config_.head_dim));
+    PETAL_RETURN_IF_ERROR(attention_.Init(cap_, config_.head_dim));
     bytes_ += TotalBytes(r_, x_, qkv_, attn_, gate_up_, act_, positions_) + attention_.bytes();
     PETAL_ASSIGN_OR_RETURN(gemm_, Gemm::Create());
     return Status::Ok();
@@ -102,6 +102,7 @@ class Qwen3CudaModel final : public CudaModel {
     ap.num_kv_heads = Hkv;
     ap.head_dim = D;
     ap.causal = config_.mask == AttentionMask::kCausal;
+    ap.max_seqlen = b.max_seq_len;
     ap.scale = 1.0f / std::sqrt(static_cast<float>(D));
     PETAL_RETURN_IF_ERROR(attention_.Plan(ap, stream));
 

@@ -8,8 +8,28 @@ add_library(petal_attention_cuda STATIC
   ${PETAL_ATTN_DIR}/attention_flash_d32.cu
   ${PETAL_ATTN_DIR}/attention_flash_d64.cu
   ${PETAL_ATTN_DIR}/attention_flash_d128.cu
-  ${PETAL_ATTN_DIR}/attention_reference.cu)
+  ${PETAL_ATTN_DIR}/attention_reference.cu
+  ${PETAL_ATTN_DIR}/attention_cudnn.cc
+  ${PETAL_ATTN_DIR}/attention_cudnn_meta.cu)
 target_link_libraries(petal_attention_cuda PUBLIC petal_common CUDA::cudart)
+
+# The cuDNN backend (attention_cudnn.h) needs the cuDNN frontend headers (scripts/setup.sh puts
+# them in .deps/) and libcudnn with cudnn.h (shipped with the CUDA toolkit here). Without either
+# the backend compiles as a stub that reports itself unavailable.
+find_path(PETAL_CUDNN_FRONTEND_INCLUDE cudnn_frontend.h
+          PATHS ${CMAKE_SOURCE_DIR}/.deps/cudnn_frontend-1.32.0/include NO_DEFAULT_PATH)
+find_path(PETAL_CUDNN_INCLUDE cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+find_library(PETAL_CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR})
+if(PETAL_CUDNN_FRONTEND_INCLUDE AND PETAL_CUDNN_INCLUDE AND PETAL_CUDNN_LIBRARY)
+  message(STATUS "cuDNN attention backend: ON (${PETAL_CUDNN_LIBRARY})")
+  target_compile_definitions(petal_attention_cuda PRIVATE PETAL_HAVE_CUDNN=1)
+  target_include_directories(petal_attention_cuda SYSTEM PRIVATE ${PETAL_CUDNN_FRONTEND_INCLUDE}
+                             ${PETAL_CUDNN_INCLUDE})
+  # The frontend header also carries NVRTC-compiled experimental engines, hence nvrtc.
+  target_link_libraries(petal_attention_cuda PUBLIC ${PETAL_CUDNN_LIBRARY} CUDA::nvrtc)
+else()
+  message(STATUS "cuDNN attention backend: OFF (frontend headers or libcudnn not found)")
+endif()
 target_include_directories(petal_attention_cuda PUBLIC ${CMAKE_SOURCE_DIR}/src)
 target_compile_options(petal_attention_cuda PRIVATE
                        $<$<COMPILE_LANGUAGE:CUDA>:-O3 -lineinfo>)

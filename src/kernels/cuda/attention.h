@@ -50,6 +50,10 @@ struct AttentionParams {
   int head_dim = 0;      // 32, 64 or 128
   bool causal = false;   // key j attends to query i only if j <= i (positions within the sequence)
   float scale = 0.0f;    // softmax scale, usually 1 / sqrt(head_dim)
+  // Host-side upper bound on every sequence's length (0: max_tokens). Petal's kernels ignore it;
+  // backends whose launch is sized by the longest sequence (cuDNN) use it, so it is a capacity
+  // field too: a graph captured with one value serves only batches within it.
+  int max_seqlen = 0;
 };
 
 // Bytes of device workspace the plan needs for this capacity (any head_dim, causal or not).
