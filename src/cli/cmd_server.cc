@@ -30,6 +30,7 @@ struct ServerArgs {
   int64_t max_queue_tokens = 1 << 20;
   int max_queue_requests = 4096;
   int max_inflight = 2;
+  int idle_spin_us = -1;  // -1: auto (spin on the CUDA engine, not on the CPU one)
   int grace_ms = 30000;
   bool fake = false;
   int fake_latency_us = 0;
@@ -50,6 +51,11 @@ int RunServer(const ServerArgs& a) {
   so.loop.max_queue_tokens = a.max_queue_tokens;
   so.loop.max_queue_requests = a.max_queue_requests;
   so.loop.max_inflight_batches = a.max_inflight;
+  // Spinning keeps batch-1 latency free of a thread wake-up, but on the CPU engine the core it
+  // burns is one the model needs.
+  const bool gpu =
+      !a.fake && (a.engine.backend == "cuda" || (a.engine.backend == "auto" && CudaAvailable()));
+  so.loop.idle_spin_us = a.idle_spin_us >= 0 ? a.idle_spin_us : (gpu ? 2000 : 0);
   auto srv = server::EmbedServer::Start(so);
   if (!srv.ok()) {
     Log("error", "cannot start server", {{"error", srv.status().ToString()}});
@@ -122,6 +128,10 @@ std::function<int()> SetupServer(CLI::App* app) {
                   "Batches enqueued on the engine at once")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app->add_option("--idle-spin-us", a->idle_spin_us,
+                  "How long the scheduler polls for work before sleeping (-1: 2000 on the CUDA "
+                  "engine, 0 on the CPU engine)")
+      ->capture_default_str();
   app->add_option("--shutdown-grace-ms", a->grace_ms,
                   "On SIGTERM/SIGINT, how long in-flight requests may take before being cancelled")
       ->capture_default_str();
@@ -171,6 +181,7 @@ struct ClientArgs {
   double seconds = 5;
   int max_iters = 2000;
   int clients = 4;
+  bool busy_poll = false;
   bool prometheus = false;
 };
 
@@ -238,6 +249,7 @@ int RunClientBench(const ClientArgs& a) {
     spec.seconds = a.seconds;
     spec.max_iters = a.max_iters;
     spec.vocab = static_cast<int>(info->vocab_size());
+    spec.busy_poll = a.busy_poll;
     auto r = server::RunGrpcBench(a.server, spec);
     if (!r.ok()) return Fail(r.status().WithContext(sc.name));
     const LatencyStats st = Summarise(r->latency_ms);
@@ -247,7 +259,8 @@ int RunClientBench(const ClientArgs& a) {
        << ",\"clients\":" << spec.clients << ",\"p50_ms\":" << st.p50 << ",\"p90_ms\":" << st.p90
        << ",\"p99_ms\":" << st.p99 << ",\"max_ms\":" << st.max << ",\"mean_ms\":" << st.mean
        << ",\"n\":" << st.n << ",\"server_p50_ms\":" << sv.p50 << ",\"emb_per_s\":" << eps
-       << ",\"seconds\":" << r->wall_s << "}";
+       << ",\"seconds\":" << r->wall_s << ",\"busy_poll\":" << (a.busy_poll ? "true" : "false")
+       << "}";
     first = false;
     std::printf(
         "  %-22s p50 %8.3f  p90 %8.3f  p99 %8.3f  max %8.3f ms  server p50 %8.3f ms  %10.1f emb/s"
@@ -289,6 +302,8 @@ std::function<int()> SetupClient(CLI::App* app) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   bench->add_option("--out", a->out, "Write results JSON here");
+  bench->add_flag("--busy-poll", a->busy_poll,
+                  "Clients poll for replies instead of sleeping (their own wake-up not counted)");
   return [a, embed, info, stats, health, bench]() -> int {
     server::EmbedClient client(a->server);
     if (embed->parsed()) return RunClientEmbed(*a);

@@ -33,7 +33,8 @@ StatusOr<GrpcBenchResult> RunGrpcBench(const std::string& address, const GrpcBen
       reqs.push_back(MakeEmbedRequest(seqs));
     }
     for (int i = 0; i < spec.warmup; ++i) {
-      auto r = client.Embed(reqs[i % reqs.size()]);
+      auto r = spec.busy_poll ? client.EmbedBusyPoll(reqs[i % reqs.size()])
+                              : client.Embed(reqs[i % reqs.size()]);
       if (!r.ok()) {
         std::lock_guard<std::mutex> lock(mu);
         if (first_error.ok()) first_error = r.status();
@@ -51,7 +52,8 @@ StatusOr<GrpcBenchResult> RunGrpcBench(const std::string& address, const GrpcBen
     const auto end = Clock::now() + std::chrono::duration<double>(spec.seconds);
     for (int i = 0; i < spec.max_iters && Clock::now() < end; ++i) {
       const auto t0 = Clock::now();
-      auto r = client.Embed(reqs[i % reqs.size()]);
+      auto r = spec.busy_poll ? client.EmbedBusyPoll(reqs[i % reqs.size()])
+                              : client.Embed(reqs[i % reqs.size()]);
       const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
       if (!r.ok()) {
         std::lock_guard<std::mutex> lock(mu);

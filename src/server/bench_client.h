@@ -13,13 +13,14 @@
 namespace petal::server {
 
 struct GrpcBenchSpec {
-  int seqs = 1;          // sequences per request
-  int len = 128;         // tokens per sequence
-  int clients = 1;       // concurrent clients, each strictly sequential
-  double seconds = 5;    // time budget (after warm-up)
-  int max_iters = 2000;  // most requests per client
-  int warmup = 3;        // untimed requests per client first
-  int vocab = 1000;      // token ids are drawn from [0, vocab)
+  int seqs = 1;            // sequences per request
+  int len = 128;           // tokens per sequence
+  int clients = 1;         // concurrent clients, each strictly sequential
+  double seconds = 5;      // time budget (after warm-up)
+  int max_iters = 2000;    // most requests per client
+  int warmup = 3;          // untimed requests per client first
+  int vocab = 1000;        // token ids are drawn from [0, vocab)
+  bool busy_poll = false;  // clients poll for replies (EmbedBusyPoll) instead of sleeping
 };
 
 struct GrpcBenchResult {

@@ -112,6 +112,29 @@ StatusOr<v1::EmbedResponse> EmbedClient::Embed(const v1::EmbedRequest& request,
   return resp;
 }
 
+StatusOr<v1::EmbedResponse> EmbedClient::EmbedBusyPoll(const v1::EmbedRequest& request,
+                                                       std::chrono::milliseconds timeout) {
+  grpc::CompletionQueue cq;
+  grpc::ClientContext ctx;
+  SetTimeout(&ctx, timeout);
+  v1::EmbedResponse resp;
+  grpc::Status status;
+  auto rpc = stub_->AsyncEmbed(&ctx, request, &cq);
+  rpc->Finish(&resp, &status, &resp);
+  void* tag = nullptr;
+  bool ok = false;
+  for (;;) {  // a zero deadline makes AsyncNext a non-blocking poll
+    const auto r = cq.AsyncNext(&tag, &ok, gpr_time_0(GPR_CLOCK_MONOTONIC));
+    if (r == grpc::CompletionQueue::GOT_EVENT) break;
+    if (r == grpc::CompletionQueue::SHUTDOWN) return Internal("completion queue shut down");
+  }
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+  PETAL_RETURN_IF_ERROR(FromGrpc(status));
+  return resp;
+}
+
 std::unique_ptr<PendingCall> EmbedClient::StartEmbed(v1::EmbedRequest request,
                                                      std::chrono::milliseconds timeout) {
   auto call = std::make_unique<PendingCall>();

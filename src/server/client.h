@@ -61,6 +61,12 @@ class EmbedClient {
   StatusOr<v1::EmbedResponse> Embed(
       const v1::EmbedRequest& request,
       std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+  // Synchronous Embed that busy-polls its completion queue instead of sleeping until the reply:
+  // burns the calling core, saves the thread wake-up. For latency-critical callers and
+  // benchmarks that must not count their own wake-up in the server's latency.
+  StatusOr<v1::EmbedResponse> EmbedBusyPoll(
+      const v1::EmbedRequest& request,
+      std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
   // Asynchronous Embed: returns at once; Wait() on the result.
   std::unique_ptr<PendingCall> StartEmbed(
       v1::EmbedRequest request, std::chrono::milliseconds timeout = std::chrono::milliseconds(0));

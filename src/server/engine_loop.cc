@@ -65,6 +65,7 @@ StatusOr<RequestHandle> EngineLoop::Submit(EmbedJob job, EmbedCallback done) {
     r->admitted = Clock::now();
     for (int s = 0; s < n; ++s) pool_.push_back({r, s});
   }
+  wakeups_.fetch_add(1, std::memory_order_release);
   sched_cv_.notify_one();
   return r;
 }
@@ -79,6 +80,7 @@ void EngineLoop::Cancel(const RequestHandle& request, const Status& why) {
     std::lock_guard<std::mutex> lock(mu_);
     sweep_all_.store(true);
   }
+  wakeups_.fetch_add(1, std::memory_order_release);
   sched_cv_.notify_one();
 }
 
@@ -87,6 +89,7 @@ void EngineLoop::Shutdown() {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
+  wakeups_.fetch_add(1, std::memory_order_release);
   sched_cv_.notify_all();
   done_cv_.notify_all();
   if (scheduler_.joinable()) scheduler_.join();
@@ -166,11 +169,24 @@ void EngineLoop::SchedulerMain() {
   std::vector<PendingSeq> window;
   std::vector<RequestHandle> expired;
   std::unique_lock<std::mutex> lock(mu_);
+  auto ready = [&] {
+    return (stopping_ && pool_.empty()) || sweep_all_.load() ||
+           (!pool_.empty() && inflight_count_ < options_.max_inflight_batches);
+  };
   for (;;) {
-    sched_cv_.wait(lock, [&] {
-      return (stopping_ && pool_.empty()) || sweep_all_.load() ||
-             (!pool_.empty() && inflight_count_ < options_.max_inflight_batches);
-    });
+    if (!ready() && options_.idle_spin_us > 0) {
+      // Poll (without the lock) for a notification before paying for a sleep and a wake-up.
+      const uint64_t seen = wakeups_.load(std::memory_order_acquire);
+      lock.unlock();
+      const auto until = Clock::now() + std::chrono::microseconds(options_.idle_spin_us);
+      while (wakeups_.load(std::memory_order_acquire) == seen && Clock::now() < until) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+      }
+      lock.lock();
+    }
+    sched_cv_.wait(lock, ready);
     expired.clear();
     DropDeadLocked(Clock::now(), &expired);
     if (!expired.empty()) {
@@ -292,6 +308,7 @@ void EngineLoop::CompletionMain() {
       if (ResolveLocked(*e.request, 1)) finished.push_back(e.request);
     }
     --inflight_count_;
+    wakeups_.fetch_add(1, std::memory_order_release);
     sched_cv_.notify_one();
     lock.unlock();
     for (auto& r : finished) Complete(*r, Status::Ok());  // no-op for requests already completed

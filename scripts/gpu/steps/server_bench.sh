@@ -15,7 +15,7 @@ for _ in $(seq 1 120); do petal client --server $ADDR health >/dev/null 2>&1 && 
 petal client --server $ADDR health
 for s in /sys/devices/system/cpu/cpu0/cpuidle/state*; do echo "cpuidle $(cat $s/name) latency $(cat $s/latency)us disabled $(cat $s/disable)"; done 2>/dev/null || true
 petal client --server $ADDR bench --seconds "${PETAL_BENCH_SECONDS:-3}" --clients 4 --out "$OUT/bench/petal-grpc.json"
-petal client --server $ADDR stats | head -n 40
+petal client --server $ADDR stats > "$OUT/bench/server-stats.txt" || true
 if [[ -n "${PETAL_PM_QOS_AB:-}" && -w /dev/cpu_dma_latency ]]; then
   # Experiment: the same latency scenarios while a PM QoS request of 0 us keeps the CPUs out of
   # deep idle states (what `tuned`'s latency profiles do); tells how much of the gRPC overhead is
@@ -27,5 +27,30 @@ if [[ -n "${PETAL_PM_QOS_AB:-}" && -w /dev/cpu_dma_latency ]]; then
     --out "$OUT/bench/petal-grpc-pmqos.json"
   kill $qos || true
 fi
+if [[ -n "${PETAL_GRPC_AB:-}" ]]; then
+  # Where the gRPC overhead goes: the same server with clients that busy-poll for replies; then a
+  # server that sleeps instead of spinning when idle; then the transport alone (FakeEngine).
+  petal client --server $ADDR bench --seconds "${PETAL_BENCH_SECONDS:-3}" --busy-poll \
+    --scenarios latency_1x128,latency_1x512,latency_5x512 --out "$OUT/bench/petal-grpc-busypoll.json"
+fi
 kill -TERM $pid; wait $pid || true
 tail -n 5 "$OUT/bench/server.log"
+if [[ -n "${PETAL_GRPC_AB:-}" ]]; then
+  petal server --model $M --listen $ADDR --backend cuda --max-batch-tokens 32768 --max-batch-seqs 128 \
+    --idle-spin-us 0 > "$OUT/bench/server-nospin.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 120); do petal client --server $ADDR health >/dev/null 2>&1 && break; sleep 0.5; done
+  petal client --server $ADDR bench --seconds "${PETAL_BENCH_SECONDS:-3}" \
+    --scenarios latency_1x128,latency_1x512 --out "$OUT/bench/petal-grpc-nospin.json"
+  kill -TERM $pid; wait $pid || true
+  for lat in 0 1200; do
+    petal server --fake-engine --fake-latency-us $lat --listen $ADDR > /dev/null 2>&1 &
+    pid=$!
+    for _ in $(seq 1 60); do petal client --server $ADDR health >/dev/null 2>&1 && break; sleep 0.2; done
+    for poll in "" --busy-poll; do
+      petal client --server $ADDR bench --seconds 2 --scenarios latency_1x128 $poll \
+        --out "$OUT/bench/fake-grpc-${lat}us${poll}.json"
+    done
+    kill -TERM $pid; wait $pid || true
+  done
+fi
