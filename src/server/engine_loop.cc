@@ -175,16 +175,20 @@ void EngineLoop::SchedulerMain() {
   };
   for (;;) {
     if (!ready() && options_.idle_spin_us > 0) {
-      // Poll (without the lock) for a notification before paying for a sleep and a wake-up.
-      const uint64_t seen = wakeups_.load(std::memory_order_acquire);
-      lock.unlock();
+      // Poll (without the lock) for notifications before paying for a sleep and a wake-up; a
+      // notification that does not make the scheduler ready (a batch collected while the pool
+      // is empty) keeps it polling until the budget is spent.
       const auto until = Clock::now() + std::chrono::microseconds(options_.idle_spin_us);
-      while (wakeups_.load(std::memory_order_acquire) == seen && Clock::now() < until) {
+      while (!ready() && Clock::now() < until) {
+        const uint64_t seen = wakeups_.load(std::memory_order_acquire);
+        lock.unlock();
+        while (wakeups_.load(std::memory_order_acquire) == seen && Clock::now() < until) {
 #if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
+          __builtin_ia32_pause();
 #endif
+        }
+        lock.lock();
       }
-      lock.lock();
     }
     sched_cv_.wait(lock, ready);
     expired.clear();

@@ -71,8 +71,9 @@ struct EngineLoopOptions {
   // Before sleeping on its condition variable, the scheduler thread polls for new work this long
   // (microseconds since it last had work), so a request arriving soon after the previous batch
   // does not pay a thread wake-up (tens of microseconds, more on virtual machines). Costs one
-  // busy core for that long after each burst of work; 0 disables.
-  int idle_spin_us = 2000;
+  // busy core for that long after each burst of work; 0 (the default) disables. `petal server`
+  // turns it on for the CUDA engine.
+  int idle_spin_us = 0;
 };
 
 struct QueueGauges {
