@@ -209,13 +209,17 @@ void Gateway::Embed(const HttpRequest& req, bool openai, Reply reply) {
       replicas_.get(), *seqs, so, options_.chunk, NextRequestId(),
       [this, p, openai, tokens, t1, reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
         metrics_.Inference(Since(t1));
+        size_t rows = 0;
         if (r.ok()) {
           uint64_t queue_us = 0;
-          for (const auto& resp : r->responses) queue_us = std::max(queue_us, resp.queue_us());
+          for (const auto& resp : r->responses) {
+            queue_us = std::max(queue_us, resp.queue_us());
+            rows += resp.shape_size() > 0 ? resp.shape(0) : 0;
+          }
           metrics_.Queue(static_cast<double>(queue_us) * 1e-6);
         }
-        boost::asio::post(*workers_, [this, p, openai, tokens, r = std::move(r),
-                                      reply = std::move(reply)]() mutable {
+        auto format = [this, p, openai, tokens, r = std::move(r),
+                       reply = std::move(reply)]() mutable {
           if (!r.ok()) return reply(ServerError(r.status()));
           if (Status s = CheckChunks(*r); !s.ok()) return reply(ServerError(s));
           JsonOut o(64 + r->responses.size() * 16);
@@ -244,7 +248,10 @@ void Gateway::Embed(const HttpRequest& req, bool openai, Reply reply) {
             o.Raw("]");
           }
           reply(MakeResponse(200, o.Take()));
-        });
+        };
+        // A few rows (or an error) are cheaper to format here than the hand-off to a worker.
+        if (rows <= kInlineFormatRows) return format();
+        boost::asio::post(*workers_, std::move(format));
       });
 }
 

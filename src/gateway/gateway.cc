@@ -171,7 +171,12 @@ void Gateway::Handle(HttpRequest&& req, Reply reply) {
         path == "/tokenize") {
       if (!post) return wrong_method("POST");
       // Parsing, tokenizing and formatting are CPU work: done on the worker pool so that the
-      // I/O threads keep serving other connections (and probes) meanwhile.
+      // I/O threads keep serving other connections (and probes) meanwhile. A small embedding
+      // request (one short text, the online-query case) is cheaper to handle here than the
+      // thread wake-up a hand-off costs (tens of microseconds, more on virtual machines).
+      if ((path == "/v1/embeddings" || path == "/embed") && req.body().size() <= kInlineBodyBytes) {
+        return Embed(req, path == "/v1/embeddings", std::move(done));
+      }
       boost::asio::post(*workers_, [this, req = std::move(req), p = std::string(path),
                                     done = std::move(done)]() mutable {
         try {
@@ -213,8 +218,9 @@ void Gateway::Handle(HttpRequest&& req, Reply reply) {
     done(
         MakeResponse(404, ErrorJson("no route " + std::string(path), "invalid_request_error", "")));
   } catch (const std::exception& e) {
-    // Nothing below is expected to throw; if it does, answer rather than drop the connection.
-    done(MakeResponse(500, ErrorJson(e.what(), "server_error", "")));
+    // Nothing below is expected to throw; if it does, answer rather than drop the connection
+    // (unless `done` was already handed on).
+    if (done) done(MakeResponse(500, ErrorJson(e.what(), "server_error", "")));
   }
 }
 

@@ -84,6 +84,10 @@ class Gateway {
   std::unique_ptr<boost::asio::thread_pool> tokenizers_;
   size_t tokenizer_threads_ = 1;
   static constexpr size_t kTextsPerSlice = 32;  // fewer texts per slice cost more than they save
+  // Embedding requests with bodies up to this size are handled on the I/O thread (no hand-off).
+  static constexpr size_t kInlineBodyBytes = 8 * 1024;
+  // Results of up to this many rows are formatted on the gRPC completion thread (no hand-off).
+  static constexpr size_t kInlineFormatRows = 4;
   GatewayMetrics metrics_;
   std::atomic<int64_t> inflight_{0};
   std::atomic<uint64_t> next_id_{0};

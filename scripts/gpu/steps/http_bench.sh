@@ -30,6 +30,7 @@ http http://127.0.0.1:$PORT/v1/embeddings \
   '{"input": "The quick brown fox jumps over the lazy dog.", "model": "m"}' | head -c 200
 echo
 petal bench-http --gateway 127.0.0.1:$PORT --seconds "${PETAL_BENCH_SECONDS:-3}" --out "$OUT/bench/petal-http.json"
-http http://127.0.0.1:$PORT/metrics | grep -E "^petal_gateway_(request|tokenize|queue|inference)" | head -n 20 || true
+http http://127.0.0.1:$PORT/metrics > "$OUT/bench/gateway-metrics.txt" || true
+grep -E "_(sum|count) " "$OUT/bench/gateway-metrics.txt" | head -n 20 || true
 kill -TERM $pid; wait $pid || true
 tail -n 3 "$OUT/bench/serve.log"
