@@ -1,5 +1,7 @@
 #include "cli/bench_engine.h"
 
+#include "cli/bench_json.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -118,9 +120,7 @@ StatusOr<std::string> RunScenario(Engine& engine, const BenchScenario& s, int ma
       ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
     }
     LatencyStats st = Summarise(ms);
-    js << "{\"seqs\":" << s.seqs << ",\"len\":" << s.len << ",\"p50_ms\":" << st.p50
-       << ",\"p90_ms\":" << st.p90 << ",\"p99_ms\":" << st.p99 << ",\"max_ms\":" << st.max
-       << ",\"mean_ms\":" << st.mean << ",\"n\":" << st.n << "}";
+    js << "{\"seqs\":" << s.seqs << ",\"len\":" << s.len << "," << LatencyJsonFields(st) << "}";
     std::printf("  %-22s p50 %8.3f  p90 %8.3f  p99 %8.3f  max %8.3f ms  (n=%d)\n", s.name.c_str(),
                 st.p50, st.p90, st.p99, st.max, st.n);
   } else {
