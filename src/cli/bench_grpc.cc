@@ -64,6 +64,7 @@ int RunBenchGrpc(const GrpcBenchArgs& a) {
        << ",\"server_p50_ms\":" << sv.p50 << ",\"emb_per_s\":" << eps
        << ",\"seconds\":" << r->wall_s << "}";
     first = false;
+    WriteResultFile(a.out, js.str() + "}}\n", /*quiet=*/true);
     std::printf(
         "  %-22s p50 %8.3f  p90 %8.3f  p99 %8.3f  max %8.3f ms  server p50 %8.3f ms  %10.1f emb/s"
         "  (n=%d, %d client%s)\n",

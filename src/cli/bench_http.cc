@@ -52,14 +52,16 @@ int RunBenchHttp(const HttpBenchArgs& a) {
     const double rps = r->wall_s > 0 ? st.n / r->wall_s : 0;
     std::printf(
         "  concurrency %-3d p50 %8.3f  p90 %8.3f  p99 %8.3f  max %8.3f ms  %8.1f req/s  (n=%d, "
-        "errors=%d)\n",
-        c, st.p50, st.p90, st.p99, st.max, rps, st.n, r->errors);
+        "errors=%d, %d tokens per text)\n",
+        c, st.p50, st.p90, st.p99, st.max, rps, st.n, r->errors, r->prompt_tokens);
     std::fflush(stdout);
     char buf[128];
-    std::snprintf(buf, sizeof buf, ",\"errors\":%d,\"req_per_s\":%.2f}", r->errors, rps);
+    std::snprintf(buf, sizeof buf, ",\"errors\":%d,\"req_per_s\":%.2f,\"prompt_tokens\":%d}",
+                  r->errors, rps, r->prompt_tokens);
     json += std::string(first ? "" : ",") + "\"concurrency_" + std::to_string(c) +
             "\":{\"concurrency\":" + std::to_string(c) + "," + LatencyJsonFields(st) + buf;
     first = false;
+    WriteResultFile(a.out, json + "}}\n", /*quiet=*/true);
   }
   json += "}}\n";
   return WriteResultFile(a.out, json);

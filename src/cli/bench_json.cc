@@ -31,7 +31,7 @@ std::string JsonString(const std::string& s) {
   return out + "\"";
 }
 
-int WriteResultFile(const std::string& path, const std::string& text) {
+int WriteResultFile(const std::string& path, const std::string& text, bool quiet) {
   if (path.empty()) return 0;
   std::ofstream f(path);
   f << text;
@@ -39,7 +39,7 @@ int WriteResultFile(const std::string& path, const std::string& text) {
     std::fprintf(stderr, "error: cannot write %s\n", path.c_str());
     return 1;
   }
-  std::printf("wrote %s\n", path.c_str());
+  if (!quiet) std::printf("wrote %s\n", path.c_str());
   return 0;
 }
 

@@ -18,6 +18,8 @@ std::string JsonString(const std::string& s);
 
 // Writes `text` (JSON, or a text companion file) to `path` (nothing when `path` is empty) and says
 // so on stdout. Returns the process exit code: 0, or 1 after an error message on stderr.
-int WriteResultFile(const std::string& path, const std::string& text);
+// `quiet` skips the message: runners rewrite the file after every scenario, so that a run cut
+// short by a time limit still leaves the scenarios it finished.
+int WriteResultFile(const std::string& path, const std::string& text, bool quiet = false);
 
 }  // namespace petal::cli

@@ -99,6 +99,7 @@ int RunBenchEngine(const BenchArgs& a) {
     }
     json += (first ? "\"" : ",\"") + s.name + "\":" + *r;
     first = false;
+    WriteResultFile(a.out, json + "}}\n", /*quiet=*/true);
   }
   json += "},\"engine_stats\":{";
   first = true;

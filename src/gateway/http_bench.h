@@ -28,6 +28,7 @@ struct HttpBenchResult {
   double wall_s = 0;
   int errors = 0;
   std::string first_error;
+  int prompt_tokens = 0;  // `usage.prompt_tokens` of one answer: the tokens the model saw
 };
 
 // A text of `words` words, varied by `seed` so that requests differ.
