@@ -181,6 +181,10 @@ def plots(d, mode):
     os.makedirs(IMG, exist_ok=True)
     made = []
 
+    def legend(ax):
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+
     def plain(ax):  # log axes with plain numbers, no 2x10^2 minor labels
         for axis in (ax.xaxis, ax.yaxis):
             axis.set_major_formatter(FormatStrFormatter("%g"))
@@ -205,7 +209,7 @@ def plots(d, mode):
     ticks = sorted({L for _, L, _ in shapes(d, "latency", True)})
     ax.set_xticks(ticks, [str(L) for L in ticks])
     plain(ax)
-    ax.legend(fontsize=7)
+    legend(ax)
     save(fig, "latency_vs_tokens")
 
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -220,7 +224,7 @@ def plots(d, mode):
     ticks = sorted({L for _, L, _ in shapes(d, "throughput")})
     ax.set_xticks(ticks, [str(L) for L in ticks])
     plain(ax)
-    ax.legend(fontsize=7)
+    legend(ax)
     save(fig, "throughput_vs_length")
 
     hs = (d.get("petal_http") or {}).get("scenarios") or {}
@@ -308,7 +312,7 @@ def headline(d, mode):
         parts.append(f"{s['emb_per_s']:.0f} emb/s at 100 x 512")
     if "concurrency_1" in h:
         parts.append(f"HTTP 1 client p50 {h['concurrency_1']['p50_ms']:.1f} ms")
-    where = d["machine"].get("gpu") if mode == "gpu" else f"{d['machine'].get('cpu_cores')}-core CPU"
+    where = d["machine"].get("gpu", "GPU ?") if mode == "gpu" else f"{d['machine'].get('cpu_cores')}-core CPU"
     return f"- {mode.upper()} ({where}, {d['model']['name']}, `{d['sha'][:10]}`): " + ", ".join(parts)
 
 

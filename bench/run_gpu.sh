@@ -22,7 +22,9 @@
 # Environment: PETAL_BENCH_SECONDS (time per scenario; gpu 2, cpu 1), PETAL_BENCH_BUDGET_S,
 # PETAL_HF_QUICK (set by default here; PETAL_HF_QUICK= for full HF runs), PETAL_SKIP_HF=1,
 # PETAL_SKIP_ST=1, PETAL_ST_PYTHON (python with sentence-transformers; default python3),
-# PETAL_QWEN3_TOKENIZER (default models/tokenizers/qwen3/tokenizer.json).
+# PETAL_QWEN3_TOKENIZER (default models/tokenizers/qwen3/tokenizer.json). For a dry run of the
+# GPU path elsewhere: PETAL_BENCH_BACKEND=cpu, PETAL_BENCH_SCENARIOS=latency_1x16,
+# PETAL_BENCH_CONCURRENCY=1, PETAL_BENCH_WORDS=16 (the HF and ST steps then fail without CUDA).
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -104,11 +106,11 @@ if [[ $MODE == gpu ]]; then
   M=/tmp/petal-models/pplx-embed-v1-0.6b-qwen3tok
   MODEL_NAME="pplx-embed-v1-0.6b (random weights, bf16, bidirectional + mean)"
   TOK="${PETAL_QWEN3_TOKENIZER:-$ROOT/models/tokenizers/qwen3/tokenizer.json}"
-  ENGINE_FLAGS=(--backend cuda --max-batch-tokens 32768 --max-batch-seqs 128)
-  SCEN=""  # all
+  ENGINE_FLAGS=(--backend "${PETAL_BENCH_BACKEND:-cuda}" --max-batch-tokens 32768 --max-batch-seqs 128)
+  SCEN="${PETAL_BENCH_SCENARIOS:-}"  # empty: all
   ITERS=()
   CLIENTS=4
-  CONC=1,2,4,8,16
+  CONC="${PETAL_BENCH_CONCURRENCY:-1,2,4,8,16}"
   if [[ ! -f $M/model.safetensors ]]; then
     tok_flag=()
     if [[ -f $TOK ]]; then tok_flag=(--tokenizer "$TOK"); else say "no Qwen3 tokenizer at $TOK: the HTTP scenario is skipped"; fi
@@ -149,6 +151,7 @@ if wait_grpc "$GRPC" 240; then
     PIDS+=($!)
     if wait_http "$HTTP" 60; then
       step petal_http 90 "$PETAL_BIN" bench http --gateway "$HTTP" --concurrency "$CONC" \
+        --words "${PETAL_BENCH_WORDS:-510}" \
         --seconds "$SECS" "${ITERS[@]}" --out "$R/petal_http.json"
     else
       skip petal_http "gateway did not become ready (see gateway.log)"

@@ -36,7 +36,9 @@ StatusOr<std::vector<std::string>> ResolveGpus(const std::string& spec, int visi
     }
     for (int i = 0; i < n; ++i) indices.push_back(i);
   } else {
-    for (const std::string& item : Split(spec)) {
+    const std::vector<std::string> items = Split(spec);
+    if (items.empty()) return InvalidArgument("--gpus: empty");
+    for (const std::string& item : items) {
       if (!IsIndex(item)) {
         return InvalidArgument("--gpus '" + spec +
                                "': expected all, a count, or a list of device indices like 0,2");
