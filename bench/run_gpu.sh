@@ -193,6 +193,11 @@ fi
 # --- merge --------------------------------------------------------------------------------------
 CMD="bash bench/run_gpu.sh${1:+ $1}"
 [[ -n "${PETAL_GPU_STEP:-}" ]] && CMD="bash scripts/gpu/run_on_device.sh $PETAL_GPU_STEP"
+# The settings that change what is measured, as they were given.
+for v in PETAL_BENCH_SECONDS PETAL_BENCH_BUDGET_S PETAL_HF_QUICK PETAL_SKIP_HF PETAL_SKIP_ST \
+  PETAL_ST_PYTHON PETAL_BENCH_BACKEND PETAL_BENCH_SCENARIOS PETAL_BENCH_CONCURRENCY PETAL_BENCH_WORDS; do
+  [[ -n "${!v+x}" ]] && CMD="$v=${!v} $CMD"
+done
 python3 bench/merge_results.py --dir "$R" --mode "$MODE" --model "$M" --model-name "$MODEL_NAME" \
   --petal "$PETAL_BIN" --command "$CMD" --seconds-per-scenario "$SECS" || exit 1
 merged="$(cat "$R/merged_path.txt")"
