@@ -48,6 +48,10 @@ def find_sha(parts, root):
 
 def machine(mode):
     m = {"cpu_cores": os.cpu_count(), "os": platform.platform()}
+    try:  # other work on the machine skews CPU figures: say how busy it was
+        m["loadavg_1_5_15"] = [float(x) for x in open("/proc/loadavg").read().split()[:3]]
+    except (OSError, ValueError):
+        pass
     try:
         for line in open("/proc/cpuinfo"):
             if line.startswith("model name"):

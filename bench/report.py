@@ -254,6 +254,8 @@ def section(d, mode):
     m = d.get("machine", {})
     mach = f"{m.get('gpu', '?')} (driver {m.get('driver', '?')}), " if mode == "gpu" else ""
     mach += f"{m.get('cpu', '?')}, {m.get('cpu_cores', '?')} cores"
+    if m.get("loadavg_1_5_15"):
+        mach += f"; load average {m['loadavg_1_5_15'][1]:.1f} over the 5 minutes before the merge"
     lines += [f"- results: `{d['_file']}`, measured {d['date']} at commit `{d['sha'][:12]}` "
               f"(from the {d.get('sha_from', '?')})",
               f"- machine: {mach}",
@@ -311,7 +313,9 @@ def headline(d, mode):
     if s:
         parts.append(f"{s['emb_per_s']:.0f} emb/s at 100 x 512")
     if "concurrency_1" in h:
-        parts.append(f"HTTP 1 client p50 {h['concurrency_1']['p50_ms']:.1f} ms")
+        c1 = h["concurrency_1"]
+        toks = f", {c1['prompt_tokens']}-token text" if c1.get("prompt_tokens") else ""
+        parts.append(f"HTTP 1 client p50 {c1['p50_ms']:.1f} ms{toks}")
     where = d["machine"].get("gpu", "GPU ?") if mode == "gpu" else f"{d['machine'].get('cpu_cores')}-core CPU"
     return f"- {mode.upper()} ({where}, {d['model']['name']}, `{d['sha'][:10]}`): " + ", ".join(parts)
 
