@@ -97,7 +97,16 @@ wait_http() {
   return 1
 }
 PIDS=()
-cleanup() { local p; for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done; wait 2>/dev/null; }
+# Stops what this script started: SIGTERM (they drain), SIGKILL after 20 s.
+cleanup() {
+  local p i
+  for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+  for p in "${PIDS[@]}"; do
+    for i in $(seq 1 40); do kill -0 "$p" 2>/dev/null || break; sleep 0.5; done
+    kill -KILL "$p" 2>/dev/null
+  done
+  wait 2>/dev/null
+}
 trap cleanup EXIT
 
 # --- the model and per-mode settings ----------------------------------------------------------
