@@ -85,7 +85,7 @@ def shapes(d, kind, batch1=None):
 def latency_table(d, names, shape_label):
     syst = systems(d)
     ref = next((p for label, p in syst if label.startswith("Petal gRPC")), None)
-    rows = [f"| {shape_label} | system | p50 ms | p90 ms | p99 ms | max ms | p50 vs Petal gRPC |",
+    rows = [f"| {shape_label} | system | p50 ms | p90 ms | p99 ms | max ms | p50 / Petal gRPC p50 |",
             "|---|---|---:|---:|---:|---:|---:|"]
     for shape, name in names:
         base = scen(ref, name)
