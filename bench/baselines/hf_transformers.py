@@ -111,12 +111,13 @@ def main():
     it = 30 if args.quick else 100
     res = {"engine": "hf-transformers", "torch": torch.__version__, "gpu": torch.cuda.get_device_name(),
            "mask": mask_kind, "pooling": pooling, "scenarios": {}}
+
+    def done():  # results so far, so that a run cut short by a time limit keeps them
+        json.dump(res, open(args.out, "w"), indent=1)
+
     for mode in args.modes.split(","):
         graph = mode == "graph"
         r = res["scenarios"][mode] = {}
-
-        def done():  # results so far, so that a run cut short by a time limit keeps them
-            json.dump(res, open(args.out, "w"), indent=1)
 
         for L in (128, 512, 4096):
             r[f"latency_1x{L}"] = latency(Runner(model, cfg, mask_kind, pooling, 1, L, graph), it)
