@@ -285,7 +285,9 @@ def section(d, mode):
         met = sum(1 for _, _, ok in t if ok)
         lines += ["", f"{met} of {len(t)} targets met.", ""]
     else:
-        lines += ["The issues' targets are H200 targets; they are not judged on the CPU.", ""]
+        lines += ["The issues' targets are H200 targets; they are not judged on the CPU. The CPU run is a",
+                  "check that the whole pipeline works; on a shared machine other jobs' load (above) skews",
+                  "its figures, the baseline's in particular (it runs last, with few iterations).", ""]
     lines += ["### 1. Low-latency embedding (pre-tokenized, batch 1, sequential)", "",
               latency_table(d, [(L, n) for _, L, n in shapes(d, "latency", True)], "tokens"), "",
               "### 2. Low-latency scoring (pre-tokenized, N sequences per request, sequential)", "",
