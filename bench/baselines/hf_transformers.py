@@ -111,17 +111,24 @@ def main():
     it = 30 if args.quick else 100
     res = {"engine": "hf-transformers", "torch": torch.__version__, "gpu": torch.cuda.get_device_name(),
            "mask": mask_kind, "pooling": pooling, "scenarios": {}}
+
+    def done():  # results so far, so that a run cut short by a time limit keeps them
+        json.dump(res, open(args.out, "w"), indent=1)
+
     for mode in args.modes.split(","):
         graph = mode == "graph"
-        r = {}
+        r = res["scenarios"][mode] = {}
+
         for L in (128, 512, 4096):
             r[f"latency_1x{L}"] = latency(Runner(model, cfg, mask_kind, pooling, 1, L, graph), it)
+            done()
         for B in (5, 25, 50):
             r[f"latency_{B}x512"] = latency(Runner(model, cfg, mask_kind, pooling, B, 512, graph), max(10, it // 3))
+            done()
         for L in (512, 1024, 4096):
             r[f"throughput_100x{L}"] = throughput(Runner(model, cfg, mask_kind, pooling, 100, L, graph), 100,
                                                   3.0 if args.quick else 6.0)
-        res["scenarios"][mode] = r
+            done()
         torch.cuda.empty_cache()
         print(mode, json.dumps(r, indent=None)[:2000], flush=True)
     json.dump(res, open(args.out, "w"), indent=1)

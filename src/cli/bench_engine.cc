@@ -1,5 +1,7 @@
 #include "cli/bench_engine.h"
 
+#include "cli/bench_json.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -38,8 +40,27 @@ std::vector<BenchScenario> StandardScenarios(const std::string& only) {
   };
   if (only.empty()) return all;
   std::vector<BenchScenario> out;
-  for (auto& s : all) {
-    if (("," + only + ",").find("," + s.name + ",") != std::string::npos) out.push_back(s);
+  std::stringstream names(only);
+  std::string name;
+  while (std::getline(names, name, ',')) {
+    auto it = std::find_if(all.begin(), all.end(), [&](const auto& s) { return s.name == name; });
+    if (it != all.end()) {
+      out.push_back(*it);
+      continue;
+    }
+    // Other shapes in the same naming, e.g. throughput_32x128 for a small CPU run.
+    BenchScenario s;
+    char kind[16] = {0};
+    char tail = 0;
+    if (std::sscanf(name.c_str(), "%15[a-z]_%dx%d%c", kind, &s.seqs, &s.len, &tail) == 3 &&
+        s.seqs > 0 && s.len > 0 &&
+        (std::string(kind) == "latency" || std::string(kind) == "throughput")) {
+      s.name = name;
+      s.throughput = std::string(kind) == "throughput";
+      out.push_back(s);
+    } else {
+      std::fprintf(stderr, "warning: unknown scenario '%s' ignored\n", name.c_str());
+    }
   }
   return out;
 }
@@ -118,9 +139,7 @@ StatusOr<std::string> RunScenario(Engine& engine, const BenchScenario& s, int ma
       ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
     }
     LatencyStats st = Summarise(ms);
-    js << "{\"seqs\":" << s.seqs << ",\"len\":" << s.len << ",\"p50_ms\":" << st.p50
-       << ",\"p90_ms\":" << st.p90 << ",\"p99_ms\":" << st.p99 << ",\"max_ms\":" << st.max
-       << ",\"mean_ms\":" << st.mean << ",\"n\":" << st.n << "}";
+    js << "{\"seqs\":" << s.seqs << ",\"len\":" << s.len << "," << LatencyJsonFields(st) << "}";
     std::printf("  %-22s p50 %8.3f  p90 %8.3f  p99 %8.3f  max %8.3f ms  (n=%d)\n", s.name.c_str(),
                 st.p50, st.p90, st.p99, st.max, st.n);
   } else {

@@ -25,7 +25,9 @@ struct BenchScenario {
   bool throughput = false;
 };
 
-// The standard scenario list; `only` (comma-separated names) filters it when non-empty.
+// The standard scenario list; `only` (comma-separated names) filters it when non-empty. Names
+// of the form latency_BxL / throughput_BxL outside the list add such scenarios (B sequences of
+// L tokens per request).
 std::vector<BenchScenario> StandardScenarios(const std::string& only);
 
 // Runs `s` on `engine`: latency scenarios wait for each request before the next; throughput

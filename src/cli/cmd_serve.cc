@@ -1,6 +1,9 @@
 // `petal serve`: the one-command deployment. Starts one `petal server` child process per replica
 // on loopback ports (re-executing this binary), waits until each answers SERVING, then runs the
-// gateway in this process in front of them. A replica that dies is restarted on its port (at
+// gateway in this process in front of them. With `--gpus all|N|LIST` there is one replica per
+// GPU, each child seeing only its GPU through CUDA_VISIBLE_DEVICES; `--replicas N` (any
+// backend) runs N replicas on whatever device the server picks, which is how CI exercises this
+// supervisor on the CPU engine. A replica that dies is restarted on its port (at
 // most once a second); SIGINT/SIGTERM stop the gateway first (no new requests; in-flight ones
 // finish), then the children, which drain themselves.
 #include <signal.h>
@@ -12,10 +15,13 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "cli/command.h"
 #include "cli/gateway_flags.h"
+#include "cli/gpu_select.h"
+#include "engine/cuda/cuda_engine.h"
 #include "gateway/gateway.h"
 #include "server/client.h"
 #include "server/log.h"
@@ -30,6 +36,7 @@ struct ServeArgs {
   int replicas = 1;
   std::string backend = "auto";
   std::vector<int> devices;  // replica i gets devices[i % size] (none: the server's default)
+  std::string gpus;          // --gpus: one replica per GPU (empty: as without)
   std::vector<std::string> server_args;
   bool fake = false;
   int start_timeout_s = 600;
@@ -41,6 +48,8 @@ struct Child {
   pid_t pid = -1;
   int port = 0;
   std::vector<std::string> argv;
+  std::vector<std::string> env;  // empty: inherit ours
+  std::string gpu;               // its CUDA_VISIBLE_DEVICES, for the logs
   std::chrono::steady_clock::time_point started;
 };
 
@@ -57,29 +66,47 @@ int FreePort() {
   return ec ? 0 : a.local_endpoint().port();
 }
 
-pid_t Spawn(const std::vector<std::string>& args) {
+// Our environment with `key` set to `value`.
+std::vector<std::string> EnvWith(const std::string& key, const std::string& value) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::string(*e).rfind(key + "=", 0) != 0) env.emplace_back(*e);
+  }
+  env.push_back(key + "=" + value);
+  return env;
+}
+
+pid_t Spawn(const std::vector<std::string>& args, const std::vector<std::string>& env) {
   // Everything the child needs is prepared before fork: after fork in a multi-threaded process
   // the child may only call async-signal-safe functions (no allocation) until exec.
-  std::vector<char*> argv;
+  std::vector<char*> argv, envp;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
   const pid_t pid = fork();
   if (pid != 0) return pid;  // parent (or -1)
   // Child: die with the parent even if it is killed without a chance to forward signals.
   prctl(PR_SET_PDEATHSIG, SIGTERM);
-  execv("/proc/self/exe", argv.data());
+  if (env.empty()) {
+    execv("/proc/self/exe", argv.data());
+  } else {
+    execve("/proc/self/exe", argv.data(), envp.data());
+  }
   _exit(127);
 }
 
 bool StartChild(Child* c) {
-  c->pid = Spawn(c->argv);
+  c->pid = Spawn(c->argv, c->env);
   c->started = std::chrono::steady_clock::now();
   if (c->pid < 0) {
     Log("error", "cannot fork a replica", {{"port", std::to_string(c->port)}});
     return false;
   }
   Log("info", "replica started",
-      {{"pid", std::to_string(c->pid)}, {"port", std::to_string(c->port)}});
+      {{"pid", std::to_string(c->pid)},
+       {"port", std::to_string(c->port)},
+       {"gpu", c->gpu.empty() ? "-" : c->gpu}});
   return true;
 }
 
@@ -133,9 +160,29 @@ int RunServe(ServeArgs& a) {
   sigaddset(&signals, SIGCHLD);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  // One replica per GPU: each child sees only its GPU, as its device 0.
+  std::vector<std::string> gpus;
+  if (!a.gpus.empty()) {
+    const char* parent_visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    auto g = ResolveGpus(a.gpus, CudaDeviceCount(), parent_visible ? parent_visible : "");
+    if (!g.ok()) {
+      std::fprintf(stderr, "error: %s\n", g.status().message().c_str());
+      return 2;
+    }
+    gpus = std::move(g).value();
+    if (!gpus.empty()) {
+      a.replicas = static_cast<int>(gpus.size());
+      a.backend = "cuda";
+      a.devices = {0};
+    }
+  }
   std::vector<Child> children(a.replicas);
   for (int i = 0; i < a.replicas; ++i) {
     Child& c = children[i];
+    if (!gpus.empty()) {
+      c.gpu = gpus[i];
+      c.env = EnvWith("CUDA_VISIBLE_DEVICES", c.gpu);
+    }
     c.port = FreePort();
     c.argv = {"petal",
               "server",
@@ -208,13 +255,20 @@ std::function<int()> SetupServe(CLI::App* app) {
   a->gateway.model_dir = "models/all-MiniLM-L6-v2";
   a->gateway.listen = "127.0.0.1:8080";
   AddGatewayFlags(app, &a->gateway);
-  app->add_option("--replicas", a->replicas, "Inference server processes")
-      ->check(CLI::Range(1, 64))
-      ->capture_default_str();
+  auto* replicas = app->add_option("--replicas", a->replicas,
+                                   "Inference server processes (any backend; see also --gpus)")
+                       ->check(CLI::Range(1, 64))
+                       ->capture_default_str();
   app->add_option("--backend", a->backend, "Engine backend of the replicas: auto, cpu or cuda")
       ->capture_default_str();
-  app->add_option("--devices", a->devices, "CUDA devices; replica i uses devices[i % count]")
-      ->delimiter(',');
+  auto* devices =
+      app->add_option("--devices", a->devices, "CUDA devices; replica i uses devices[i % count]")
+          ->delimiter(',');
+  app->add_option("--gpus", a->gpus,
+                  "One replica per GPU, each pinned through CUDA_VISIBLE_DEVICES: all, a count N, "
+                  "or a list like 0,2 (0: none, as without the flag)")
+      ->excludes(replicas)
+      ->excludes(devices);
   app->add_option(
       "--server-arg", a->server_args,
       "Extra argument for every `petal server` (repeat, e.g. --server-arg=--no-graphs)");
@@ -225,6 +279,11 @@ std::function<int()> SetupServe(CLI::App* app) {
       ->capture_default_str();
   app->add_option("--port", a->port, "HTTP port (shorthand for --listen 127.0.0.1:PORT)");
   return [a] {
+    if (!a->gpus.empty() && a->gpus != "0" && (a->fake || a->backend == "cpu")) {
+      std::fprintf(stderr, "error: --gpus runs CUDA replicas; it cannot go with %s\n",
+                   a->fake ? "--fake-engine" : "--backend cpu");
+      return 2;
+    }
     if (a->port >= 0) {
       const std::string& l = a->gateway.listen;
       a->gateway.listen = l.substr(0, l.rfind(':')) + ":" + std::to_string(a->port);

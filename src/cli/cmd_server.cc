@@ -1,5 +1,5 @@
 // `petal server`: the gRPC inference server; `petal client`: a small command-line client for it
-// (embed pre-tokenized ids, model info, stats, health).
+// (embed pre-tokenized ids, model info, stats, health; `client bench` is `petal bench grpc`).
 #include <signal.h>
 
 #include <simdjson.h>
@@ -8,10 +8,9 @@
 #include <map>
 #include <sstream>
 
-#include "cli/bench_engine.h"
+#include "cli/bench_commands.h"
 #include "cli/command.h"
 #include "cli/engine_flags.h"
-#include "server/bench_client.h"
 #include "server/client.h"
 #include "server/fake_engine.h"
 #include "server/log.h"
@@ -175,13 +174,7 @@ struct ClientArgs {
   uint32_t dims = 0;
   std::string dtype = "float32";
   int timeout_ms = 0;
-  // bench
-  std::string scenarios;
-  std::string out;
-  double seconds = 5;
-  int max_iters = 2000;
-  int clients = 4;
-  bool busy_poll = false;
+  GrpcBenchArgs bench;  // `petal client bench`, an alias of `petal bench grpc`
   bool prometheus = false;
 };
 
@@ -222,62 +215,6 @@ int RunClientEmbed(const ClientArgs& a) {
   return 0;
 }
 
-// `petal client bench`: the brief's pre-tokenized scenarios against a running server. Latency
-// scenarios use one strictly sequential client; throughput scenarios `--clients` concurrent ones.
-int RunClientBench(const ClientArgs& a) {
-  server::EmbedClient probe(a.server);
-  auto info = probe.ModelInfo();
-  if (!info.ok()) return Fail(info.status());
-  std::ostringstream js;
-  js << "{\"tool\":\"petal client bench\",\"server\":\"" << a.server << "\",\"model\":\""
-     << info->model_dir() << "\",\"backend\":\"" << info->backend()
-     << "\",\"max_batch_tokens\":" << info->max_batch_tokens()
-     << ",\"max_batch_seqs\":" << info->max_batch_seqs() << ",\"scenarios\":{";
-  std::printf("petal client bench: server %s, model %s, backend %s\n", a.server.c_str(),
-              info->model_dir().c_str(), info->backend().c_str());
-  bool first = true;
-  for (const auto& sc : StandardScenarios(a.scenarios)) {
-    if (static_cast<uint32_t>(sc.len) > info->max_tokens()) {
-      std::printf("  %-22s skipped: %d tokens > model maximum %u\n", sc.name.c_str(), sc.len,
-                  info->max_tokens());
-      continue;
-    }
-    server::GrpcBenchSpec spec;
-    spec.seqs = sc.seqs;
-    spec.len = sc.len;
-    spec.clients = sc.throughput ? a.clients : 1;
-    spec.seconds = a.seconds;
-    spec.max_iters = a.max_iters;
-    spec.vocab = static_cast<int>(info->vocab_size());
-    spec.busy_poll = a.busy_poll;
-    auto r = server::RunGrpcBench(a.server, spec);
-    if (!r.ok()) return Fail(r.status().WithContext(sc.name));
-    const LatencyStats st = Summarise(r->latency_ms);
-    const LatencyStats sv = Summarise(r->server_ms);
-    const double eps = r->wall_s > 0 ? r->embeddings / r->wall_s : 0;
-    js << (first ? "\"" : ",\"") << sc.name << "\":{\"seqs\":" << sc.seqs << ",\"len\":" << sc.len
-       << ",\"clients\":" << spec.clients << ",\"p50_ms\":" << st.p50 << ",\"p90_ms\":" << st.p90
-       << ",\"p99_ms\":" << st.p99 << ",\"max_ms\":" << st.max << ",\"mean_ms\":" << st.mean
-       << ",\"n\":" << st.n << ",\"server_p50_ms\":" << sv.p50 << ",\"emb_per_s\":" << eps
-       << ",\"seconds\":" << r->wall_s << ",\"busy_poll\":" << (a.busy_poll ? "true" : "false")
-       << "}";
-    first = false;
-    std::printf(
-        "  %-22s p50 %8.3f  p90 %8.3f  p99 %8.3f  max %8.3f ms  server p50 %8.3f ms  %10.1f emb/s"
-        "  (n=%d, %d client%s)\n",
-        sc.name.c_str(), st.p50, st.p90, st.p99, st.max, sv.p50, eps, st.n, spec.clients,
-        spec.clients == 1 ? "" : "s");
-  }
-  js << "}}\n";
-  if (!a.out.empty()) {
-    std::ofstream f(a.out);
-    f << js.str();
-    if (!f) return Fail(Unavailable("cannot write " + a.out));
-    std::printf("wrote %s\n", a.out.c_str());
-  }
-  return 0;
-}
-
 std::function<int()> SetupClient(CLI::App* app) {
   auto a = std::make_shared<ClientArgs>();
   app->require_subcommand(1);
@@ -293,21 +230,16 @@ std::function<int()> SetupClient(CLI::App* app) {
   auto* stats = app->add_subcommand("stats", "Print the server's Stats");
   stats->add_flag("--prometheus", a->prometheus, "In the Prometheus text format");
   auto* health = app->add_subcommand("health", "Exit 0 iff the server reports SERVING");
-  auto* bench = app->add_subcommand("bench", "Latency/throughput scenarios against the server");
-  bench->add_option("--scenarios", a->scenarios, "Comma-separated subset (default: all)");
-  bench->add_option("--seconds", a->seconds, "Time per scenario")->capture_default_str();
-  bench->add_option("--max-iters", a->max_iters, "Most requests per client per scenario")
-      ->capture_default_str();
-  bench->add_option("--clients", a->clients, "Concurrent clients in throughput scenarios")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  bench->add_option("--out", a->out, "Write results JSON here");
-  bench->add_flag("--busy-poll", a->busy_poll,
-                  "Clients poll for replies instead of sleeping (their own wake-up not counted)");
+  auto* bench = app->add_subcommand("bench", "Alias of `petal bench grpc`");
+  AddGrpcBenchFlags(bench, &a->bench);
   return [a, embed, info, stats, health, bench]() -> int {
     server::EmbedClient client(a->server);
     if (embed->parsed()) return RunClientEmbed(*a);
-    if (bench->parsed()) return RunClientBench(*a);
+    if (bench->parsed()) {
+      GrpcBenchArgs b = a->bench;
+      b.server = a->server;
+      return RunBenchGrpc(b);
+    }
     if (info->parsed() || stats->parsed()) {
       std::string text;
       if (info->parsed()) {

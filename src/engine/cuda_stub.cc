@@ -9,6 +9,8 @@ StatusOr<std::unique_ptr<Engine>> CreateCudaEngine(const std::string&, const Cud
 
 bool CudaAvailable() { return false; }
 
+int CudaDeviceCount() { return 0; }
+
 std::string CudaDeviceName(int) { return "none"; }
 
 }  // namespace petal

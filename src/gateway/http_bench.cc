@@ -5,8 +5,10 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 
@@ -47,7 +49,7 @@ StatusOr<HttpBenchResult> RunHttpBench(const HttpBenchSpec& spec) {
   std::mutex mu;
   std::atomic<bool> stop{false};
   std::vector<std::thread> threads;
-  const auto start = Clock::now();
+  Clock::time_point first_timed = Clock::time_point::max(), last_timed = Clock::time_point::min();
   for (int c = 0; c < spec.concurrency; ++c) {
     threads.emplace_back([&, c] {
       net::io_context io;
@@ -63,9 +65,16 @@ StatusOr<HttpBenchResult> RunHttpBench(const HttpBenchSpec& spec) {
       // Texts longer than the model's maximum (MiniLM: 256) are truncated by the gateway.
       std::vector<double> samples;
       beast::flat_buffer buffer;
-      const auto end = Clock::now() + std::chrono::duration<double>(spec.seconds);
+      // The timed window opens when this client's warm-up ends: on a slow backend the warm-up
+      // alone can outlast `seconds`.
+      Clock::time_point timed_start = Clock::now(), end = timed_start;
       for (int i = 0; i < spec.warmup + spec.max_iters && !stop; ++i) {
-        if (i >= spec.warmup && Clock::now() > end) break;
+        if (i == spec.warmup) {
+          timed_start = Clock::now();
+          end = timed_start + std::chrono::duration_cast<Clock::duration>(
+                                  std::chrono::duration<double>(spec.seconds));
+        }
+        if (i > spec.warmup && Clock::now() > end) break;
         JsonOut body;
         body.Raw("{\"input\":")
             .Str(BenchText(spec.words, (uint64_t(c) << 32) | i))
@@ -91,13 +100,28 @@ StatusOr<HttpBenchResult> RunHttpBench(const HttpBenchSpec& spec) {
           continue;
         }
         if (i >= spec.warmup) samples.push_back(ms);
+        if (i == 0 && c == 0) {
+          // After truncation to the model's maximum: MiniLM, for one, stops at 256 tokens.
+          const std::string key = "\"prompt_tokens\":";
+          const size_t at = res.body().find(key);
+          if (at != std::string::npos) {
+            std::lock_guard<std::mutex> lock(mu);
+            result.prompt_tokens = std::atoi(res.body().c_str() + at + key.size());
+          }
+        }
       }
+      const auto timed_end = Clock::now();
       std::lock_guard<std::mutex> lock(mu);
       result.latency_ms.insert(result.latency_ms.end(), samples.begin(), samples.end());
+      if (!samples.empty()) {
+        first_timed = std::min(first_timed, timed_start);
+        last_timed = std::max(last_timed, timed_end);
+      }
     });
   }
   for (auto& t : threads) t.join();
-  result.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+  // Requests per second over the timed windows only (warm-up excluded).
+  result.wall_s = std::max(0.0, std::chrono::duration<double>(last_timed - first_timed).count());
   if (result.latency_ms.empty()) {
     return Unavailable("no request succeeded: " + result.first_error);
   }

@@ -1,4 +1,4 @@
-// The HTTP benchmark behind `petal bench-http`: the design brief's high-concurrency scenario
+// The HTTP benchmark behind `petal bench http`: the design brief's high-concurrency scenario
 // through the gateway (tokenization and the gateway-to-server hop included): texts of about N
 // tokens, one per request, C concurrent clients each sending strictly sequential requests on a
 // kept-alive connection. Thread-safety: RunHttpBench is called from one thread; it starts its
@@ -28,6 +28,7 @@ struct HttpBenchResult {
   double wall_s = 0;
   int errors = 0;
   std::string first_error;
+  int prompt_tokens = 0;  // `usage.prompt_tokens` of one answer: the tokens the model saw
 };
 
 // A text of `words` words, varied by `seed` so that requests differ.

@@ -1,4 +1,4 @@
-// Client-side load generator for a running Petal server (behind `petal client bench`): the
+// Client-side load generator for a running Petal server (behind `petal bench grpc`): the
 // design brief's pre-tokenized scenarios over gRPC. Each client is a thread with its own channel
 // (its own TCP connection) sending requests back to back, so `clients` = 4 reproduces "4
 // concurrent client processes". Thread-safety: RunGrpcBench is self-contained.

@@ -1,6 +1,9 @@
 // End-to-end test of `petal serve` as a user runs it: the binary starts replica processes with
 // the FakeEngine and the gateway, answers HTTP, and on SIGTERM stops its children and exits 0.
-// Needs models/all-MiniLM-L6-v2 for the gateway's tokenizer (skipped if absent).
+// A second test runs the same supervisor with two real CPU-engine replicas (the path `--gpus`
+// takes on a GPU machine, one replica per device) and checks that the gateway spreads requests
+// over both; a third checks that `--gpus` without a GPU fails clearly. Needs
+// models/all-MiniLM-L6-v2 (skipped if absent).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -104,6 +107,108 @@ TEST(GatewayServe, StartsReplicasServesAndStopsCleanly) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
   // Children are reaped by `petal serve`, so kill(pid, 0) fails for each (the restarted one too).
   for (pid_t c : children) EXPECT_FALSE(Alive(c)) << "replica " << c << " still running";
+}
+
+struct Started {
+  pid_t pid = -1;
+  int port = 0;          // 0: no gateway within ~30 s
+  int exit_status = -1;  // waitpid status when it exited while starting, else -1
+};
+
+// Starts `petal serve ARGS...` with stderr to `log` and waits for its gateway.
+Started StartServe(const std::vector<std::string>& args, const std::string& log) {
+  ::unlink(log.c_str());
+  std::vector<std::string> all = {"petal", "serve"};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 2);
+    execv(PETAL_BIN, argv.data());
+    _exit(127);
+  }
+  Started s{pid};
+  const std::regex re("gateway listening.* port=([0-9]+)");
+  for (int i = 0; i < 600 && s.port == 0; ++i) {
+    std::smatch m;
+    const std::string text = ReadFile(log);
+    if (std::regex_search(text, m, re)) s.port = std::stoi(m[1]);
+    int status;
+    if (s.port == 0 && waitpid(pid, &status, WNOHANG) == pid) {
+      s.exit_status = status;
+      break;
+    }
+    if (s.port == 0) std::this_thread::sleep_for(50ms);
+  }
+  return s;
+}
+
+int StopServe(pid_t pid) {
+  kill(pid, SIGTERM);
+  int status = -1;
+  for (int i = 0; i < 400; ++i) {
+    if (waitpid(pid, &status, WNOHANG) == pid) return status;
+    std::this_thread::sleep_for(50ms);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  return status;
+}
+
+TEST(GatewayServe, TwoCpuReplicasShareTheLoad) {
+  const std::string model = SourceDir() + "/models/all-MiniLM-L6-v2";
+  if (!FileExists(model + "/model.safetensors")) GTEST_SKIP() << model << " is missing";
+  const std::string log = ::testing::TempDir() + "/gateway_serve_cpu_replicas.log";
+  auto [pid, port, exited] = StartServe({"--model", model, "--backend", "cpu", "--replicas", "2",
+                                         "--listen", "127.0.0.1:0", "--shutdown-grace-ms", "1000"},
+                                        log);
+  ASSERT_GT(pid, 0);
+  ASSERT_NE(port, 0) << ReadFile(log);
+  const std::string text = ReadFile(log);
+  const std::regex child_re("replica started\" pid=([0-9]+)");
+  EXPECT_EQ(std::distance(std::sregex_iterator(text.begin(), text.end(), child_re),
+                          std::sregex_iterator()),
+            2)
+      << text;
+  {
+    HttpClient c(static_cast<uint16_t>(port));
+    std::vector<float> first;
+    for (int i = 0; i < 6; ++i) {
+      auto r = c.Post("/v1/embeddings", "{\"input\":\"the same sentence on every replica\"}");
+      ASSERT_EQ(r.status, 200u) << r.body;
+      auto e = Embeddings(r.body);
+      ASSERT_EQ(e.size(), 1u);
+      ASSERT_EQ(e[0].size(), 384u);
+      if (first.empty()) first = e[0];
+      // Both replicas run the same model: answers agree whichever replica served them.
+      EXPECT_GT(Cosine(first, e[0]), 0.99999);
+    }
+    // Requests one at a time tie on outstanding tokens; ties rotate, so both replicas serve.
+    const std::string info = c.Get("/info").body;
+    const std::regex calls_re("\"calls\":([0-9]+)");
+    int replicas_used = 0;
+    for (std::sregex_iterator it(info.begin(), info.end(), calls_re), end; it != end; ++it) {
+      replicas_used += std::stoi((*it)[1]) > 0;
+    }
+    EXPECT_EQ(replicas_used, 2) << info;
+  }
+  const int status = StopServe(pid);
+  ASSERT_TRUE(WIFEXITED(status)) << ReadFile(log);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST(GatewayServe, GpusWithoutAGpuFailsClearly) {
+  if (::access("/dev/nvidia0", F_OK) == 0) GTEST_SKIP() << "a GPU is present";
+  const std::string log = ::testing::TempDir() + "/gateway_serve_gpus.log";
+  auto [pid, port, status] = StartServe({"--gpus", "all", "--listen", "127.0.0.1:0"}, log);
+  ASSERT_GT(pid, 0);
+  EXPECT_EQ(port, 0);
+  ASSERT_TRUE(status != -1 && WIFEXITED(status)) << ReadFile(log);
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_NE(ReadFile(log).find("no CUDA device is visible"), std::string::npos) << ReadFile(log);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU step: the inference server on the CUDA engine (pplx-embed-v1-0.6b random-weight shape):
-# starts `petal server` on loopback, waits for SERVING, runs `petal client bench` (the brief's
+# starts `petal server` on loopback, waits for SERVING, runs `petal bench grpc` (the brief's
 # scenarios over gRPC; throughput with 4 concurrent clients), prints the server's stats, stops it.
 set -euo pipefail
 mkdir -p "$OUT/bench"
@@ -13,20 +13,8 @@ pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
 for _ in $(seq 1 120); do petal client --server $ADDR health >/dev/null 2>&1 && break; sleep 0.5; done
 petal client --server $ADDR health
-for s in /sys/devices/system/cpu/cpu0/cpuidle/state*; do echo "cpuidle $(cat $s/name) latency $(cat $s/latency)us disabled $(cat $s/disable)"; done 2>/dev/null || true
-petal client --server $ADDR bench --seconds "${PETAL_BENCH_SECONDS:-3}" --clients 4 --out "$OUT/bench/petal-grpc.json"
+petal bench grpc --server $ADDR --seconds "${PETAL_BENCH_SECONDS:-3}" --clients 4 --out "$OUT/bench/petal-grpc.json"
 petal client --server $ADDR stats > "$OUT/bench/server-stats.txt" || true
-if [[ -n "${PETAL_PM_QOS_AB:-}" && -w /dev/cpu_dma_latency ]]; then
-  # Experiment: the same latency scenarios while a PM QoS request of 0 us keeps the CPUs out of
-  # deep idle states (what `tuned`'s latency profiles do); tells how much of the gRPC overhead is
-  # wake-up latency of idle cores.
-  python3 -c 'import os,struct,time; fd=os.open("/dev/cpu_dma_latency", os.O_WRONLY); os.write(fd, struct.pack("i", 0)); time.sleep(3600)' &
-  qos=$!
-  sleep 0.5
-  petal client --server $ADDR bench --seconds "${PETAL_BENCH_SECONDS:-3}" --scenarios latency_1x128,latency_1x512,latency_5x512 \
-    --out "$OUT/bench/petal-grpc-pmqos.json"
-  kill $qos || true
-fi
 if [[ -n "${PETAL_GRPC_AB:-}" ]]; then
   # Where the gRPC overhead goes: the same server with clients that busy-poll for replies; then a
   # server that sleeps instead of spinning when idle; then the transport alone (FakeEngine).

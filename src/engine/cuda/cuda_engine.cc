@@ -218,9 +218,11 @@ std::string CudaDeviceName(int device) {
   return prop.name;
 }
 
-bool CudaAvailable() {
+bool CudaAvailable() { return CudaDeviceCount() > 0; }
+
+int CudaDeviceCount() {
   int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
 }
 
 }  // namespace petal

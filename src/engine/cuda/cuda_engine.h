@@ -39,6 +39,8 @@ StatusOr<std::unique_ptr<Engine>> CreateCudaEngine(const std::string& model_dir,
                                                    const CudaEngineOptions& options);
 // True if this binary has the CUDA backend and a device is visible.
 bool CudaAvailable();
+// Devices visible to this process (CUDA_VISIBLE_DEVICES applies); 0 without CUDA.
+int CudaDeviceCount();
 // The device's name (e.g. "NVIDIA H200"), or "none".
 std::string CudaDeviceName(int device);
 

@@ -1,0 +1,40 @@
+// The client-side benchmark subcommands, `petal bench grpc` (pre-tokenized scenarios against a
+// running `petal server`) and `petal bench http` (texts through a running gateway). Their flags
+// and runners live here so that the old names, `petal client bench` and `petal bench-http`, stay
+// aliases of the same code. Thread-safety: called from main() only.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+namespace petal::cli {
+
+struct GrpcBenchArgs {
+  std::string server = "127.0.0.1:50051";
+  std::string scenarios;  // comma-separated subset of StandardScenarios (empty: all)
+  std::string out;
+  double seconds = 5;
+  int max_iters = 2000;
+  int clients = 4;         // concurrent clients in the throughput scenarios
+  bool busy_poll = false;  // clients poll for replies instead of sleeping
+};
+
+// Adds every flag but --server (which `petal client` has on itself).
+void AddGrpcBenchFlags(CLI::App* app, GrpcBenchArgs* a);
+int RunBenchGrpc(const GrpcBenchArgs& a);
+
+struct HttpBenchArgs {
+  std::string gateway = "127.0.0.1:8080";
+  std::vector<int> concurrency = {1, 2, 4, 8, 16};
+  int words = 510;
+  double seconds = 5;
+  int max_iters = 2000;
+  std::string out;
+};
+
+void AddHttpBenchFlags(CLI::App* app, HttpBenchArgs* a);
+int RunBenchHttp(const HttpBenchArgs& a);
+
+}  // namespace petal::cli
