@@ -48,7 +48,8 @@ run_one() {
     -timeout=25 -rss_limit_mb=3072 -print_final_stats=1 -artifact_prefix="$art/" \
     >"$out/logs/$t.log" 2>&1 || rc=$?
   local execs crashes added
-  execs="$(grep -o 'stat::number_of_executed_units: [0-9]*' "$out/logs/$t.log" | awk '{print $2}' | tail -1)"
+  # A target that died before printing its final stats has no count (reported as "?").
+  execs="$(grep -o 'stat::number_of_executed_units: [0-9]*' "$out/logs/$t.log" | awk '{print $2}' | tail -1 || true)"
   crashes="$(find "$art" -type f | wc -l)"
   added="$(($(find "$work" -type f | wc -l) - before))"
   printf '%-20s %10s execs in %ss, %4s new corpus entries, %s crash artifacts, exit %s\n' \
