@@ -88,7 +88,10 @@ inline std::string DistinctSequences(int n, int salt, std::vector<std::vector<in
     for (int j = 0; j < 1 + (i + salt) % 7; ++j)
       s.push_back((salt * 131 + i * 31 + j * 7) % 997 + 1);
     json += i ? ",[" : "[";
-    for (size_t j = 0; j < s.size(); ++j) json += (j ? "," : "") + std::to_string(s[j]);
+    for (size_t j = 0; j < s.size(); ++j) {
+      if (j) json += ',';  // not `(j ? "," : "") + ...`: g++ 12 warns falsely (-Wrestrict)
+      json += std::to_string(s[j]);
+    }
     json += "]";
   }
   return json + "]";

@@ -42,7 +42,10 @@ std::string Sequences(int n, std::vector<std::vector<int32_t>>* seqs) {
     auto& s = seqs->emplace_back();
     for (int j = 0; j < 1 + i % 7; ++j) s.push_back((i * 31 + j * 7) % 997 + 1);
     json += i ? ",[" : "[";
-    for (size_t j = 0; j < s.size(); ++j) json += (j ? "," : "") + std::to_string(s[j]);
+    for (size_t j = 0; j < s.size(); ++j) {
+      if (j) json += ',';  // not `(j ? "," : "") + ...`: g++ 12 warns falsely (-Wrestrict)
+      json += std::to_string(s[j]);
+    }
     json += "]";
   }
   return json + "]";
@@ -195,7 +198,10 @@ TEST_F(GatewayFake, ConcurrentClientsGetTheirOwnRows) {
           for (int j = 0; j < 1 + (t * 5 + i + k) % 11; ++j)
             s.push_back((t * 131 + i * 17 + k * 7 + j) % 997 + 1);
           json += k ? ",[" : "[";
-          for (size_t j = 0; j < s.size(); ++j) json += (j ? "," : "") + std::to_string(s[j]);
+          for (size_t j = 0; j < s.size(); ++j) {
+            if (j) json += ',';  // not `(j ? "," : "") + ...`: g++ 12 warns falsely (-Wrestrict)
+            json += std::to_string(s[j]);
+          }
           json += "]";
         }
         auto r = c.Post("/v1/embeddings", "{\"input\":" + json + "]}");
