@@ -37,6 +37,8 @@ APT_PACKAGES=(
   libssl-dev zlib1g-dev
   # tools
   clang-format python3 python3-venv xz-utils
+  # fuzzing (scripts/fuzz.sh): clang 14 with libFuzzer (libclang_rt.fuzzer is in libclang-rt-14-dev)
+  clang libclang-rt-14-dev libomp-dev
 )
 
 missing=()

@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # Build and run every test that runs on this machine, then check that the CUDA build compiles.
-#   1. build the cpu preset and run `ctest --preset cpu` (all tests except those labelled gpu)
-#   2. if nvcc exists: configure + build the cuda preset (compile-only: there is no GPU here,
+#   1. build the cpu preset and run `ctest --preset cpu` (all tests except labels gpu and soak)
+#   2. soak: `ctest --preset soak` (PETAL_SOAK_SECONDS of load on `petal serve`, default 120)
+#   3. fuzz: scripts/fuzz.sh, every libFuzzer target for PETAL_FUZZ_SECONDS (default 30) each
+#   4. asan: the whole cpu test suite under ASan + UBSan (preset asan)
+#   5. tsan: the threaded server and gateway tests (label tsan) under ThreadSanitizer
+#   6. if nvcc exists: configure + build the cuda preset (compile-only: there is no GPU here,
 #      GPU tests run on the GPU machine through scripts/gpu/)
-# Environment: PETAL_SKIP_CUDA=1 skips step 2; JOBS=N sets build/test parallelism (default 2).
+# Environment: PETAL_SKIP_SOAK=1, PETAL_SKIP_FUZZ=1, PETAL_SKIP_ASAN=1, PETAL_SKIP_TSAN=1 and
+# PETAL_SKIP_CUDA=1 skip steps 2-6; JOBS=N sets build/test parallelism (default 2).
+# docs/reliability.md describes steps 2-5 and longer runs.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -25,6 +31,31 @@ total="${total:-0}"
 failed="$(sed -E 's/.* ([0-9]+) tests failed.*/\1/' <<<"$summary")"
 failed="${failed:-0}"
 log "cpu tests passed ($((SECONDS - t0))s so far)"
+
+step() {  # step NAME SKIP_VAR: logs and returns 1 when the step is skipped
+  if [[ "${!2:-0}" == 1 ]]; then
+    log "== $1: skipped ($2=1)"
+    return 1
+  fi
+  log "== $1 ($((SECONDS - t0))s so far)"
+}
+if step soak PETAL_SKIP_SOAK; then
+  ctest --preset soak --no-tests=error
+fi
+if step fuzz PETAL_SKIP_FUZZ; then
+  bash scripts/fuzz.sh
+fi
+if step asan PETAL_SKIP_ASAN; then
+  bash scripts/build.sh asan -DPETAL_BENCH=OFF
+  ctest --preset asan -j "$JOBS" --timeout 1800 --no-tests=error
+fi
+if step tsan PETAL_SKIP_TSAN; then
+  # Only the tests labelled tsan are built (and run): the threaded server and gateway paths.
+  cmake --preset tsan >/dev/null
+  tsan_targets=$(ctest --preset tsan -N 2>/dev/null | sed -nE 's/^ *Test +#[0-9]+: ([a-z0-9_]+)$/\1/p')
+  cmake --build --preset tsan -j "$JOBS" --target $tsan_targets
+  ctest --preset tsan -j "$JOBS" --timeout 1200 --no-tests=error
+fi
 
 if [[ "${PETAL_SKIP_CUDA:-0}" == 1 ]]; then
   log "== cuda: skipped (PETAL_SKIP_CUDA=1)"

@@ -1,5 +1,7 @@
 #include "model/config.h"
 
+#include <cmath>
+
 #include <simdjson.h>
 
 #include <algorithm>
@@ -39,7 +41,7 @@ int64_t ModelConfig::ParameterCount() const {
   const int64_t q = static_cast<int64_t>(num_heads) * head_dim;
   const int64_t kv = static_cast<int64_t>(num_kv_heads) * head_dim;
   if (architecture == Architecture::kBert) {
-    int64_t emb = (vocab_size + max_position_embeddings + type_vocab_size) * h + 2 * h;
+    int64_t emb = (int64_t{vocab_size} + max_position_embeddings + type_vocab_size) * h + 2 * h;
     int64_t layer = (h * 3 * h + 3 * h) + (h * h + h) + 2 * h + (h * i + i) + (i * h + h) + 2 * h;
     return emb + L * layer;  // the pooler head is not used for embeddings and not counted
   }
@@ -51,6 +53,29 @@ int64_t ModelConfig::ParameterCount() const {
 namespace {
 
 using simdjson::dom::element;
+
+constexpr double kMaxParameters = 1e13;
+
+// A positive epsilon that fits a float: NaN or infinity would turn every embedding into NaN
+// (and converting a double beyond float's range is undefined behaviour).
+StatusOr<float> NormEps(double eps, const std::string& file) {
+  if (!(eps > 0) || eps > 1.0) {
+    return InvalidArgument(file + ": norm epsilon " + std::to_string(eps) + " is not in (0, 1]");
+  }
+  return static_cast<float>(eps);
+}
+
+// ParameterCount in floating point, which cannot overflow whatever the fields are.
+double ApproxParameterCount(const ModelConfig& c) {
+  const double h = c.hidden_size, i = c.intermediate_size, L = c.num_layers, d = c.head_dim;
+  const double q = c.num_heads * d, kv = c.num_kv_heads * d;
+  if (c.architecture == Architecture::kBert) {
+    return (static_cast<double>(c.vocab_size) + c.max_position_embeddings + c.type_vocab_size + 2) *
+               h +
+           L * (4 * h * h + 2 * h * i + 9 * h + i);
+  }
+  return c.vocab_size * h + h + L * (h * (q + 2 * kv) + q * h + 2 * d + 3 * h * i + 2 * h);
+}
 using simdjson::dom::object;
 
 // Small typed accessors that name the missing or mistyped field.
@@ -174,7 +199,8 @@ StatusOr<ModelConfig> ParseConfigObject(object obj, const std::string& file) {
     return Unimplemented(file + ": unsupported hidden_act '" + act + "'");
 
   if (c.architecture == Architecture::kBert) {
-    if (c.hidden_size != c.num_heads * c.head_dim) {
+    // 64-bit: both factors may be up to 2^30 (found by fuzz_model_config; UB in int).
+    if (c.hidden_size != static_cast<int64_t>(c.num_heads) * c.head_dim) {
       return InvalidArgument(file +
                              ": hidden_size must equal num_attention_heads * head_dim for BERT");
     }
@@ -185,7 +211,7 @@ StatusOr<ModelConfig> ParseConfigObject(object obj, const std::string& file) {
     PETAL_ASSIGN_OR_RETURN(c.type_vocab_size, f.IntOr("type_vocab_size", 2));
     PETAL_ASSIGN_OR_RETURN(
         double eps, f.Has("layer_norm_eps") ? f.Double("layer_norm_eps") : StatusOr<double>(1e-12));
-    c.norm_eps = static_cast<float>(eps);
+    PETAL_ASSIGN_OR_RETURN(c.norm_eps, NormEps(eps, file));
     std::string pos = f.StrOr("position_embedding_type", "absolute");
     if (pos != "absolute") return Unimplemented(file + ": position_embedding_type '" + pos + "'");
     c.pooling = PoolingMode::kCls;
@@ -197,7 +223,7 @@ StatusOr<ModelConfig> ParseConfigObject(object obj, const std::string& file) {
     }
     PETAL_ASSIGN_OR_RETURN(
         double eps, f.Has("rms_norm_eps") ? f.Double("rms_norm_eps") : StatusOr<double>(1e-6));
-    c.norm_eps = static_cast<float>(eps);
+    PETAL_ASSIGN_OR_RETURN(c.norm_eps, NormEps(eps, file));
     PETAL_ASSIGN_OR_RETURN(c.rope_theta,
                            f.Has("rope_theta") ? f.Double("rope_theta") : StatusOr<double>(1e6));
     // HF Qwen3 checkpoints are causal; pplx-embed style checkpoints say "is_causal": false.
@@ -206,6 +232,16 @@ StatusOr<ModelConfig> ParseConfigObject(object obj, const std::string& file) {
     c.normalize = true;
   }
   c.max_seq_length = c.max_position_embeddings;
+  if (!(c.rope_theta > 0) || !std::isfinite(c.rope_theta)) {
+    return InvalidArgument(file + ": rope_theta must be positive and finite");
+  }
+  // Each field is at most 2^30, but their products are not bounded: reject shapes no real model
+  // has, so that ParameterCount and every buffer size derived from the shapes fit in int64.
+  const double params = ApproxParameterCount(c);
+  if (params > kMaxParameters) {
+    return InvalidArgument(file + ": the shapes imply " + std::to_string(params) +
+                           " parameters, more than the 10^13 Petal accepts");
+  }
   return c;
 }
 

@@ -49,5 +49,44 @@ TEST(ConfigTest, BadGqaRatioFails) {
   EXPECT_NE(c.status().message().find("num_key_value_heads"), std::string::npos);
 }
 
+// Regression tests for fuzz_model_config findings (inputs kept in tests/fuzz/corpus/model_config):
+// shapes whose products overflowed int (undefined behaviour) and a non-finite epsilon.
+std::string Bert(const std::string& extra) {
+  return R"({"model_type":"bert","hidden_size":64,"num_hidden_layers":1,"num_attention_heads":2,)"
+         R"("intermediate_size":4,"vocab_size":10,"max_position_embeddings":8)" +
+         extra + "}";
+}
+
+TEST(ConfigTest, HugeHeadProductIsRejectedWithoutOverflow) {
+  auto c = ParseModelConfig(Bert(R"(,"head_dim":1073741824)"));
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("hidden_size must equal"), std::string::npos);
+}
+
+TEST(ConfigTest, LargeVocabularySumsDoNotOverflow) {
+  auto c = ParseModelConfig(
+      R"({"model_type":"bert","hidden_size":64,"num_hidden_layers":1,"num_attention_heads":2,)"
+      R"("intermediate_size":4,"vocab_size":1073741824,"max_position_embeddings":1073741824,)"
+      R"("type_vocab_size":1073741824})");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_GT(c->ParameterCount(), int64_t{3} * (1 << 30) * 64);
+}
+
+TEST(ConfigTest, ImplausiblyLargeShapesAreRejected) {
+  // About 2^77 parameters: ParameterCount would overflow int64.
+  auto c =
+      ParseModelConfig(R"({"model_type":"bert","hidden_size":65536,"num_hidden_layers":1073741824,)"
+                       R"("num_attention_heads":2,"intermediate_size":1073741824,"vocab_size":10,)"
+                       R"("max_position_embeddings":8})");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("parameters"), std::string::npos) << c.status().message();
+}
+
+TEST(ConfigTest, NonFiniteEpsilonIsRejected) {
+  EXPECT_FALSE(ParseModelConfig(Bert(R"(,"layer_norm_eps":1e300)")).ok());
+  EXPECT_FALSE(ParseModelConfig(Bert(R"(,"layer_norm_eps":-1)")).ok());
+  EXPECT_TRUE(ParseModelConfig(Bert(R"(,"layer_norm_eps":1e-5)")).ok());
+}
+
 }  // namespace
 }  // namespace petal

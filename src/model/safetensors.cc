@@ -305,7 +305,9 @@ StatusOr<std::vector<float>> WeightStore::ReadF32(
   const uint8_t* p = v->data;
   switch (v->dtype) {
     case DType::kF32:
-      std::memcpy(out.data(), p, v->nbytes);
+      // An empty tensor has no storage: memcpy with a null pointer is undefined even for 0 bytes
+      // (UBSan in the asan preset).
+      if (v->nbytes > 0) std::memcpy(out.data(), p, v->nbytes);
       break;
     case DType::kF16:
       for (size_t i = 0; i < out.size(); ++i) {

@@ -49,6 +49,18 @@ struct BadCase {
   const char* expect;  // substring of the error
 };
 
+// Regression (UBSan, asan preset): reading an empty tensor passed a null pointer to memcpy.
+TEST(SafetensorsTest, EmptyTensorReadsAsEmpty) {
+  auto f = SafetensorsFile::FromBytes(
+      Build(R"({"e":{"dtype":"F32","shape":[0,4],"data_offsets":[0,0]}})", ""), "t");
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  std::vector<std::unique_ptr<SafetensorsFile>> files;
+  files.push_back(std::move(f).value());
+  auto v = WeightStore::FromFiles(std::move(files))->ReadF32("e", {0, 4});
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_TRUE(v->empty());
+}
+
 TEST(SafetensorsTest, RejectsCorruptFiles) {
   const std::string d16 = Floats({1, 2, 3, 4});
   std::vector<BadCase> cases = {

@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "common/file_util.h"
+#include "fake_cluster.h"
 #include "gateway/gateway.h"
-#include "gateway_test_util.h"
 #include "server/fake_engine.h"
 #include "server/server.h"
 
@@ -20,47 +20,19 @@ namespace {
 using namespace testing;
 using namespace std::chrono_literals;
 
-std::string ModelDir() { return SourceDir() + "/models/all-MiniLM-L6-v2"; }
-
-struct FakeServer {
-  std::unique_ptr<server::EmbedServer> server;
-  server::FakeEngine* engine = nullptr;
-  server::FakeEngineOptions options;
-
-  explicit FakeServer(server::ServerOptions so = {}, int port = 0) {
-    so.listen = "127.0.0.1:" + std::to_string(port);
-    auto s = server::EmbedServer::Start(so);
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    server = std::move(s).value();
-    auto e = std::make_unique<server::FakeEngine>(options);
-    engine = e.get();
-    server->AttachEngine(std::move(e));
-  }
-  ~FakeServer() { Stop(); }
-  void Stop() {
-    if (!server) return;
-    engine->Release();
-    server->Shutdown(1000ms);
-    server.reset();
-  }
-  std::string address() const { return "127.0.0.1:" + std::to_string(server->port()); }
-};
+// The shared FakeReplica (fake_cluster.h), under the name these tests grew up with.
+using FakeServer = FakeReplica;
 
 std::unique_ptr<Gateway> StartGateway(std::vector<std::string> servers, ChunkLimits chunk = {},
                                       std::vector<std::string> api_keys = {},
                                       size_t body_limit = 32u << 20) {
   GatewayOptions go;
-  go.model_dir = ModelDir();
   go.servers = std::move(servers);
-  go.listen = "127.0.0.1:0";
   go.chunk = chunk;
-  go.health_interval = 100ms;
   go.request_timeout = 10000ms;
   go.api_keys = std::move(api_keys);
   go.body_limit = body_limit;
-  auto g = Gateway::Start(go);
-  EXPECT_TRUE(g.ok()) << g.status().ToString();
-  return g.ok() ? std::move(g).value() : nullptr;
+  return StartTestGateway(go);
 }
 
 // `n` distinct token sequences of varying length, as JSON and as vectors.
@@ -70,7 +42,10 @@ std::string Sequences(int n, std::vector<std::vector<int32_t>>* seqs) {
     auto& s = seqs->emplace_back();
     for (int j = 0; j < 1 + i % 7; ++j) s.push_back((i * 31 + j * 7) % 997 + 1);
     json += i ? ",[" : "[";
-    for (size_t j = 0; j < s.size(); ++j) json += (j ? "," : "") + std::to_string(s[j]);
+    for (size_t j = 0; j < s.size(); ++j) {
+      if (j) json += ',';  // not `(j ? "," : "") + ...`: g++ 12 warns falsely (-Wrestrict)
+      json += std::to_string(s[j]);
+    }
     json += "]";
   }
   return json + "]";
@@ -78,19 +53,13 @@ std::string Sequences(int n, std::vector<std::vector<int32_t>>* seqs) {
 
 // Waits (up to 5 s) until the server has admitted a request it has not answered.
 bool FakeServerHasQueued(const FakeServer& s) {
-  server::EmbedClient client(s.address());
-  for (int i = 0; i < 500; ++i) {
-    auto st = client.Stats();
-    if (st.ok() && st->queue_requests() > 0) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return false;
+  return s.WaitForStats([](const v1::StatsResponse& st) { return st.queue_requests() > 0; });
 }
 
 class GatewayFake : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!FileExists(ModelDir() + "/tokenizer.json")) GTEST_SKIP() << ModelDir() << " is missing";
+    if (!FileExists(MiniLmDir() + "/tokenizer.json")) GTEST_SKIP() << MiniLmDir() << " is missing";
   }
 };
 
@@ -107,7 +76,7 @@ TEST_F(GatewayFake, ChunksSpreadOverReplicasAndComeBackInOrder) {
   auto rows = Embeddings(r.body);
   ASSERT_EQ(rows.size(), 300u);
   for (size_t i = 0; i < rows.size(); ++i) {
-    const auto want = server::FakeEngine::Reference(seqs[i], a.options);
+    const auto want = server::FakeEngine::Reference(seqs[i], a.engine_options);
     ASSERT_GE(Cosine(rows[i], want), 0.99999) << "row " << i;
   }
   // 19 chunks of at most 16 sequences, over both replicas.
@@ -178,7 +147,6 @@ TEST_F(GatewayFake, ReplicaKilledUnderLoadLosesNoRequest) {
 
 TEST_F(GatewayFake, ReplicaThatComesBackIsUsedAgain) {
   auto a = std::make_unique<FakeServer>();
-  const int port = a->server->port();
   auto g = StartGateway({a->address()});
   ASSERT_TRUE(g);
   HttpClient c(g->port());
@@ -187,7 +155,7 @@ TEST_F(GatewayFake, ReplicaThatComesBackIsUsedAgain) {
   // Long enough for gRPC's reconnect backoff to grow past the health interval.
   std::this_thread::sleep_for(3s);
   EXPECT_EQ(c.Get("/ready").status, 503u);
-  a = std::make_unique<FakeServer>(server::ServerOptions{}, port);
+  a->Start();  // on the same port
   unsigned ready = 0;
   const auto start = std::chrono::steady_clock::now();
   while (ready != 200 && std::chrono::steady_clock::now() - start < 3s) {
@@ -230,14 +198,17 @@ TEST_F(GatewayFake, ConcurrentClientsGetTheirOwnRows) {
           for (int j = 0; j < 1 + (t * 5 + i + k) % 11; ++j)
             s.push_back((t * 131 + i * 17 + k * 7 + j) % 997 + 1);
           json += k ? ",[" : "[";
-          for (size_t j = 0; j < s.size(); ++j) json += (j ? "," : "") + std::to_string(s[j]);
+          for (size_t j = 0; j < s.size(); ++j) {
+            if (j) json += ',';  // not `(j ? "," : "") + ...`: g++ 12 warns falsely (-Wrestrict)
+            json += std::to_string(s[j]);
+          }
           json += "]";
         }
         auto r = c.Post("/v1/embeddings", "{\"input\":" + json + "]}");
         auto rows = Embeddings(r.body);
         bool ok = r.status == 200 && rows.size() == seqs.size();
         for (size_t k = 0; ok && k < seqs.size(); ++k) {
-          ok = Cosine(rows[k], server::FakeEngine::Reference(seqs[k], a.options)) >= 0.99999;
+          ok = Cosine(rows[k], server::FakeEngine::Reference(seqs[k], a.engine_options)) >= 0.99999;
         }
         if (!ok) wrong++;
       }

@@ -1,0 +1,111 @@
+// Helpers for tests that put a gateway in front of in-process inference servers running the
+// deterministic FakeEngine (each row is a known function of its token ids, so every answer can
+// be checked against its own input): a replica that can be stopped and restarted on its port,
+// a gateway with test-friendly intervals, and distinct pre-tokenized inputs as JSON.
+// Thread-safety: FakeReplica and the gateway are driven by the test thread; the FakeEngine's
+// Hold/Release and the gateway's port may be used from any thread.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gateway/gateway.h"
+#include "gateway_test_util.h"
+#include "server/client.h"
+#include "server/fake_engine.h"
+#include "server/server.h"
+
+namespace petal::gateway::testing {
+
+inline std::string MiniLmDir() { return SourceDir() + "/models/all-MiniLM-L6-v2"; }
+
+struct FakeReplica {
+  server::ServerOptions server_options;
+  server::FakeEngineOptions engine_options;
+  std::unique_ptr<server::EmbedServer> server;
+  server::FakeEngine* engine = nullptr;  // owned by `server`
+  int port = 0;
+
+  explicit FakeReplica(server::ServerOptions so = {}, server::FakeEngineOptions fo = {})
+      : server_options(std::move(so)), engine_options(fo) {
+    Start();
+  }
+  ~FakeReplica() { Stop(); }
+  // Starts (again) on the same port as before, or on a free one the first time.
+  void Start() {
+    server::ServerOptions so = server_options;
+    so.listen = "127.0.0.1:" + std::to_string(port);
+    auto s = server::EmbedServer::Start(so);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    server = std::move(s).value();
+    port = server->port();
+    auto e = std::make_unique<server::FakeEngine>(engine_options);
+    engine = e.get();
+    server->AttachEngine(std::move(e));
+  }
+  // A graceful stop with a short grace: calls still queued after it are cancelled.
+  void Stop() {
+    if (!server) return;
+    engine->Release();
+    server->Shutdown(std::chrono::milliseconds(1000));
+    server.reset();
+    engine = nullptr;
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port); }
+  StatusOr<v1::StatsResponse> Stats() const { return server::EmbedClient(address()).Stats(); }
+  // Waits (up to 5 s) until `pred(stats)` holds.
+  template <typename Pred>
+  bool WaitForStats(Pred pred) const {
+    server::EmbedClient client(address());
+    for (int i = 0; i < 500; ++i) {
+      auto st = client.Stats();
+      if (st.ok() && pred(*st)) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+};
+
+inline std::unique_ptr<Gateway> StartTestGateway(GatewayOptions go) {
+  if (go.model_dir.empty()) go.model_dir = MiniLmDir();
+  go.listen = "127.0.0.1:0";
+  go.health_interval = std::chrono::milliseconds(100);
+  auto g = Gateway::Start(go);
+  EXPECT_TRUE(g.ok()) << g.status().ToString();
+  return g.ok() ? std::move(g).value() : nullptr;
+}
+
+// `n` distinct sequences (ids in [1, 997], lengths 1..7) keyed by `salt`, as vectors and JSON.
+inline std::string DistinctSequences(int n, int salt, std::vector<std::vector<int32_t>>* seqs) {
+  std::string json = "[";
+  for (int i = 0; i < n; ++i) {
+    auto& s = seqs->emplace_back();
+    for (int j = 0; j < 1 + (i + salt) % 7; ++j)
+      s.push_back((salt * 131 + i * 31 + j * 7) % 997 + 1);
+    json += i ? ",[" : "[";
+    for (size_t j = 0; j < s.size(); ++j) {
+      if (j) json += ',';  // not `(j ? "," : "") + ...`: g++ 12 warns falsely (-Wrestrict)
+      json += std::to_string(s[j]);
+    }
+    json += "]";
+  }
+  return json + "]";
+}
+
+// True iff `body` is an OpenAI answer whose rows are exactly FakeEngine's rows for `seqs`.
+inline bool RowsAreOwn(const std::string& body, const std::vector<std::vector<int32_t>>& seqs,
+                       const server::FakeEngineOptions& fo) {
+  auto rows = Embeddings(body);
+  if (rows.size() != seqs.size()) return false;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    if (Cosine(rows[i], server::FakeEngine::Reference(seqs[i], fo)) < 0.99999) return false;
+  }
+  return true;
+}
+
+}  // namespace petal::gateway::testing

@@ -1,0 +1,9 @@
+// libFuzzer target: the WordPiece (all-MiniLM-L6-v2) tokenizer from
+// models/all-MiniLM-L6-v2/tokenizer.json on arbitrary bytes (see tokenizer_fuzz.h for the options
+// byte and the checks).
+#include "tokenizer_fuzz.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  petal::fuzz::FuzzTokenizer("models/all-MiniLM-L6-v2/tokenizer.json", data, size);
+  return 0;
+}
