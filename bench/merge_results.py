@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Merges the per-tool results of one bench/run_gpu.sh run into one JSON (stdlib only: it runs on
 the GPU machine too). Reads, from --dir: accuracy.json, petal_engine.json, petal_grpc.json,
-petal_http.json, hf.json, st.json, steps.tsv (each optional), and writes <date>-<sha>.json
+petal_grpc_busypoll.json, petal_http.json, hf.json, st.json, steps.tsv (each optional), and writes <date>-<sha>.json
 (GPU) or <date>-<sha>-cpu.json (--mode cpu) there; its path goes to merged_path.txt.
 
 The SHA is the one compiled into the petal binary that was measured (the bench tools write it),
@@ -86,7 +86,8 @@ def main():
     d = a.dir
     parts = {k: load(d, f) for k, f in [
         ("accuracy", "accuracy.json"), ("petal_engine", "petal_engine.json"),
-        ("petal_grpc", "petal_grpc.json"), ("petal_http", "petal_http.json"),
+        ("petal_grpc", "petal_grpc.json"), ("petal_grpc_busypoll", "petal_grpc_busypoll.json"),
+        ("petal_http", "petal_http.json"),
         ("hf", "hf.json"), ("sentence_transformers", "st.json")]}
     steps = {}
     if os.path.exists(os.path.join(d, "steps.tsv")):

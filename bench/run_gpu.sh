@@ -155,6 +155,12 @@ PIDS+=($!)
 if wait_grpc "$GRPC" 240; then
   step petal_grpc 120 "$PETAL_BIN" bench grpc --server "$GRPC" --seconds "$SECS" "${ITERS[@]}" --clients "$CLIENTS" \
     ${SCEN:+--scenarios $SCEN} --out "$R/petal_grpc.json"
+  if [[ $MODE == gpu ]]; then
+    # The same latency scenarios with clients that poll for the reply instead of sleeping: the
+    # difference is the client's own wake-up (docs/performance.md).
+    step petal_grpc_busypoll 40 "$PETAL_BIN" bench grpc --server "$GRPC" --seconds "$SECS" --busy-poll \
+      --scenarios latency_1x128,latency_1x512,latency_5x512 --out "$R/petal_grpc_busypoll.json"
+  fi
   if [[ -f $M/tokenizer.json ]]; then
     "$PETAL_BIN" gateway --model "$M" --server "$GRPC" --listen "$HTTP" > "$R/gateway.log" 2>&1 &
     PIDS+=($!)
