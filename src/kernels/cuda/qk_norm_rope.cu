@@ -1,6 +1,12 @@
 // Qwen3 per-head q/k RMSNorm + rotary embedding, in place on the fused QKV activations. One warp
-// per (token, head): the head (<= 512 values) is staged in fp32 shared memory so the rotate-half
-// partner (j + head_dim/2, held by another lane) is at hand without shuffles.
+// per (token, head). Two kernels:
+//  - QkNormRopeVecKernel<E> (head_dim = 32 E with E = 2, 4 or 8, rotary from the precomputed
+//    table or none; the engine's case): each lane holds E consecutive values in registers, loaded
+//    and stored with one vector access; the rotate-half partner of lane l's values sits in lane
+//    l ^ 16 (half = 16 E), one shuffle away. No shared memory.
+//  - QkNormRopeKernel (any even head_dim <= 512, and the fp64-angle path without a table): the
+//    head is staged in fp32 shared memory so the partner is at hand without shuffles.
+// Both compute the same fp32 expressions in the same order.
 #include <cmath>
 
 #include "kernels/cuda/device_utils.cuh"
@@ -81,6 +87,62 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) QkNormRopeKernel(RopeArgs
   }
 }
 
+constexpr int kVecWarpsPerBlock = 8;
+
+template <int E>
+__global__ void __launch_bounds__(kVecWarpsPerBlock * 32) QkNormRopeVecKernel(QkNormRopeParams p) {
+  constexpr int kDim = 32 * E, kHalf = kDim / 2;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int heads = p.num_q_heads + p.num_kv_heads;
+  const int64_t item = static_cast<int64_t>(blockIdx.x) * kVecWarpsPerBlock + warp;
+  if (item >= static_cast<int64_t>(p.rows) * heads) return;  // whole warp exits
+  const int64_t t = item / heads;
+  const int h = static_cast<int>(item - t * heads);
+  bf16* x = p.qkv + t * p.row_stride + static_cast<int64_t>(h) * kDim + lane * E;
+  float v[E];
+  LoadBf16<E>(x, v);
+  const bf16* w = h < p.num_q_heads ? p.q_norm_weight : p.k_norm_weight;
+  if (w != nullptr) {
+    float ss = 0.f;
+#pragma unroll
+    for (int j = 0; j < E; ++j) ss += v[j] * v[j];
+    const float inv = rsqrtf(WarpSum(ss) / kDim + p.eps);
+    float g[E];
+    LoadBf16<E>(w + lane * E, g);
+#pragma unroll
+    for (int j = 0; j < E; ++j) v[j] *= inv * g[j];
+  }
+  if (p.positions != nullptr) {
+    // Lanes 0-15 hold the first half (a), lanes 16-31 the second (b) at the same offsets.
+    const bool first = lane < 16;
+    const int pos = min(max(p.positions[t], 0), p.rope_table_rows - 1);
+    const float2* cs = p.rope_table + static_cast<int64_t>(pos) * kHalf + (lane & 15) * E;
+    float o[E];
+#pragma unroll
+    for (int j = 0; j < E; ++j) {
+      const float other = __shfl_xor_sync(0xffffffffu, v[j], 16);
+      const float2 c = cs[j];
+      const float a = first ? v[j] : other, b = first ? other : v[j];
+      o[j] = first ? a * c.x - b * c.y : b * c.x + a * c.y;
+    }
+    StoreBf16<E>(x, o);
+    return;
+  }
+  StoreBf16<E>(x, v);
+}
+
+// Whether QkNormRopeVecKernel<E> serves p (head_dim 64/128/256, table or no rotary, aligned).
+int VecElems(const QkNormRopeParams& p) {
+  const int e = p.head_dim / 32;
+  if (p.head_dim % 32 != 0 || (e != 2 && e != 4 && e != 8)) return 0;
+  if (p.positions != nullptr && p.rope_table == nullptr) return 0;
+  const size_t bytes = 2 * static_cast<size_t>(e);  // one lane's vector access
+  if (!IsAligned(p.qkv, bytes) || p.row_stride % e != 0) return 0;
+  if (p.q_norm_weight && (!IsAligned(p.q_norm_weight, bytes) || !IsAligned(p.k_norm_weight, bytes)))
+    return 0;
+  return e;
+}
+
 }  // namespace
 
 std::vector<float2> RopeTable(int rows, int head_dim, double theta) {
@@ -115,6 +177,16 @@ Status LaunchQkNormRope(const QkNormRopeParams& p, cudaStream_t stream) {
     return BadArg(op, "rope_table needs rope_table_rows > 0 and 8-byte alignment");
   const int64_t items = static_cast<int64_t>(p.rows) * (p.num_q_heads + p.num_kv_heads);
   if (items == 0) return Status::Ok();
+  if (const int e = VecElems(p); e != 0) {
+    const int64_t vblocks = (items + kVecWarpsPerBlock - 1) / kVecWarpsPerBlock;
+    if (vblocks > 0x7fffffff) return BadArg(op, "too many rows");
+    const dim3 grid(static_cast<unsigned>(vblocks)), block(kVecWarpsPerBlock * 32);
+    if (e == 2) QkNormRopeVecKernel<2><<<grid, block, 0, stream>>>(p);
+    if (e == 4) QkNormRopeVecKernel<4><<<grid, block, 0, stream>>>(p);
+    if (e == 8) QkNormRopeVecKernel<8><<<grid, block, 0, stream>>>(p);
+    PETAL_CUDA_CHECK_LAUNCH(op);
+    return Status::Ok();
+  }
   const int64_t blocks = (items + kWarpsPerBlock - 1) / kWarpsPerBlock;
   if (blocks > 0x7fffffff) return BadArg(op, "too many rows");
   RopeArgs args{p, p.positions ? std::log2(p.theta) : 0.0};
