@@ -30,6 +30,7 @@ struct HttpBenchArgs {
   std::vector<int> concurrency = {1, 2, 4, 8, 16};
   int words = 510;
   double seconds = 5;
+  double warmup_seconds = 1;
   int max_iters = 2000;
   std::string out;
 };

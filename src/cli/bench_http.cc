@@ -18,6 +18,10 @@ void AddHttpBenchFlags(CLI::App* app, HttpBenchArgs* a) {
       ->capture_default_str();
   app->add_option("--words", a->words, "Words (about tokens) per text")->capture_default_str();
   app->add_option("--seconds", a->seconds, "Time per run")->capture_default_str();
+  app->add_option("--warmup-seconds", a->warmup_seconds,
+                  "Untimed load at the same concurrency before each run (first-use costs of new "
+                  "batch shapes fall there)")
+      ->capture_default_str();
   app->add_option("--max-iters", a->max_iters, "Most requests per client per run")
       ->capture_default_str();
   app->add_option("--out", a->out, "Write results JSON here");
@@ -34,12 +38,14 @@ int RunBenchHttp(const HttpBenchArgs& a) {
   spec.port = static_cast<uint16_t>(std::stoi(a.gateway.substr(colon + 1)));
   spec.words = a.words;
   spec.seconds = a.seconds;
+  spec.warmup_seconds = a.warmup_seconds;
   spec.max_iters = a.max_iters;
   std::printf("petal bench http: gateway %s, %d words per text, one text per request\n",
               a.gateway.c_str(), a.words);
   std::string json = "{\"tool\":\"petal bench http\",\"sha\":\"" + std::string(PETAL_GIT_SHA) +
                      "\",\"gateway\":" + JsonString(a.gateway) +
-                     ",\"words\":" + std::to_string(a.words) + ",\"scenarios\":{";
+                     ",\"words\":" + std::to_string(a.words) +
+                     ",\"warmup_seconds\":" + std::to_string(a.warmup_seconds) + ",\"scenarios\":{";
   bool first = true;
   for (int c : a.concurrency) {
     spec.concurrency = c;

@@ -68,13 +68,19 @@ StatusOr<HttpBenchResult> RunHttpBench(const HttpBenchSpec& spec) {
       // The timed window opens when this client's warm-up ends: on a slow backend the warm-up
       // alone can outlast `seconds`.
       Clock::time_point timed_start = Clock::now(), end = timed_start;
-      for (int i = 0; i < spec.warmup + spec.max_iters && !stop; ++i) {
-        if (i == spec.warmup) {
+      const Clock::time_point warm_until =
+          timed_start + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(spec.warmup_seconds));
+      bool warming = true;
+      int timed = 0;
+      for (int i = 0; !stop; ++i) {
+        if (warming && i >= spec.warmup && Clock::now() >= warm_until) {
+          warming = false;
           timed_start = Clock::now();
           end = timed_start + std::chrono::duration_cast<Clock::duration>(
                                   std::chrono::duration<double>(spec.seconds));
         }
-        if (i > spec.warmup && Clock::now() > end) break;
+        if (!warming && timed > 0 && (timed >= spec.max_iters || Clock::now() > end)) break;
         JsonOut body;
         body.Raw("{\"input\":")
             .Str(BenchText(spec.words, (uint64_t(c) << 32) | i))
@@ -99,7 +105,10 @@ StatusOr<HttpBenchResult> RunHttpBench(const HttpBenchSpec& spec) {
           if (ec) return;  // the connection is gone
           continue;
         }
-        if (i >= spec.warmup) samples.push_back(ms);
+        if (!warming) {
+          samples.push_back(ms);
+          ++timed;
+        }
         if (i == 0 && c == 0) {
           // After truncation to the model's maximum: MiniLM, for one, stops at 256 tokens.
           const std::string key = "\"prompt_tokens\":";

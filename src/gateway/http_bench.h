@@ -21,6 +21,10 @@ struct HttpBenchSpec {
   double seconds = 5;
   int max_iters = 2000;  // most requests per client
   int warmup = 5;        // requests per client before timing starts
+  // ... and for at least this long, all clients at once: first-use costs (GEMM tuning, graph
+  // capture, attention choice for each new batch shape the concurrency produces) then fall
+  // before the timed window, which measures the steady state.
+  double warmup_seconds = 1.0;
 };
 
 struct HttpBenchResult {

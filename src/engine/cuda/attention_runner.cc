@@ -57,8 +57,7 @@ Status AttentionRunner::Init(const Capacity& cap, int head_dim) {
 }
 
 AttentionRunner::ShapeKey AttentionRunner::KeyOf(const AttentionParams& p) {
-  return {p.max_seqs,     p.max_tokens, p.max_seqlen, p.num_heads,
-          p.num_kv_heads, p.head_dim,   p.causal};
+  return {p.max_seqs, p.max_seqlen, p.num_heads, p.num_kv_heads, p.head_dim, p.causal};
 }
 
 Status AttentionRunner::Plan(const AttentionParams& p, cudaStream_t stream) {
@@ -163,6 +162,7 @@ Status AttentionRunner::Run(const AttentionParams& p, cudaStream_t stream) {
       return RunWith(Backend::kFlash, p, stream);
     }
     PETAL_ASSIGN_OR_RETURN(Choice c, Choose(p, stream));
+    c.timed_tokens = p.max_tokens;
     it = choices_.emplace(key, std::move(c)).first;
   }
   return RunWith(it->second.backend, p, stream);
@@ -185,12 +185,13 @@ std::string AttentionRunner::DescribeChoices() const {
   std::string out;
   char line[256];
   for (const auto& [k, c] : choices_) {
-    const auto& [seqs, tokens, max_len, hq, hkv, d, causal] = k;
+    const auto& [seqs, max_len, hq, hkv, d, causal] = k;
     std::snprintf(line, sizeof(line),
-                  "  attention seqs=%d tokens=%d max_len=%d heads=%d/%d d=%d%s -> %s "
+                  "  attention seqs=%d max_len=%d (timed at %d tokens) heads=%d/%d d=%d%s -> %s "
                   "(flash %.4f ms, cudnn %.4f ms)%s%s\n",
-                  seqs, tokens, max_len, hq, hkv, d, causal ? " causal" : "", Name(c.backend),
-                  c.flash_ms, c.cudnn_ms, c.note.empty() ? "" : " note: ", c.note.c_str());
+                  seqs, max_len, c.timed_tokens, hq, hkv, d, causal ? " causal" : "",
+                  Name(c.backend), c.flash_ms, c.cudnn_ms,
+                  c.note.empty() ? "" : " note: ", c.note.c_str());
     out += line;
   }
   return out;

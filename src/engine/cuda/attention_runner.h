@@ -3,7 +3,7 @@
 // Backends: Petal's flash kernel (head dims 32, 64, 128), cuDNN's fused flash attention
 // (kernels/cuda/attention_cudnn.h, when built in and the device is sm_90+), and the plain
 // reference kernel for any other head dim. In AttentionMode::kAuto, the first Run() of a shape
-// (sequence bucket, token bucket, longest-sequence bucket, heads, head dim, causal) times flash and
+// (sequence bucket, longest-sequence bucket, heads, head dim, causal) times flash and
 // cuDNN on that very batch (layer 0 of an eager warm-up pass: GraphCache never captures a shape
 // before running it eagerly) and keeps the faster for every later batch of the shape, captured
 // graphs included. Shapes cuDNN refuses use flash; the reason is kept for Describe().
@@ -48,12 +48,16 @@ class AttentionRunner {
   size_t bytes() const;
 
  private:
-  using ShapeKey = std::tuple<int, int, int, int, int, int, bool>;  // seqs, tokens, max_len,
-                                                                    // heads, kv heads, d, causal
+  // The token bucket is left out on purpose: cuDNN's plan and both kernels' relative speed
+  // depend on the sequence count and the longest sequence, so a new token bucket (common under
+  // mixed traffic) reuses the choice instead of paying for another timing.
+  using ShapeKey = std::tuple<int, int, int, int, int, bool>;  // seqs, max_len, heads,
+                                                               // kv heads, d, causal
   struct Choice {
     Backend backend = Backend::kFlash;
     double flash_ms = -1, cudnn_ms = -1;  // -1: not measured
     std::string note;                     // why cuDNN was not used, if it was not
+    int timed_tokens = 0;                 // token bucket of the batch it was timed on
   };
   static ShapeKey KeyOf(const AttentionParams& p);
   StatusOr<Choice> Choose(const AttentionParams& p, cudaStream_t stream);
