@@ -80,7 +80,9 @@ StatusOr<HttpBenchResult> RunHttpBench(const HttpBenchSpec& spec) {
           end = timed_start + std::chrono::duration_cast<Clock::duration>(
                                   std::chrono::duration<double>(spec.seconds));
         }
+        // At least one timed attempt; failed attempts count too, so errors cannot loop forever.
         if (!warming && timed > 0 && (timed >= spec.max_iters || Clock::now() > end)) break;
+        if (!warming) ++timed;
         JsonOut body;
         body.Raw("{\"input\":")
             .Str(BenchText(spec.words, (uint64_t(c) << 32) | i))
@@ -105,10 +107,7 @@ StatusOr<HttpBenchResult> RunHttpBench(const HttpBenchSpec& spec) {
           if (ec) return;  // the connection is gone
           continue;
         }
-        if (!warming) {
-          samples.push_back(ms);
-          ++timed;
-        }
+        if (!warming) samples.push_back(ms);
         if (i == 0 && c == 0) {
           // After truncation to the model's maximum: MiniLM, for one, stops at 256 tokens.
           const std::string key = "\"prompt_tokens\":";
