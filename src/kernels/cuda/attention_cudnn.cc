@@ -119,20 +119,18 @@ Status CudnnAttention::Prepare(const AttentionParams& p, int max_seqlen) {
                          .set_data_type(fe::DataType_t::INT32));
   };
   // Token-major rows: head h of token t at t * row + h * D; the ragged offsets place sequences.
-  auto qkv = [&](const char* name, int64_t uid, int64_t heads, int64_t off_uid) {
+  auto qkv = [&](const char* name, int64_t uid, int64_t heads, const char* off_name,
+                 int64_t off_uid) {
     return g->tensor(fe::graph::Tensor_attributes()
                          .set_name(name)
                          .set_uid(uid)
                          .set_dim({B, heads, S, D})
                          .set_stride({S * row, D, row, 1})
-                         .set_ragged_offset(index(name == std::string("Q")   ? "q_off"
-                                                  : name == std::string("K") ? "k_off"
-                                                                             : "v_off",
-                                                  off_uid, B + 1)));
+                         .set_ragged_offset(index(off_name, off_uid, B + 1)));
   };
-  auto q = qkv("Q", kQ, Hq, kQOff);
-  auto k = qkv("K", kK, Hkv, kKOff);
-  auto v = qkv("V", kV, Hkv, kVOff);
+  auto q = qkv("Q", kQ, Hq, "q_off", kQOff);
+  auto k = qkv("K", kK, Hkv, "k_off", kKOff);
+  auto v = qkv("V", kV, Hkv, "v_off", kVOff);
   auto seq_len = index("seq_len", kSeqLen, B);
   auto options = fe::graph::SDPA_attributes()
                      .set_name("petal_sdpa")
