@@ -18,7 +18,9 @@ struct CudaEngineOptions {
   int max_tokens = 16384;  // per batch
   int max_seqs = 512;      // per batch
   int ring_slots = 4;      // batches in flight
-  // Whole-model CUDA graphs, keyed by (sequence bucket, token bucket). Token counts are padded
+  // Whole-model CUDA graphs, keyed by (sequence bucket, token bucket, longest-sequence bucket:
+  // a power of two, at least token_bucket_small, which attention backends may size their launch
+  // by). Token counts are padded
   // up to a multiple of token_bucket_small, or of token_bucket_large above bucket_threshold;
   // sequence counts up to a power of two. A configuration runs eagerly on first use, is captured
   // on its second, and replayed after that; at most max_graphs are kept (least recently used
@@ -29,7 +31,7 @@ struct CudaEngineOptions {
   int bucket_threshold = 1024;
   int max_graphs = 256;
   // Ragged attention backend: "auto" times Petal's flash kernel and cuDNN's fused attention at
-  // first use per (sequences, tokens, longest-sequence) bucket and keeps the faster; "flash" or
+  // first use per (sequences, longest-sequence) bucket and keeps the faster; "flash" or
   // "cudnn" force one ("cudnn" falls back to flash where cuDNN refuses a shape).
   std::string attention = "auto";
 };
