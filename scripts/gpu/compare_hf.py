@@ -52,11 +52,12 @@ def hf_embed(model_dir, seqs, causal, pooling, normalize, dtype):
     return np.stack(out)
 
 
-def petal_embed(petal, model_dir, seqs, backend):
+def petal_embed(petal, model_dir, seqs, backend, extra=()):
     inp = "".join(json.dumps(s) + "\n" for s in seqs)
     t0 = time.time()
     r = subprocess.run([petal, "embed", "--ids", "--backend", backend, "--model", model_dir,
-                        "--max-batch-texts", str(len(seqs)), "--max-batch-tokens", "100000"],
+                        "--max-batch-texts", str(len(seqs)), "--max-batch-tokens", "100000",
+                        *extra],
                        input=inp, capture_output=True, text=True)
     if r.returncode != 0:
         raise SystemExit(f"petal embed failed ({backend}): {r.stderr[-2000:]}")
@@ -75,6 +76,9 @@ def main():
     ap.add_argument("--petal", default="petal")
     ap.add_argument("--lengths", default="1,16,77,128,300,512,1000,2048")
     ap.add_argument("--with-cpu", action="store_true")
+    ap.add_argument("--variant", action="append", default=[],
+                    help="NAME=ARGS: also run `petal embed ARGS` (e.g. fp8='--quantize fp8 "
+                         "--fp8-min-tokens 0') against the same references; repeatable")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -92,6 +96,15 @@ def main():
     if args.with_cpu:
         cpu, _ = petal_embed(args.petal, args.model, seqs, "cpu")
         res["petal_cpu_cos"] = cos(cpu, ref).tolist()
+    for v in args.variant:
+        name, _, extra = v.partition("=")
+        vg, vs = petal_embed(args.petal, args.model, seqs, "cuda", extra.split())
+        c = cos(vg, ref).tolist()
+        res.setdefault("variants", {})[name] = {"args": extra, "cos": c, "worst": min(c),
+                                                "seconds": vs, "pass": bool(min(c) >= 0.999)}
+        print(f"{args.name} [{name}: {extra}]: worst cosine vs HF fp32 {min(c):.6f}")
+        for n, a in zip(res["lengths"], c):
+            print(f"  len {n:5d}: {name} {a:.6f}")
     worst_p, worst_h = min(res["petal_cuda_cos"]), min(res["hf_bf16_cos"])
     res["worst_petal_cuda"], res["worst_hf_bf16"] = worst_p, worst_h
     res["pass"] = bool(worst_p >= 0.999 and worst_p >= worst_h - 1e-4)

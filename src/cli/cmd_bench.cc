@@ -86,6 +86,8 @@ int RunBenchEngine(const BenchArgs& a) {
                      ",\"cpu_threads\":" + std::to_string(std::thread::hardware_concurrency()) +
                      ",\"check_worst_cosine\":" + std::to_string(worst_cos) +
                      ",\"graphs\":" + (a.engine.cuda.use_graphs ? "true" : "false") +
+                     ",\"quantize\":\"" + (cuda ? a.engine.cuda.quantize : std::string("none")) +
+                     "\",\"fp8_min_tokens\":" + std::to_string(a.engine.cuda.fp8_min_tokens) +
                      ",\"token_bucket\":" + std::to_string(a.engine.cuda.token_bucket_small) +
                      ",\"token_bucket_large\":" + std::to_string(a.engine.cuda.token_bucket_large) +
                      ",\"bucket_threshold\":" + std::to_string(a.engine.cuda.bucket_threshold) +

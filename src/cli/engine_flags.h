@@ -38,6 +38,16 @@ inline void AddEngineFlags(CLI::App* app, EngineOptions* opts) {
                   "CUDA attention backend: auto (timed at first use per shape), flash or cudnn")
       ->check(CLI::IsMember({"auto", "flash", "cudnn"}))
       ->capture_default_str();
+  app->add_option("--quantize", opts->cuda.quantize,
+                  "CUDA engine: none (bf16) or fp8 (e4m3 dense layers, Hopper; Qwen3 models)")
+      ->check(CLI::IsMember({"none", "fp8"}))
+      ->capture_default_str();
+  app->add_option("--fp8-min-tokens", opts->cuda.fp8_min_tokens,
+                  "--quantize fp8: smallest batch (tokens) that runs in fp8; smaller ones use bf16")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app->add_flag("!--no-fp8-gate", opts->cuda.fp8_gate,
+                "--quantize fp8: skip the start-up fidelity check against the bf16 path");
 }
 
 }  // namespace petal::cli

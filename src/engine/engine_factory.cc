@@ -10,6 +10,9 @@ StatusOr<std::unique_ptr<Engine>> CreateEngine(const std::string& model_dir,
   if (backend == "auto") backend = CudaAvailable() ? "cuda" : "cpu";
   if (backend == "cuda") return CreateCudaEngine(model_dir, options.cuda);
   if (backend == "cpu") {
+    if (options.cuda.quantize != "none")
+      return InvalidArgument("--quantize " + options.cuda.quantize +
+                             " needs the CUDA engine (--backend cuda); the CPU engine is fp32");
     PETAL_ASSIGN_OR_RETURN(auto e, CpuEngine::Load(model_dir));
     return std::unique_ptr<Engine>(std::move(e));
   }

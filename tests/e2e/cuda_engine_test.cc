@@ -157,5 +157,68 @@ TEST_F(CudaEngineTest, GraphsCaptureLazilyAndReplayCorrectly) {
   EXPECT_EQ((*gpu)->Stats()["graph_replays"], 3);
 }
 
+// --quantize fp8 (Qwen3 fixtures): with fp8_min_tokens 0 every batch takes the fp8 path, which
+// must keep the 0.1% rule against the CPU fp32 engine, replay correctly from graphs and differ
+// from bf16 (so it really ran); below the threshold the results are the bf16 engine's.
+TEST_F(CudaEngineTest, Fp8KeepsFidelityAndFallsBackBelowThreshold) {
+  for (const auto& dir : ModelDirs()) {
+    SCOPED_TRACE(dir);
+    auto cpu = CpuEngine::Load(dir);
+    ASSERT_TRUE(cpu.ok()) << cpu.status().ToString();
+    if ((*cpu)->config().architecture != Architecture::kQwen3) continue;
+    CudaEngineOptions opt;
+    opt.max_tokens = 4096;
+    opt.max_seqs = 64;
+    auto bf16 = CreateCudaEngine(dir, opt);
+    opt.quantize = "fp8";
+    opt.fp8_min_tokens = 0;
+    auto fp8 = CreateCudaEngine(dir, opt);
+    opt.fp8_min_tokens = 4096;  // nothing below 4096 tokens runs in fp8
+    auto fp8_off = CreateCudaEngine(dir, opt);
+    ASSERT_TRUE(bf16.ok() && fp8.ok() && fp8_off.ok())
+        << fp8.status().ToString() << fp8_off.status().ToString();
+    EXPECT_GE((*fp8)->Stats()["fp8_gate_min_cosine"], 0.999);
+    const int max_len = (*cpu)->config().max_seq_length;
+    std::vector<int> lens = {1, 7, 0, 64, 129, 300, 2, 511};
+    for (auto& l : lens) l = std::min(l, max_len);
+    Batch batch = RandomBatch(lens, (*cpu)->config().vocab_size, 77);
+    auto ref = (*cpu)->Embed(batch);
+    auto b = (*bf16)->Embed(batch);
+    auto off = (*fp8_off)->Embed(batch);
+    ASSERT_TRUE(ref.ok() && b.ok() && off.ok());
+    double worst = 1, worst_vs_bf16 = 1, max_diff = 0;
+    for (int run = 0; run < 3; ++run) {  // eager, capture, replay
+      auto got = (*fp8)->Embed(batch);
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      for (int r = 0; r < got->rows; ++r) {
+        if (batch.seq_len(r) == 0) continue;
+        const double c = CosineSimilarity(got->row(r), ref->row(r), got->dim);
+        worst = std::min(worst, c);
+        EXPECT_GE(c, 0.999) << "run " << run << " row " << r;
+        worst_vs_bf16 = std::min(worst_vs_bf16, CosineSimilarity(got->row(r), b->row(r), got->dim));
+        for (int i = 0; i < got->dim; ++i)
+          max_diff = std::max(max_diff, double(std::fabs(got->row(r)[i] - b->row(r)[i])));
+        EXPECT_GE(CosineSimilarity(off->row(r), b->row(r), got->dim), 0.99999) << r;
+      }
+    }
+    EXPECT_GT(max_diff, 0.0) << "fp8 gave bit-identical results to bf16: did it run?";
+    std::printf("[fp8 vs cpu] %s: worst cosine %.6f (vs bf16 engine %.6f)\n", dir.c_str(), worst,
+                worst_vs_bf16);
+  }
+}
+
+TEST_F(CudaEngineTest, Fp8RejectsBadOptions) {
+  const std::string dir = ModelDirs().front();
+  CudaEngineOptions opt;
+  opt.quantize = "int4";
+  EXPECT_FALSE(CreateCudaEngine(dir, opt).ok());
+  opt.quantize = "fp8";
+  opt.max_tokens = 256;
+  opt.fp8_min_tokens = 1024;  // capacity too small for the gate batch: the fp8 path never runs
+  auto e = CreateCudaEngine(dir, opt);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().ToString().find("fp8-min-tokens"), std::string::npos) << e.status().ToString();
+}
+
 }  // namespace
 }  // namespace petal

@@ -1,6 +1,7 @@
 #include "engine/cuda/cuda_engine_impl.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -83,7 +84,31 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
   } else if (opt.attention != "auto") {
     return InvalidArgument("attention must be auto, flash or cudnn, not '" + opt.attention + "'");
   }
+  if (opt.quantize == "fp8") {
+    if (config_.architecture != Architecture::kQwen3)
+      return InvalidArgument(std::string("--quantize fp8 is implemented for Qwen3 models, not ") +
+                             ArchitectureName(config_.architecture));
+    if (opt.fp8_min_tokens < 0) return InvalidArgument("--fp8-min-tokens must be >= 0");
+    cap.fp8 = true;
+    cap.fp8_min_tokens = opt.fp8_min_tokens;
+  } else if (opt.quantize != "none") {
+    return InvalidArgument("quantize must be none or fp8, not '" + opt.quantize + "'");
+  }
   PETAL_ASSIGN_OR_RETURN(model_, CreateCudaModel(config_, *store, cap));
+  if (cap.fp8 && opt.fp8_gate) {
+    const int max_len = config_.max_seq_length > 0 ? config_.max_seq_length
+                                                   : config_.max_position_embeddings;
+    PETAL_ASSIGN_OR_RETURN(fp8_gate_, RunFp8Gate(*model_, cap, max_len, stream_));
+    std::fprintf(stderr,
+                 "[engine] fp8 fidelity gate: worst cosine %.6f against the bf16 path over %d "
+                 "sequences (%d tokens); threshold %.3f\n",
+                 fp8_gate_.min_cosine, fp8_gate_.sequences, fp8_gate_.tokens, kFp8GateMinCosine);
+    if (!(fp8_gate_.min_cosine >= kFp8GateMinCosine))
+      return FailedPrecondition("--quantize fp8: fidelity gate failed: worst cosine " +
+                                std::to_string(fp8_gate_.min_cosine) +
+                                " against the bf16 path is below 0.999; serve with --quantize "
+                                "none (or --no-fp8-gate to override)");
+  }
 
   // Device inputs: token ids, token type ids, cu_seqlens, num_seqs, in one allocation.
   const size_t in_ints = InputInts();
@@ -199,6 +224,10 @@ std::map<std::string, double> CudaEngine::Stats() const {
   st["tokens"] = double(real_tokens_);
   st["padded_tokens"] = double(padded_tokens_);
   st["device_bytes"] = double(model_->DeviceBytes());
+  if (model_->fp8_enabled()) {
+    st["fp8_min_tokens"] = double(options_.fp8_min_tokens);
+    if (options_.fp8_gate) st["fp8_gate_min_cosine"] = fp8_gate_.min_cosine;
+  }
   return st;
 }
 

@@ -34,6 +34,12 @@ struct CudaEngineOptions {
   // first use per (sequences, longest-sequence) bucket and keeps the faster; "flash" or
   // "cudnn" force one ("cudnn" falls back to flash where cuDNN refuses a shape).
   std::string attention = "auto";
+  // "none" (bf16) or "fp8": e4m3 dense layers on batches of >= fp8_min_tokens tokens (Qwen3 models
+  // only; see cuda_model.h's Capacity), checked at start-up against the bf16 path (fp8_gate.h)
+  // unless fp8_gate is false.
+  std::string quantize = "none";
+  int fp8_min_tokens = 1024;
+  bool fp8_gate = true;
 };
 
 // Creates the CUDA engine for a model folder; Unavailable if no device or not compiled with CUDA.

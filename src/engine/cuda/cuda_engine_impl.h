@@ -9,6 +9,7 @@
 
 #include "engine/cuda/cuda_engine.h"
 #include "engine/cuda/cuda_model.h"
+#include "engine/cuda/fp8_gate.h"
 #include "engine/cuda/graph_cache.h"
 
 namespace petal::cuda {
@@ -46,6 +47,7 @@ class CudaEngine final : public Engine {
   ModelConfig config_;
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<CudaModel> model_;
+  Fp8GateResult fp8_gate_;  // --quantize fp8: the start-up gate's result
   int32_t* dev_inputs_ = nullptr;
   float* dev_pooled_ = nullptr;
   std::vector<RingSlot> slots_;

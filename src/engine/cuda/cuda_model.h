@@ -28,6 +28,12 @@ struct Capacity {
   int max_tokens = 0;
   int max_seqs = 0;
   AttentionMode attention = AttentionMode::kAuto;
+  // --quantize fp8: dense layers with e4m3 weights (per output channel) and activations (per
+  // token) on batches of at least fp8_min_tokens tokens; smaller batches keep the bf16 weights
+  // (cuBLASLt's fp8 kernels are slower than bf16 at small M: bench/results/*fp8-probe*). Only
+  // architectures that implement it accept it (Qwen3); others fail at creation.
+  bool fp8 = false;
+  int fp8_min_tokens = 1024;
 };
 
 // Per-batch inputs, all in device memory at fixed addresses for the engine's lifetime.
@@ -57,6 +63,11 @@ class CudaModel {
   virtual std::map<std::string, double> Stats() const = 0;
   // Human-readable report of those choices: one line per GEMM plan and the attention backend.
   virtual std::string Describe() const = 0;
+  // Whether batches of at least Capacity::fp8_min_tokens tokens take the fp8 path (models built
+  // with Capacity::fp8 only); switched off by the start-up fidelity gate to run the bf16 path on
+  // the same batch. Not to be changed while a graph is being captured.
+  virtual bool fp8_enabled() const { return false; }
+  virtual void set_fp8_enabled(bool) {}
 };
 
 // Loads weights from `store`, uploads them in bf16, and allocates scratch for `cap`.

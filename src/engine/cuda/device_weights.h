@@ -8,6 +8,7 @@
 
 #include "common/status.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/fp8_ops.h"
 
 namespace petal::cuda {
 
@@ -16,6 +17,12 @@ using bf16 = __nv_bfloat16;
 // Rounds `host` to bf16 (nearest even) and copies it to a new device buffer. An empty vector
 // gives an empty buffer (get() == nullptr), which launchers read as "absent".
 StatusOr<DeviceBuffer<bf16>> UploadBf16(const std::vector<float>& host);
+
+// Quantises host fp32 weights [rows, dim] to e4m3 with one scale per row (per output channel;
+// fp8_ops.h's formula, computed on the device from the fp32 values, not from bf16) into new
+// device buffers. Synchronises (load time only). An empty vector gives empty buffers.
+Status UploadFp8Rows(const std::vector<float>& host, int rows, int dim, DeviceBuffer<fp8>* q,
+                     DeviceBuffer<float>* scale);
 
 // Bytes held by a list of buffers, for stats.
 template <typename... B>

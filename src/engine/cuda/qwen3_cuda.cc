@@ -18,6 +18,9 @@ namespace {
 
 struct Qwen3LayerDev {
   DeviceBuffer<bf16> in_norm, qkv, qkv_b, q_norm, k_norm, o, o_b, post_norm, gate_up, down;
+  // --quantize fp8: e4m3 copies of the four dense weights and their per-output-channel scales.
+  DeviceBuffer<fp8> qkv8, o8, gate_up8, down8;
+  DeviceBuffer<float> qkv_s, o_s, gate_up_s, down_s;
 };
 
 class Qwen3CudaModel final : public CudaModel {
@@ -26,7 +29,15 @@ class Qwen3CudaModel final : public CudaModel {
   const ModelConfig& config() const override { return config_; }
   size_t DeviceBytes() const override { return bytes_; }
   std::map<std::string, double> Stats() const override { return KernelStats(*gemm_, attention_); }
-  std::string Describe() const override { return DescribeKernels(*gemm_, attention_); }
+  std::string Describe() const override {
+    std::string s = DescribeKernels(*gemm_, attention_);
+    if (cap_.fp8)
+      s += "\nfp8: dense layers in e4m3 for batches of >= " + std::to_string(cap_.fp8_min_tokens) +
+           " tokens" + (fp8_on_ ? "" : " (disabled)");
+    return s;
+  }
+  bool fp8_enabled() const override { return cap_.fp8 && fp8_on_; }
+  void set_fp8_enabled(bool on) override { fp8_on_ = on; }
 
   Status Init(const Qwen3Weights& w) {
     auto up = [&](DeviceBuffer<bf16>* dst, const std::vector<float>& src) -> Status {
@@ -56,6 +67,7 @@ class Qwen3CudaModel final : public CudaModel {
     const size_t T = cap_.max_tokens, H = config_.hidden_size, I = config_.intermediate_size;
     const size_t Q = static_cast<size_t>(config_.num_heads) * config_.head_dim;
     const size_t QKV = Q + 2 * static_cast<size_t>(config_.num_kv_heads) * config_.head_dim;
+    if (cap_.fp8) PETAL_RETURN_IF_ERROR(InitFp8(w, T, H, I, Q, QKV));
     PETAL_RETURN_IF_ERROR(r_.Allocate(T * H));
     PETAL_RETURN_IF_ERROR(x_.Allocate(T * H));
     PETAL_RETURN_IF_ERROR(qkv_.Allocate(T * QKV));
@@ -73,6 +85,67 @@ class Qwen3CudaModel final : public CudaModel {
     bytes_ += TotalBytes(r_, x_, qkv_, attn_, gate_up_, act_, positions_) + attention_.bytes();
     PETAL_ASSIGN_OR_RETURN(gemm_, Gemm::Create());
     return Status::Ok();
+  }
+
+  // Quantised weights (from the fp32 checkpoint values) and the activation buffers of the fp8
+  // path: one e4m3 buffer and one scale vector, reused by the four GEMM inputs of a layer in turn
+  // (each is consumed before the next is produced).
+  Status InitFp8(const Qwen3Weights& w, size_t T, size_t H, size_t I, size_t Q, size_t QKV) {
+    for (size_t i = 0; i < w.layers.size(); ++i) {
+      const auto& s = w.layers[i];
+      auto& d = layers_[i];
+      PETAL_RETURN_IF_ERROR(UploadFp8Rows(s.qkv, QKV, H, &d.qkv8, &d.qkv_s));
+      PETAL_RETURN_IF_ERROR(UploadFp8Rows(s.o_proj, H, Q, &d.o8, &d.o_s));
+      PETAL_RETURN_IF_ERROR(UploadFp8Rows(s.gate_up, 2 * I, H, &d.gate_up8, &d.gate_up_s));
+      PETAL_RETURN_IF_ERROR(UploadFp8Rows(s.down, H, I, &d.down8, &d.down_s));
+      bytes_ += TotalBytes(d.qkv8, d.o8, d.gate_up8, d.down8, d.qkv_s, d.o_s, d.gate_up_s,
+                           d.down_s);
+    }
+    PETAL_RETURN_IF_ERROR(q8_.Allocate(T * std::max({H, I, Q})));
+    PETAL_RETURN_IF_ERROR(q8_scale_.Allocate(T));
+    bytes_ += TotalBytes(q8_, q8_scale_);
+    return Status::Ok();
+  }
+
+  // One layer's dense work on the fp8 path (attention stays bf16): the norms and SwiGLU write
+  // e4m3 rows with per-token scales, the attention output is quantised before o_proj.
+  Status Fp8Layer(const Qwen3LayerDev& L, AttentionParams& ap, QkNormRopeParams& rp, int T,
+                  cudaStream_t stream) {
+    const int H = config_.hidden_size, I = config_.intermediate_size;
+    const int Q = config_.num_heads * config_.head_dim;
+    const int QKV = (config_.num_heads + 2 * config_.num_kv_heads) * config_.head_dim;
+    auto gemm8 = [&](const DeviceBuffer<fp8>& w8, const DeviceBuffer<float>& ws,
+                     const DeviceBuffer<bf16>& bias, const bf16* c, bf16* out, int n, int k) {
+      GemmParams g;
+      g.a8 = q8_.get();
+      g.a_scale = q8_scale_.get();
+      g.w8 = w8.get();
+      g.w_scale = ws.get();
+      g.bias = bias.get();
+      g.c = c;
+      g.out = out;
+      g.m = T, g.n = n, g.k = k;
+      return gemm_->Run(g, stream);
+    };
+    PETAL_RETURN_IF_ERROR(LaunchAddRmsNormFp8(
+        {nullptr, r_.get(), L.in_norm.get(), config_.norm_eps, q8_.get(), q8_scale_.get(), T, H},
+        stream));
+    PETAL_RETURN_IF_ERROR(gemm8(L.qkv8, L.qkv_s, L.qkv_b, nullptr, qkv_.get(), QKV, H));
+    rp.q_norm_weight = L.q_norm.get();
+    rp.k_norm_weight = L.k_norm.get();
+    PETAL_RETURN_IF_ERROR(LaunchQkNormRope(rp, stream));
+    PETAL_RETURN_IF_ERROR(attention_.Run(ap, stream));
+    PETAL_RETURN_IF_ERROR(LaunchQuantizeRowsFp8(
+        {nullptr, attn_.get(), q8_.get(), q8_scale_.get(), T, Q}, stream));
+    PETAL_RETURN_IF_ERROR(gemm8(L.o8, L.o_s, L.o_b, r_.get(), r_.get(), H, Q));
+    PETAL_RETURN_IF_ERROR(LaunchAddRmsNormFp8(
+        {nullptr, r_.get(), L.post_norm.get(), config_.norm_eps, q8_.get(), q8_scale_.get(), T,
+         H},
+        stream));
+    PETAL_RETURN_IF_ERROR(gemm8(L.gate_up8, L.gate_up_s, {}, nullptr, gate_up_.get(), 2 * I, H));
+    PETAL_RETURN_IF_ERROR(
+        LaunchSiluMulFp8({gate_up_.get(), q8_.get(), q8_scale_.get(), T, I}, stream));
+    return gemm8(L.down8, L.down_s, {}, r_.get(), r_.get(), H, I);
   }
 
   Status Forward(const DeviceBatch& b, float* pooled, cudaStream_t stream) override {
@@ -119,7 +192,12 @@ class Qwen3CudaModel final : public CudaModel {
     rp.rope_table = rope_table_.get();
     rp.rope_table_rows = rope_rows_;
 
+    const bool fp8 = fp8_enabled() && T >= cap_.fp8_min_tokens;
     for (const auto& L : layers_) {
+      if (fp8) {
+        PETAL_RETURN_IF_ERROR(Fp8Layer(L, ap, rp, T, stream));
+        continue;
+      }
       PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm(
           {nullptr, r_.get(), L.in_norm.get(), config_.norm_eps, x_.get(), T, H}, stream));
       PETAL_RETURN_IF_ERROR(gemm_->Run(
@@ -163,6 +241,9 @@ class Qwen3CudaModel final : public CudaModel {
   int rope_rows_ = 0;
   AttentionRunner attention_;
   std::unique_ptr<Gemm> gemm_;
+  DeviceBuffer<fp8> q8_;           // fp8 path: the current GEMM input, [T, max(H, I, Q)]
+  DeviceBuffer<float> q8_scale_;   // its per-token scales, [T]
+  bool fp8_on_ = true;
 };
 
 }  // namespace

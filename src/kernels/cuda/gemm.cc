@@ -27,7 +27,8 @@ int Alignment(const void* p) {
 
 std::string Shape(const GemmParams& p) {
   return "m=" + std::to_string(p.m) + " n=" + std::to_string(p.n) + " k=" + std::to_string(p.k) +
-         (p.bias ? " +bias" : "") + (p.gelu_tanh ? " +gelu_tanh" : "") + (p.c ? " +c" : "");
+         (p.bias ? " +bias" : "") + (p.gelu_tanh ? " +gelu_tanh" : "") + (p.c ? " +c" : "") +
+         (p.fp8() ? " fp8" : "");
 }
 
 const char* StateName(int s) {
@@ -60,6 +61,15 @@ Gemm::~Gemm() {
 
 Status Gemm::Validate(const GemmParams& p) const {
   if (p.m < 0 || p.n <= 0 || p.k <= 0) return InvalidArgument("Gemm: bad sizes " + Shape(p));
+  if (p.fp8()) {
+    if (!p.a8 || !p.w8 || !p.a_scale || !p.w_scale || !p.out)
+      return InvalidArgument("Gemm: fp8 needs a8, w8, a_scale, w_scale and out, " + Shape(p));
+    if (p.gelu_tanh) return InvalidArgument("Gemm: no GELU epilogue with fp8, " + Shape(p));
+    // e4m3 rows must be 16-byte aligned for the tensor-core kernels, as bf16 rows are below.
+    if (p.k % 16 != 0 || p.n % 16 != 0)
+      return InvalidArgument("Gemm: fp8 needs n and k multiples of 16, " + Shape(p));
+    return Status::Ok();
+  }
   if (!p.a || !p.w || !p.out) return InvalidArgument("Gemm: null pointer " + Shape(p));
   // cuBLASLt needs 16-byte aligned rows for its tensor-core paths; every model dim is a multiple
   // of 8, so require it rather than silently falling back to slow kernels.
@@ -69,14 +79,16 @@ Status Gemm::Validate(const GemmParams& p) const {
 }
 
 Gemm::Key Gemm::MakeKey(const GemmParams& p) {
+  const bool fp8 = p.fp8();
   return Key{p.m,
              p.n,
              p.k,
              p.bias != nullptr,
              p.gelu_tanh,
              p.c != nullptr,
-             Alignment(p.a),
-             Alignment(p.w),
+             fp8,
+             Alignment(fp8 ? static_cast<const void*>(p.a8) : p.a),
+             Alignment(fp8 ? static_cast<const void*>(p.w8) : p.w),
              Alignment(p.c ? p.c : p.out),
              Alignment(p.out),
              Alignment(p.bias)};
@@ -136,9 +148,20 @@ StatusOr<Gemm::Plan*> Gemm::GetPlan(const Key& key, const GemmParams& p) {
     PETAL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                       &p.bias, sizeof(p.bias)));
   }
+  const cudaDataType_t in_type = key.fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
+  if (key.fp8) {
+    // cuBLAS's A is our w (its rows are our output channels), its B our activations (its columns
+    // our tokens): outer-vector scales are then w_scale[n] for A and a_scale[m] for B.
+    const cublasLtMatmulMatrixScale_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+    PETAL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE,
+                                                      &mode, sizeof(mode)));
+    PETAL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE,
+                                                      &mode, sizeof(mode)));
+    PETAL_RETURN_IF_ERROR(SetScales(*plan, p));
+  }
   // Column-major views (see the file comment): w is K x N, a is K x M, out is N x M.
-  PETAL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->layout_w, CUDA_R_16BF, p.k, p.n, p.k));
-  PETAL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->layout_a, CUDA_R_16BF, p.k, p.m, p.k));
+  PETAL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->layout_w, in_type, p.k, p.n, p.k));
+  PETAL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->layout_a, in_type, p.k, p.m, p.k));
   PETAL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->layout_out, CUDA_R_16BF, p.n, p.m, p.n));
 
   // One result only: this path may run during capture, and the tuner asks again for more.
@@ -158,11 +181,26 @@ Status Gemm::Enqueue(const Plan& plan, const cublasLtMatmulAlgo_t& algo, const G
     PETAL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                       &p.bias, sizeof(p.bias)));
   }
+  const void* w = p.w;
+  const void* a = p.a;
+  if (p.fp8()) {
+    PETAL_RETURN_IF_ERROR(SetScales(plan, p));  // per call, like the bias: layers share plans
+    w = p.w8;
+    a = p.a8;
+  }
   const float alpha = 1.f, beta = p.c ? 1.f : 0.f;
   const void* c = p.c ? static_cast<const void*>(p.c) : static_cast<const void*>(p.out);
-  PETAL_CUBLAS_CHECK(cublasLtMatmul(
-      handle_, plan.desc, &alpha, p.w, plan.layout_w, p.a, plan.layout_a, &beta, c, plan.layout_out,
-      p.out, plan.layout_out, &algo, workspace_.get(), workspace_.bytes(), stream));
+  PETAL_CUBLAS_CHECK(cublasLtMatmul(handle_, plan.desc, &alpha, w, plan.layout_w, a, plan.layout_a,
+                                    &beta, c, plan.layout_out, p.out, plan.layout_out, &algo,
+                                    workspace_.get(), workspace_.bytes(), stream));
+  return Status::Ok();
+}
+
+Status Gemm::SetScales(const Plan& plan, const GemmParams& p) {
+  PETAL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+      plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &p.w_scale, sizeof(p.w_scale)));
+  PETAL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+      plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &p.a_scale, sizeof(p.a_scale)));
   return Status::Ok();
 }
 
@@ -188,9 +226,10 @@ Status Gemm::Run(const GemmParams& p, cudaStream_t stream) {
 std::string GemmPlanInfo::ToString() const {
   char buf[320];
   std::snprintf(buf, sizeof(buf),
-                "m=%d n=%d k=%d%s%s%s %s algo=%d tile=%d stages=%d splitk=%d red=%d swz=%d "
+                "m=%d n=%d k=%d%s%s%s%s %s algo=%d tile=%d stages=%d splitk=%d red=%d swz=%d "
                 "custom=%d cluster=%d cand=%d first=%.1fus chosen=%.1fus",
-                m, n, k, bias ? " +bias" : "", gelu ? " +gelu" : "", c ? " +c" : "", state.c_str(),
+                m, n, k, bias ? " +bias" : "", gelu ? " +gelu" : "", c ? " +c" : "",
+                fp8 ? " fp8" : "", state.c_str(),
                 algo_id, tile_id, stages_id, split_k, reduction, swizzle, custom, cluster_id,
                 candidates, first_us, chosen_us);
   return buf;
@@ -215,6 +254,7 @@ GemmStats Gemm::Stats() const {
   for (const auto& [key, plan] : plans_) {
     GemmPlanInfo i;
     i.m = key.m, i.n = key.n, i.k = key.k, i.bias = key.bias, i.gelu = key.gelu, i.c = key.c;
+    i.fp8 = key.fp8;
     i.state = StateName(static_cast<int>(plan->state));
     const cublasLtMatmulAlgo_t& a = plan->algo;
     i.algo_id = plan->petal_splits > 0 ? -1 : AlgoId(a);

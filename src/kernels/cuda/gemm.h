@@ -20,6 +20,7 @@
 
 #include <cublasLt.h>
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -51,6 +52,15 @@ struct GemmParams {
   // gelu(approximate="tanh")), NOT the erf GELU that BERT checkpoints use: for those run the bias
   // epilogue, then LaunchGelu (ops.h). The two differ by at most 4.7e-4 absolute.
   bool gelu_tanh = false;
+  // FP8 (e4m3) operands instead of a and w (both set, a and w then ignored): out = (a_scale[m] *
+  // w_scale[n]) * (a8 w8^T) + c + bias, fp32 accumulation, bf16 out. Scales are dequantisation
+  // factors in device memory (per token, per output channel: cuBLASLt's outer-vector scaling), so
+  // a captured graph reads new scales on replay. gelu_tanh is not supported with fp8.
+  const __nv_fp8_e4m3* a8 = nullptr;  // [m, k]
+  const __nv_fp8_e4m3* w8 = nullptr;  // [n, k]
+  const float* a_scale = nullptr;     // [m]
+  const float* w_scale = nullptr;     // [n]
+  bool fp8() const { return a8 != nullptr || w8 != nullptr; }
 };
 
 struct GemmOptions {
@@ -82,7 +92,7 @@ struct GemmOptions {
 // What one plan uses, for logs and benchmarks.
 struct GemmPlanInfo {
   int m = 0, n = 0, k = 0;
-  bool bias = false, gelu = false, c = false;
+  bool bias = false, gelu = false, c = false, fp8 = false;
   // "tuned"; "untuned" (heuristic's first choice: autotune off, or planned during capture and not
   // used outside capture since); "too_large" (see tune_scratch_bytes); "failed" (scratch allocation
   // failed).
@@ -133,7 +143,7 @@ class Gemm {
   // Everything the algorithm choice depends on. Alignments are in bytes, capped at 256.
   struct Key {
     int m, n, k;
-    bool bias, gelu, c;
+    bool bias, gelu, c, fp8;
     int align_a, align_w, align_c, align_out, align_bias;
     auto operator<=>(const Key&) const = default;
   };
@@ -147,6 +157,8 @@ class Gemm {
                    std::vector<cublasLtMatmulHeuristicResult_t>* out) const;
   Status Enqueue(const Plan& plan, const cublasLtMatmulAlgo_t& algo, const GemmParams& p,
                  cudaStream_t stream) const;
+  // Points the plan's descriptor at p's fp8 scale vectors.
+  static Status SetScales(const Plan& plan, const GemmParams& p);
   // Tunes `plan` if it is pending, tuning is on and `stream` is not capturing (gemm_tune.cc).
   Status MaybeTune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t stream);
   Status Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t stream);

@@ -149,7 +149,8 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
     }
   }
   // Our kernel needs room for a second output in the scratch (for the agreement check below).
-  if (options_.small_m_kernel && 2 * out_bytes + 1024 <= scratch_.bytes()) {
+  // (bf16 operands only: fp8 problems are cuBLASLt's alone.)
+  if (options_.small_m_kernel && !p.fp8() && 2 * out_bytes + 1024 <= scratch_.bytes()) {
     for (int splits : {1, 2, 4, 8, 16})
       if (SmallMSupported(t, splits, workspace_.bytes())) cands.push_back({Algo{}, splits});
   }
