@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/engine_flags.h"
 #include "engine/engine_factory.h"
 
 #include "tokenizer/tokenizer.h"
@@ -32,6 +33,7 @@ struct EmbedOptions {
   std::vector<std::string> texts;
   std::string backend = "auto";
   int device = 0;
+  CudaEngineOptions quant;  // only the --quantize / fp8 fields are read
 };
 
 // Splits a file descriptor into lines. Next() with wait=false returns only a line that can be
@@ -227,6 +229,10 @@ int RunEmbed(const EmbedOptions& opts) {
   EngineOptions eo;
   eo.backend = opts.backend;
   eo.cuda.device = opts.device;
+  eo.cuda.quantize = opts.quant.quantize;
+  eo.cuda.fp8_min_tokens = opts.quant.fp8_min_tokens;
+  eo.cuda.fp8_layers = opts.quant.fp8_layers;
+  eo.cuda.fp8_gate = opts.quant.fp8_gate;
   // A batch may end one input past --max-batch-tokens; leave room for a long last input.
   eo.cuda.max_tokens = std::max(2 * opts.max_batch_tokens, 16384);
   eo.cuda.max_seqs = opts.max_batch_texts + 1;
@@ -283,6 +289,7 @@ std::function<int()> SetupEmbed(CLI::App* sub) {
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
   sub->add_option("--device", opts->device, "CUDA device index")->capture_default_str();
+  AddQuantizeFlags(sub, &opts->quant);
   sub->add_flag("--ids", opts->ids,
                 "Inputs are JSON arrays of token ids (pre-tokenized, special tokens included)");
   sub->add_option("--max-batch-texts", opts->max_batch_texts, "Most inputs per batch")

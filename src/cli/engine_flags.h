@@ -7,6 +7,24 @@
 
 namespace petal::cli {
 
+// --quantize, --fp8-min-tokens, --fp8-layers, --no-fp8-gate (CUDA engine), bound to `cuda`.
+inline void AddQuantizeFlags(CLI::App* app, CudaEngineOptions* cuda) {
+  app->add_option("--quantize", cuda->quantize,
+                  "CUDA engine: none (bf16) or fp8 (e4m3 dense layers, Hopper; Qwen3 models)")
+      ->check(CLI::IsMember({"none", "fp8"}))
+      ->capture_default_str();
+  app->add_option("--fp8-min-tokens", cuda->fp8_min_tokens,
+                  "--quantize fp8: smallest batch (tokens) that runs in fp8; smaller ones use bf16")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app->add_option("--fp8-layers", cuda->fp8_layers,
+                  "--quantize fp8: which dense layers run in fp8: all (QKV, O, MLP) or mlp")
+      ->check(CLI::IsMember({"all", "mlp"}))
+      ->capture_default_str();
+  app->add_flag("!--no-fp8-gate", cuda->fp8_gate,
+                "--quantize fp8: skip the start-up fidelity check against the bf16 path");
+}
+
 // Adds the engine flags (backend, capacity, device, CUDA graph buckets) to `app`, bound to `opts`.
 inline void AddEngineFlags(CLI::App* app, EngineOptions* opts) {
   app->add_option("--backend", opts->backend, "Engine backend: auto, cpu or cuda")
@@ -38,16 +56,7 @@ inline void AddEngineFlags(CLI::App* app, EngineOptions* opts) {
                   "CUDA attention backend: auto (timed at first use per shape), flash or cudnn")
       ->check(CLI::IsMember({"auto", "flash", "cudnn"}))
       ->capture_default_str();
-  app->add_option("--quantize", opts->cuda.quantize,
-                  "CUDA engine: none (bf16) or fp8 (e4m3 dense layers, Hopper; Qwen3 models)")
-      ->check(CLI::IsMember({"none", "fp8"}))
-      ->capture_default_str();
-  app->add_option("--fp8-min-tokens", opts->cuda.fp8_min_tokens,
-                  "--quantize fp8: smallest batch (tokens) that runs in fp8; smaller ones use bf16")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  app->add_flag("!--no-fp8-gate", opts->cuda.fp8_gate,
-                "--quantize fp8: skip the start-up fidelity check against the bf16 path");
+  AddQuantizeFlags(app, &opts->cuda);
 }
 
 }  // namespace petal::cli

@@ -19,7 +19,7 @@ mk 4b-bidirectional 4b bidirectional
 rc=0
 SECS="${PETAL_BENCH_SECONDS:-3}"
 B="--backend cuda --max-batch-tokens 32768 --max-batch-seqs 128 --seconds $SECS"
-FP8="--quantize fp8"
+FP8="--quantize fp8 --no-fp8-gate"
 bench() {  # name model args...
   local name=$1 model=$2; shift 2
   echo "== bench $name"
@@ -28,18 +28,20 @@ bench() {  # name model args...
   grep -E "fp8 fidelity|warm-up check" "$OUT/fp8/engine-$name.log" || true
 }
 if [[ -z "${PETAL_FP8_SKIP_BENCH:-}" ]]; then
-  bench 0.6b-bf16 0.6b-bidirectional
+  [[ -n "${PETAL_FP8_SKIP_BF16:-}" ]] || bench 0.6b-bf16 0.6b-bidirectional
   bench 0.6b-fp8 0.6b-bidirectional $FP8
+  bench 0.6b-fp8mlp 0.6b-bidirectional $FP8 --fp8-layers mlp \
+    --scenarios throughput_100x512,throughput_100x1024,throughput_100x4096
   bench 0.6b-fp8-all 0.6b-bidirectional $FP8 --fp8-min-tokens 0 \
     --scenarios latency_1x128,latency_1x512,latency_5x512,latency_1x4096
-  if [[ -x .gpu_probe/base/petal ]]; then
+  if [[ -x .gpu_probe/base/petal && -z "${PETAL_FP8_SKIP_BF16:-}" ]]; then
     echo "== bench 0.6b-base ($(.gpu_probe/base/petal version 2>/dev/null | head -1))"
     timeout 200 .gpu_probe/base/petal bench engine --model $M/0.6b-bidirectional $B \
       --out "$OUT/fp8/engine-0.6b-base.json" > "$OUT/fp8/engine-0.6b-base.log" 2>&1 || echo "base bench failed"
   fi
-  bench 0.6b-causal-bf16 0.6b-causal --scenarios throughput_100x512
+  [[ -n "${PETAL_FP8_SKIP_BF16:-}" ]] || bench 0.6b-causal-bf16 0.6b-causal --scenarios throughput_100x512
   bench 0.6b-causal-fp8 0.6b-causal $FP8 --scenarios throughput_100x512
-  bench 4b-bf16 4b-bidirectional --scenarios latency_1x128,throughput_100x512
+  [[ -n "${PETAL_FP8_SKIP_BF16:-}" ]] || bench 4b-bf16 4b-bidirectional --scenarios latency_1x128,throughput_100x512
   bench 4b-fp8 4b-bidirectional $FP8 --scenarios latency_1x128,throughput_100x512
 fi
 if [[ -z "${PETAL_FP8_SKIP_FIDELITY:-}" ]]; then
@@ -47,7 +49,7 @@ if [[ -z "${PETAL_FP8_SKIP_FIDELITY:-}" ]]; then
   for m in 0.6b-bidirectional 0.6b-causal 4b-bidirectional; do
     echo "== fidelity $m"
     timeout 300 python3 scripts/gpu/compare_hf.py --model $M/$m --name "pplx-embed-v1-$m" --lengths $L \
-      --variant "fp8=--quantize fp8 --fp8-min-tokens 0" --out "$OUT/fp8/fidelity-$m.json" || rc=1
+      --variant "fp8=--quantize fp8 --fp8-min-tokens 0 --no-fp8-gate" --variant "fp8mlp=--quantize fp8 --fp8-layers mlp --fp8-min-tokens 0 --no-fp8-gate" --out "$OUT/fp8/fidelity-$m.json" || rc=1
   done
 fi
 python3 bench/fp8_report.py "$OUT/fp8" --markdown || true

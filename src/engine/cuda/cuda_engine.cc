@@ -89,8 +89,11 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
       return InvalidArgument(std::string("--quantize fp8 is implemented for Qwen3 models, not ") +
                              ArchitectureName(config_.architecture));
     if (opt.fp8_min_tokens < 0) return InvalidArgument("--fp8-min-tokens must be >= 0");
+    if (opt.fp8_layers != "all" && opt.fp8_layers != "mlp")
+      return InvalidArgument("--fp8-layers must be all or mlp, not '" + opt.fp8_layers + "'");
     cap.fp8 = true;
     cap.fp8_min_tokens = opt.fp8_min_tokens;
+    cap.fp8_mlp_only = opt.fp8_layers == "mlp";
   } else if (opt.quantize != "none") {
     return InvalidArgument("quantize must be none or fp8, not '" + opt.quantize + "'");
   }

@@ -39,6 +39,7 @@ struct CudaEngineOptions {
   // unless fp8_gate is false.
   std::string quantize = "none";
   int fp8_min_tokens = 1024;
+  std::string fp8_layers = "all";  // "all" (QKV, O, gate/up, down) or "mlp" (gate/up, down)
   bool fp8_gate = true;
 };
 

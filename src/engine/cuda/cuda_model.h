@@ -34,6 +34,7 @@ struct Capacity {
   // architectures that implement it accept it (Qwen3); others fail at creation.
   bool fp8 = false;
   int fp8_min_tokens = 1024;
+  bool fp8_mlp_only = false;  // QKV and O stay bf16 (less quantisation noise, less speed-up)
 };
 
 // Per-batch inputs, all in device memory at fixed addresses for the engine's lifetime.

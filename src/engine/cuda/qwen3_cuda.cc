@@ -33,7 +33,7 @@ class Qwen3CudaModel final : public CudaModel {
     std::string s = DescribeKernels(*gemm_, attention_);
     if (cap_.fp8)
       s += "\nfp8: dense layers in e4m3 for batches of >= " + std::to_string(cap_.fp8_min_tokens) +
-           " tokens" + (fp8_on_ ? "" : " (disabled)");
+           " tokens" + (cap_.fp8_mlp_only ? " (MLP only)" : "") + (fp8_on_ ? "" : " (disabled)");
     return s;
   }
   bool fp8_enabled() const override { return cap_.fp8 && fp8_on_; }
@@ -94,8 +94,10 @@ class Qwen3CudaModel final : public CudaModel {
     for (size_t i = 0; i < w.layers.size(); ++i) {
       const auto& s = w.layers[i];
       auto& d = layers_[i];
-      PETAL_RETURN_IF_ERROR(UploadFp8Rows(s.qkv, QKV, H, &d.qkv8, &d.qkv_s));
-      PETAL_RETURN_IF_ERROR(UploadFp8Rows(s.o_proj, H, Q, &d.o8, &d.o_s));
+      if (!cap_.fp8_mlp_only) {
+        PETAL_RETURN_IF_ERROR(UploadFp8Rows(s.qkv, QKV, H, &d.qkv8, &d.qkv_s));
+        PETAL_RETURN_IF_ERROR(UploadFp8Rows(s.o_proj, H, Q, &d.o8, &d.o_s));
+      }
       PETAL_RETURN_IF_ERROR(UploadFp8Rows(s.gate_up, 2 * I, H, &d.gate_up8, &d.gate_up_s));
       PETAL_RETURN_IF_ERROR(UploadFp8Rows(s.down, H, I, &d.down8, &d.down_s));
       bytes_ += TotalBytes(d.qkv8, d.o8, d.gate_up8, d.down8, d.qkv_s, d.o_s, d.gate_up_s,
@@ -127,17 +129,30 @@ class Qwen3CudaModel final : public CudaModel {
       g.m = T, g.n = n, g.k = k;
       return gemm_->Run(g, stream);
     };
-    PETAL_RETURN_IF_ERROR(LaunchAddRmsNormFp8(
-        {nullptr, r_.get(), L.in_norm.get(), config_.norm_eps, q8_.get(), q8_scale_.get(), T, H},
-        stream));
-    PETAL_RETURN_IF_ERROR(gemm8(L.qkv8, L.qkv_s, L.qkv_b, nullptr, qkv_.get(), QKV, H));
+    if (cap_.fp8_mlp_only) {
+      PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm(
+          {nullptr, r_.get(), L.in_norm.get(), config_.norm_eps, x_.get(), T, H}, stream));
+      PETAL_RETURN_IF_ERROR(gemm_->Run(
+          {x_.get(), L.qkv.get(), L.qkv_b.get(), nullptr, qkv_.get(), T, QKV, H}, stream));
+    } else {
+      PETAL_RETURN_IF_ERROR(LaunchAddRmsNormFp8({nullptr, r_.get(), L.in_norm.get(),
+                                                 config_.norm_eps, q8_.get(), q8_scale_.get(), T,
+                                                 H},
+                                                stream));
+      PETAL_RETURN_IF_ERROR(gemm8(L.qkv8, L.qkv_s, L.qkv_b, nullptr, qkv_.get(), QKV, H));
+    }
     rp.q_norm_weight = L.q_norm.get();
     rp.k_norm_weight = L.k_norm.get();
     PETAL_RETURN_IF_ERROR(LaunchQkNormRope(rp, stream));
     PETAL_RETURN_IF_ERROR(attention_.Run(ap, stream));
-    PETAL_RETURN_IF_ERROR(LaunchQuantizeRowsFp8(
-        {nullptr, attn_.get(), q8_.get(), q8_scale_.get(), T, Q}, stream));
-    PETAL_RETURN_IF_ERROR(gemm8(L.o8, L.o_s, L.o_b, r_.get(), r_.get(), H, Q));
+    if (cap_.fp8_mlp_only) {
+      PETAL_RETURN_IF_ERROR(gemm_->Run(
+          {attn_.get(), L.o.get(), L.o_b.get(), r_.get(), r_.get(), T, H, Q}, stream));
+    } else {
+      PETAL_RETURN_IF_ERROR(LaunchQuantizeRowsFp8(
+          {nullptr, attn_.get(), q8_.get(), q8_scale_.get(), T, Q}, stream));
+      PETAL_RETURN_IF_ERROR(gemm8(L.o8, L.o_s, L.o_b, r_.get(), r_.get(), H, Q));
+    }
     PETAL_RETURN_IF_ERROR(LaunchAddRmsNormFp8(
         {nullptr, r_.get(), L.post_norm.get(), config_.norm_eps, q8_.get(), q8_scale_.get(), T,
          H},

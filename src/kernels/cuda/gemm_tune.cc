@@ -102,6 +102,7 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
   PETAL_RETURN_IF_ERROR(Heuristic(plan, key, options_.max_candidates, &heur));
   for (const auto& r : heur) {
     Algo a = r.algo;
+    if (p.fp8() && AlgoSplitK(a) > 1) continue;  // see the split-K note below
     if (!ReductionOk(a)) {
       const uint32_t red = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
       cublasLtMatmulHeuristicResult_t check{};
@@ -114,7 +115,10 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
     }
     if (!Contains(cands, a)) cands.push_back({a, 0});
   }
-  if (p.m <= options_.split_k_max_m) {
+  // No split-K for fp8: cuBLASLt 13.1 accepts split-K configurations with outer-vector scales but
+  // writes wrong results with them on the H200 (fp8_gpu_test caught it: only the first 256
+  // outputs of a row written, or wrong values with an addend).
+  if (p.m <= options_.split_k_max_m && !p.fp8()) {
     const size_t bases = std::min<size_t>(cands.size(), 4);
     for (size_t b = 0; b < bases; ++b) {
       const Algo base = cands[b].algo;
