@@ -51,6 +51,8 @@ StatusOr<std::unique_ptr<Gemm>> Gemm::Create(const GemmOptions& options) {
   g->options_ = options;
   PETAL_CUBLAS_CHECK(cublasLtCreate(&g->handle_));
   PETAL_RETURN_IF_ERROR(g->workspace_.Allocate(options.workspace_bytes));
+  PETAL_RETURN_IF_ERROR(g->zero_bias_.Allocate(kZeroBiasLen));
+  PETAL_CUDA_CHECK(cudaMemset(g->zero_bias_.get(), 0, g->zero_bias_.bytes()));
   return g;
 }
 
@@ -204,7 +206,14 @@ Status Gemm::SetScales(const Plan& plan, const GemmParams& p) {
   return Status::Ok();
 }
 
-Status Gemm::Prepare(const GemmParams& p, cudaStream_t stream) {
+GemmParams Gemm::WithFp8Bias(const GemmParams& p) const {
+  GemmParams q = p;
+  if (p.fp8() && p.bias == nullptr && p.n <= kZeroBiasLen) q.bias = zero_bias_.get();
+  return q;
+}
+
+Status Gemm::Prepare(const GemmParams& given, cudaStream_t stream) {
+  const GemmParams p = WithFp8Bias(given);
   PETAL_RETURN_IF_ERROR(Validate(p));
   if (p.m == 0) return Status::Ok();
   const Key key = MakeKey(p);
@@ -212,7 +221,8 @@ Status Gemm::Prepare(const GemmParams& p, cudaStream_t stream) {
   return MaybeTune(*plan, key, p, stream);
 }
 
-Status Gemm::Run(const GemmParams& p, cudaStream_t stream) {
+Status Gemm::Run(const GemmParams& given, cudaStream_t stream) {
+  const GemmParams p = WithFp8Bias(given);
   PETAL_RETURN_IF_ERROR(Validate(p));
   if (p.m == 0) return Status::Ok();
   const Key key = MakeKey(p);

@@ -166,6 +166,13 @@ class Gemm {
   GemmOptions options_;
   cublasLtHandle_t handle_ = nullptr;
   DeviceBuffer<uint8_t> workspace_;
+  // fp8 problems without a bias get this zero bias (kZeroBiasLen bf16 zeros): cuBLASLt 13.1's
+  // outer-vector-scaled kernels that the heuristic picks for M <= 128 without a bias epilogue
+  // write only the first 256 outputs of each row on the H200 (fp8_gpu_test); with the bias
+  // epilogue they are right at every M.
+  static constexpr int kZeroBiasLen = 65536;
+  DeviceBuffer<__nv_bfloat16> zero_bias_;
+  GemmParams WithFp8Bias(const GemmParams& p) const;
   DeviceBuffer<uint8_t> scratch_;  // tuning output (and L2 eviction), allocated at first tuning
   double tune_ms_ = 0;
   size_t small_m_rejected_ = 0;
