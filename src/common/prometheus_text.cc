@@ -44,9 +44,13 @@ void PrometheusText::Histogram(std::string_view name, std::string_view help,
 
 std::string PrometheusText::Labels(std::string_view extra) const {
   if (labels_.empty() && extra.empty()) return "";
-  if (labels_.empty()) return "{" + std::string(extra) + "}";
-  if (extra.empty()) return "{" + labels_ + "}";
-  return "{" + labels_ + "," + std::string(extra) + "}";
+  // Appended piece by piece: g++ 12 warns falsely (-Wrestrict) on "{" + std::string(...).
+  std::string out("{");
+  out.append(labels_);
+  if (!labels_.empty() && !extra.empty()) out.push_back(',');
+  out.append(extra);
+  out.push_back('}');
+  return out;
 }
 
 std::string MergePrometheus(const std::vector<std::string>& pages) {
