@@ -169,19 +169,12 @@ const char* ModeName(cpu::Pooling m) {
   return m == cpu::Pooling::kMean ? "mean" : (m == cpu::Pooling::kCls ? "cls" : "last");
 }
 
-// cpu::Pool over all features, then Matryoshka truncation and normalisation over out_dims.
+// The named reference (kernels/cpu/reference_ops.h) as a vector.
 std::vector<float> PoolReference(const std::vector<float>& hidden, const std::vector<int32_t>& cu,
                                  int dim, int out_dims, cpu::Pooling mode, bool normalize) {
   const int num_seqs = static_cast<int>(cu.size()) - 1;
-  std::vector<float> full(static_cast<size_t>(num_seqs) * dim), ref;
-  cpu::Pool(hidden.data(), cu.data(), num_seqs, dim, mode, false, full.data());
-  for (int s = 0; s < num_seqs; ++s) {
-    const float* row = full.data() + static_cast<size_t>(s) * dim;
-    double ss = 0;
-    for (int i = 0; i < out_dims; ++i) ss += double(row[i]) * row[i];
-    const double inv = normalize ? 1.0 / std::max(std::sqrt(ss), 1e-12) : 1.0;
-    for (int i = 0; i < out_dims; ++i) ref.push_back(static_cast<float>(row[i] * inv));
-  }
+  std::vector<float> ref(static_cast<size_t>(num_seqs) * out_dims);
+  cpu::PoolDims(hidden.data(), cu.data(), num_seqs, dim, out_dims, mode, normalize, ref.data());
   return ref;
 }
 

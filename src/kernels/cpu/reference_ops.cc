@@ -98,4 +98,21 @@ void QkNormRope(float* qkv, int rows, int row_stride, int num_q_heads, int num_k
   }
 }
 
+void PoolDims(const float* hidden, const int32_t* cu_seqlens, int num_seqs, int dim, int out_dims,
+              Pooling mode, bool normalize, float* out) {
+  if (out_dims == 0) out_dims = dim;
+  // Pooling is per feature, so pooling all features and keeping the first out_dims is the same
+  // as pooling the truncated rows; the normalisation is over the kept features only.
+  std::vector<float> full(static_cast<size_t>(num_seqs) * dim);
+  Pool(hidden, cu_seqlens, num_seqs, dim, mode, false, full.data());
+  for (int s = 0; s < num_seqs; ++s) {
+    const float* row = full.data() + static_cast<size_t>(s) * dim;
+    float* o = out + static_cast<size_t>(s) * out_dims;
+    double ss = 0;
+    for (int i = 0; i < out_dims; ++i) ss += static_cast<double>(row[i]) * row[i];
+    const double inv = normalize ? 1.0 / std::max(std::sqrt(ss), 1e-12) : 1.0;
+    for (int i = 0; i < out_dims; ++i) o[i] = static_cast<float>(row[i] * inv);
+  }
+}
+
 }  // namespace petal::cpu

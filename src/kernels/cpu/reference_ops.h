@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "kernels/cpu/ops.h"
+
 namespace petal::cpu {
 
 using RoundFn = float (*)(float);
@@ -47,5 +49,11 @@ void AddRmsNorm(const float* x, float* residual, const float* weight, float eps,
 void QkNormRope(float* qkv, int rows, int row_stride, int num_q_heads, int num_kv_heads,
                 int head_dim, const float* q_norm_weight, const float* k_norm_weight, float eps,
                 const int32_t* positions, double theta);
+
+// cuda::LaunchPool: out[s, 0:out_dims] = Pool(hidden rows of sequence s, first out_dims
+// features) in fp32, optionally L2-normalised over those out_dims (x / max(||x||, 1e-12));
+// out_dims == 0 means dim. Empty sequences give zeros. out is [num_seqs, out_dims].
+void PoolDims(const float* hidden, const int32_t* cu_seqlens, int num_seqs, int dim, int out_dims,
+              Pooling mode, bool normalize, float* out);
 
 }  // namespace petal::cpu

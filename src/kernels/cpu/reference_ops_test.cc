@@ -171,5 +171,37 @@ TEST(ReferenceOps, QkNormRopeMatchesDoubleLoopAndLeavesVAlone) {
   }
 }
 
+TEST(ReferenceOps, PoolDimsMatchesDoubleLoop) {
+  const int dim = 40, out_dims = 12;
+  const int32_t cu[] = {0, 3, 3, 10};  // the middle sequence is empty
+  const auto hidden = Random(10 * dim, 15, -2.f, 2.f);
+  for (Pooling mode : {Pooling::kMean, Pooling::kCls, Pooling::kLastToken}) {
+    for (bool normalize : {false, true}) {
+      std::vector<float> got(3 * out_dims);
+      PoolDims(hidden.data(), cu, 3, dim, out_dims, mode, normalize, got.data());
+      std::vector<double> want(3 * out_dims, 0.0);
+      for (int s = 0; s < 3; ++s) {
+        const int b = cu[s], e = cu[s + 1];
+        if (b == e) continue;
+        for (int i = 0; i < out_dims; ++i) {
+          double v = 0;
+          if (mode == Pooling::kMean) {
+            for (int t = b; t < e; ++t) v += double(hidden[t * dim + i]) / (e - b);
+          } else {
+            v = hidden[(mode == Pooling::kCls ? b : e - 1) * dim + i];
+          }
+          want[s * out_dims + i] = v;
+        }
+        if (normalize) {
+          double ss = 0;
+          for (int i = 0; i < out_dims; ++i) ss += want[s * out_dims + i] * want[s * out_dims + i];
+          for (int i = 0; i < out_dims; ++i) want[s * out_dims + i] /= std::sqrt(ss);
+        }
+      }
+      ExpectNear(got, want, 2e-6);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace petal::cpu
