@@ -9,7 +9,7 @@
 #include "cli/bench_json.h"
 #include "common/git_sha.h"
 #include "server/bench_client.h"
-#include "server/client.h"
+#include "wire/client.h"
 
 namespace petal::cli {
 
@@ -31,7 +31,7 @@ int RunBenchGrpc(const GrpcBenchArgs& a) {
     std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
     return 1;
   };
-  server::EmbedClient probe(a.server);
+  wire::EmbedClient probe(a.server);
   auto info = probe.ModelInfo();
   if (!info.ok()) return fail(info.status());
   std::ostringstream js;

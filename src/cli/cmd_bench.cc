@@ -15,7 +15,7 @@
 #include "cli/engine_flags.h"
 #include "common/git_sha.h"
 #include "engine/cpu_engine.h"
-#include "engine/postprocess.h"
+#include "wire/codec.h"
 
 namespace petal::cli {
 namespace {
@@ -46,7 +46,7 @@ StatusOr<double> CheckAgainstCpu(Engine& engine, const std::string& model_dir) {
   PETAL_ASSIGN_OR_RETURN(Embeddings ref, cpu->Embed(b));
   double worst = 1.0;
   for (int r = 0; r < got.rows; ++r)
-    worst = std::min(worst, CosineSimilarity(got.row(r), ref.row(r), got.dim));
+    worst = std::min(worst, wire::CosineSimilarity(got.row(r), ref.row(r), got.dim));
   return worst;
 }
 

@@ -18,8 +18,9 @@
 #include "cli/command.h"
 #include "cli/engine_flags.h"
 #include "engine/engine_factory.h"
-
+#include "tokenizer/prompts.h"
 #include "tokenizer/tokenizer.h"
+#include "wire/codec.h"
 
 namespace petal::cli {
 namespace {
@@ -27,6 +28,7 @@ namespace {
 struct EmbedOptions {
   std::string model_dir = "models/all-MiniLM-L6-v2";
   int dimensions = 0;
+  std::string prompt_name;  // sentence-transformers prompt; "" = the model's default prompt
   bool ids = false;
   int max_batch_texts = 64;
   int max_batch_tokens = 8192;
@@ -100,6 +102,9 @@ class Embedder {
     }
     if (opts_.ids) return Status::Ok();
     PETAL_ASSIGN_OR_RETURN(tokenizer_, Tokenizer::FromModelDir(c.model_dir));
+    // The gateway's prompt rule (tokenizer/prompts.h), so the CLI embeds the same text as HTTP.
+    PETAL_ASSIGN_OR_RETURN(const Prompts prompts, Prompts::Load(c.model_dir));
+    PETAL_ASSIGN_OR_RETURN(prefix_, prompts.Prefix(opts_.prompt_name));
     return Status::Ok();
   }
 
@@ -196,23 +201,22 @@ class Embedder {
     }
     EncodeOptions eo;
     eo.max_length = engine_->config().max_seq_length;
-    return tokenizer_->Encode(text, eo);
+    return tokenizer_->Encode(prefix_.empty() ? text : prefix_ + text, eo);
   }
 
-  // "[f0,f1,...]\n" with Matryoshka truncation (and re-normalisation if the model normalises).
+  // "[f0,f1,...]\n" with Matryoshka truncation, re-normalised by the server's rule
+  // (wire/codec.h), so the CLI prints what the gateway returns as float32.
   void FormatRow(const float* v, int dim, std::string* line) const {
-    const int n = opts_.dimensions > 0 ? opts_.dimensions : dim;
-    double scale = 1.0;
-    if (n < dim && engine_->config().normalize) {
-      double ss = 0;
-      for (int i = 0; i < n; ++i) ss += static_cast<double>(v[i]) * v[i];
-      scale = 1.0 / std::max(std::sqrt(ss), 1e-12);
-    }
+    wire::OutputFormat f;
+    f.dims = opts_.dimensions > 0 ? opts_.dimensions : dim;
+    f.normalize = wire::RenormalizeByDefault(engine_->config().normalize, f.dims, dim);
+    row_.resize(f.dims);
+    float scale;
+    wire::EncodeRow(v, f, reinterpret_cast<uint8_t*>(row_.data()), &scale);
     line->assign("[");
     char num[32];
-    for (int i = 0; i < n; ++i) {
-      const int len =
-          std::snprintf(num, sizeof(num), i ? ",%.9g" : "%.9g", static_cast<float>(v[i] * scale));
+    for (int i = 0; i < f.dims; ++i) {
+      const int len = std::snprintf(num, sizeof(num), i ? ",%.9g" : "%.9g", row_[i]);
       line->append(num, len);
     }
     line->append("]\n");
@@ -223,6 +227,8 @@ class Embedder {
   simdjson::dom::parser parser_;
   bool failed_ = false;
   std::unique_ptr<Tokenizer> tokenizer_;
+  std::string prefix_;              // the prompt prepended to every text
+  mutable std::vector<float> row_;  // FormatRow's scratch
 };
 
 int RunEmbed(const EmbedOptions& opts) {
@@ -284,6 +290,9 @@ std::function<int()> SetupEmbed(CLI::App* sub) {
   sub->add_option(
       "--dimensions", opts->dimensions,
       "Matryoshka: keep the first N dimensions (re-normalised if the model normalises)");
+  sub->add_option("--prompt-name", opts->prompt_name,
+                  "sentence-transformers prompt to prepend (default: the model's default prompt, "
+                  "as the gateway does)");
   sub->add_option("--backend", opts->backend,
                   "Engine backend: auto (cuda if a GPU is visible), cpu, cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))

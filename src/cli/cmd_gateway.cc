@@ -5,8 +5,8 @@
 
 #include "cli/command.h"
 #include "cli/gateway_flags.h"
+#include "common/log.h"
 #include "gateway/gateway.h"
-#include "server/log.h"
 
 namespace petal::cli {
 namespace {
@@ -29,16 +29,16 @@ std::function<int()> SetupGateway(CLI::App* app) {
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
     auto g = gateway::Gateway::Start(*o);
     if (!g.ok()) {
-      server::Log("error", "cannot start gateway", {{"error", g.status().ToString()}});
+      Log("error", "cannot start gateway", {{"error", g.status().ToString()}});
       return 1;
     }
     LogGatewayStarted(*o, (*g)->port());
     int sig = 0;
     sigwait(&signals, &sig);
-    server::Log("info", "signal received; stopping gateway",
-                {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+    Log("info", "signal received; stopping gateway",
+        {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
     g->reset();
-    server::Log("info", "stopped");
+    Log("info", "stopped");
     return 0;
   };
 }

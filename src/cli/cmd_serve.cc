@@ -21,15 +21,13 @@
 #include "cli/command.h"
 #include "cli/gateway_flags.h"
 #include "cli/gpu_select.h"
+#include "common/log.h"
 #include "engine/cuda/cuda_engine.h"
 #include "gateway/gateway.h"
-#include "server/client.h"
-#include "server/log.h"
+#include "wire/client.h"
 
 namespace petal::cli {
 namespace {
-
-using server::Log;
 
 struct ServeArgs {
   gateway::GatewayOptions gateway;
@@ -211,7 +209,7 @@ int RunServe(ServeArgs& a) {
     while (true) {
       // A fresh channel per attempt: a channel that failed to connect backs off for seconds
       // before trying again, which would delay start-up well past the replica being ready.
-      server::EmbedClient client("127.0.0.1:" + std::to_string(c.port));
+      wire::EmbedClient client("127.0.0.1:" + std::to_string(c.port));
       int status;
       if (waitpid(c.pid, &status, WNOHANG) == c.pid) {
         Log("error", "replica exited while starting", {{"port", std::to_string(c.port)}});

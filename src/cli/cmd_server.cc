@@ -11,16 +11,14 @@
 #include "cli/bench_commands.h"
 #include "cli/command.h"
 #include "cli/engine_flags.h"
-#include "server/client.h"
+#include "common/log.h"
 #include "server/fake_engine.h"
-#include "server/log.h"
-#include "server/prometheus.h"
 #include "server/server.h"
+#include "wire/client.h"
+#include "wire/stats_prometheus.h"
 
 namespace petal::cli {
 namespace {
-
-using server::Log;
 
 struct ServerArgs {
   std::string model;
@@ -68,9 +66,12 @@ int RunServer(const ServerArgs& a) {
   if (a.fake) {
     server::FakeEngineOptions fo;
     fo.per_batch = std::chrono::microseconds(a.fake_latency_us);
+    fo.result_slots = ResultSlotsFor(a.max_inflight);
     engine = std::make_unique<server::FakeEngine>(fo);
   } else {
     EngineOptions eo = a.engine;
+    // One result slot per batch the loop may hold un-waited (--max-inflight-batches).
+    eo.cuda.ring_slots = std::max(eo.cuda.ring_slots, ResultSlotsFor(a.max_inflight));
     // The engine must hold the longest sequence the server accepts even when the scheduler's
     // token budget is smaller (such a sequence runs in a batch of its own).
     if (auto cfg = LoadModelConfig(a.model); cfg.ok()) {
@@ -193,11 +194,11 @@ int RunClientEmbed(const ClientArgs& a) {
       {"int8", v1::DTYPE_INT8},       {"binary", v1::DTYPE_BINARY},
       {"ubinary", v1::DTYPE_UBINARY}, {"int8_tanh", v1::DTYPE_INT8_TANH}};
   opts.set_dtype(dtypes.at(a.dtype));  // CLI11 has checked membership
-  server::EmbedClient client(a.server);
-  auto resp = client.Embed(server::MakeEmbedRequest(*seqs, opts, "cli"),
+  wire::EmbedClient client(a.server);
+  auto resp = client.Embed(wire::MakeEmbedRequest(*seqs, opts, "cli"),
                            std::chrono::milliseconds(a.timeout_ms));
   if (!resp.ok()) return Fail(resp.status());
-  auto rows = server::DecodeEmbeddings(*resp);
+  auto rows = wire::DecodeEmbeddings(*resp);
   if (!rows.ok()) return Fail(rows.status());
   std::printf(
       "{\"shape\": [%u, %u], \"dtype\": \"%s\", \"queue_us\": %llu, \"total_us\": %llu, "
@@ -233,7 +234,7 @@ std::function<int()> SetupClient(CLI::App* app) {
   auto* bench = app->add_subcommand("bench", "Alias of `petal bench grpc`");
   AddGrpcBenchFlags(bench, &a->bench);
   return [a, embed, info, stats, health, bench]() -> int {
-    server::EmbedClient client(a->server);
+    wire::EmbedClient client(a->server);
     if (embed->parsed()) return RunClientEmbed(*a);
     if (bench->parsed()) {
       GrpcBenchArgs b = a->bench;
@@ -249,7 +250,7 @@ std::function<int()> SetupClient(CLI::App* app) {
       } else {
         auto r = client.Stats();
         if (!r.ok()) return Fail(r.status());
-        text = a->prometheus ? server::StatsToPrometheus(*r) : r->DebugString();
+        text = a->prometheus ? wire::StatsToPrometheus(*r) : r->DebugString();
       }
       std::printf("%s", text.c_str());
       return 0;

@@ -6,8 +6,8 @@
 
 #include <string>
 
+#include "common/log.h"
 #include "gateway/gateway.h"
-#include "server/log.h"
 
 namespace petal::cli {
 
@@ -53,13 +53,13 @@ inline void AddGatewayFlags(CLI::App* app, gateway::GatewayOptions* o) {
 inline void LogGatewayStarted(const gateway::GatewayOptions& o, uint16_t port) {
   std::string servers;
   for (const auto& s : o.servers) servers += (servers.empty() ? "" : ",") + s;
-  server::Log("info", "gateway listening",
-              {{"listen", o.listen},
-               {"port", std::to_string(port)},
-               {"model", o.model_dir},
-               {"servers", servers},
-               {"chunk_max_sequences", std::to_string(o.chunk.max_seqs)},
-               {"chunk_max_tokens", std::to_string(o.chunk.max_tokens)}});
+  Log("info", "gateway listening",
+      {{"listen", o.listen},
+       {"port", std::to_string(port)},
+       {"model", o.model_dir},
+       {"servers", servers},
+       {"chunk_max_sequences", std::to_string(o.chunk.max_seqs)},
+       {"chunk_max_tokens", std::to_string(o.chunk.max_tokens)}});
   std::string host = o.listen.substr(0, o.listen.rfind(':'));
   if (host.empty() || host == "0.0.0.0") host = "127.0.0.1";
   const std::string url = "http://" + host + ":" + std::to_string(port);

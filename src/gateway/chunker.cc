@@ -41,10 +41,10 @@ struct Gather {
 }  // namespace
 
 void EmbedChunks(ReplicaSet* replicas, const std::vector<std::vector<int32_t>>& seqs,
-                 const v1::EmbedOptions& options, const ChunkLimits& limits,
+                 std::vector<std::pair<size_t, size_t>> chunks, const v1::EmbedOptions& options,
                  const std::string& request_id, std::function<void(StatusOr<ChunkedResult>)> done) {
   auto g = std::make_shared<Gather>();
-  g->result.ranges = SplitChunks(seqs, limits);
+  g->result.ranges = std::move(chunks);
   g->result.responses.resize(g->result.ranges.size());
   g->remaining = g->result.ranges.size();
   g->done = std::move(done);

@@ -30,10 +30,11 @@ struct ChunkedResult {
   std::vector<v1::EmbedResponse> responses;
 };
 
-// Embeds `seqs` with `options`: one EmbedRequest per chunk, all in flight at once. `done` gets
-// every response or the first error (the other chunks' answers are then discarded).
+// Embeds `seqs` with `options`: one EmbedRequest per chunk (ranges from SplitChunks, computed
+// once per request by the caller), all in flight at once. `done` gets every response or the
+// first error (the other chunks' answers are then discarded).
 void EmbedChunks(ReplicaSet* replicas, const std::vector<std::vector<int32_t>>& seqs,
-                 const v1::EmbedOptions& options, const ChunkLimits& limits,
+                 std::vector<std::pair<size_t, size_t>> chunks, const v1::EmbedOptions& options,
                  const std::string& request_id, std::function<void(StatusOr<ChunkedResult>)> done);
 
 }  // namespace petal::gateway

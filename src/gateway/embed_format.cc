@@ -2,45 +2,34 @@
 
 #include <cstring>
 
-#include "server/client.h"
-#include "server/postprocess.h"
+#include "wire/codec.h"
+#include "wire/messages.h"
 
 namespace petal::gateway {
 
 v1::DType WireDType(OutputType t) {
+  // uint8 is int8 shifted by 128 here, at formatting time; the server sends int8.
   switch (t) {
     case OutputType::kFloat32:
-      return v1::DTYPE_FLOAT32;
+      return wire::DTypeToProto(wire::OutputDType::kFloat32);
     case OutputType::kFloat16:
-      return v1::DTYPE_FLOAT16;
+      return wire::DTypeToProto(wire::OutputDType::kFloat16);
     case OutputType::kInt8:
     case OutputType::kUint8:
-      return v1::DTYPE_INT8;
+      return wire::DTypeToProto(wire::OutputDType::kInt8);
     case OutputType::kBinary:
-      return v1::DTYPE_BINARY;
+      return wire::DTypeToProto(wire::OutputDType::kBinary);
     case OutputType::kUbinary:
-      return v1::DTYPE_UBINARY;
+      return wire::DTypeToProto(wire::OutputDType::kUbinary);
   }
-  return v1::DTYPE_FLOAT32;
+  return wire::DTypeToProto(wire::OutputDType::kFloat32);
 }
 
 Status CheckChunks(const ChunkedResult& r) {
   for (size_t c = 0; c < r.ranges.size(); ++c) {
-    const auto& resp = r.responses[c];
-    const size_t rows = r.ranges[c].second - r.ranges[c].first;
-    if (resp.shape_size() != 2 || resp.shape(0) != rows) {
-      return Internal("server answered " + std::to_string(resp.shape_size() ? resp.shape(0) : 0) +
-                      " rows for a chunk of " + std::to_string(rows));
-    }
-    size_t elem = 1;
-    if (resp.dtype() == v1::DTYPE_FLOAT32 || resp.dtype() == v1::DTYPE_UNSPECIFIED) elem = 4;
-    if (resp.dtype() == v1::DTYPE_FLOAT16) elem = 2;
-    if (resp.data().size() != rows * resp.shape(1) * elem) {
-      return Internal("server answer's data does not match its shape");
-    }
-    if (resp.dtype() == v1::DTYPE_INT8 && static_cast<size_t>(resp.scales_size()) != rows) {
-      return Internal("server answer lacks int8 scales");
-    }
+    const auto rows = static_cast<int64_t>(r.ranges[c].second - r.ranges[c].first);
+    auto f = wire::ResponseFormat(r.responses[c], rows);
+    if (!f.ok()) return Internal("server answer: " + f.status().message());
   }
   return Status::Ok();
 }
@@ -71,7 +60,7 @@ void WriteRow(JsonOut* out, std::string_view row, OutputType t, bool base64) {
       s.push_back('[');
       for (size_t i = 0; i + 1 < row.size(); i += 2) {
         if (i) s.push_back(',');
-        out->Float(server::HalfToFloat(static_cast<uint16_t>(p[i] | (p[i + 1] << 8))));
+        out->Float(wire::HalfToFloat(static_cast<uint16_t>(p[i] | (p[i + 1] << 8))));
       }
       s.push_back(']');
       return;
@@ -97,7 +86,7 @@ void WriteRow(JsonOut* out, std::string_view row, OutputType t, bool base64) {
 StatusOr<std::vector<std::vector<float>>> DecodeRows(const ChunkedResult& r) {
   std::vector<std::vector<float>> rows;
   for (const auto& resp : r.responses) {
-    PETAL_ASSIGN_OR_RETURN(auto part, server::DecodeEmbeddings(resp));
+    PETAL_ASSIGN_OR_RETURN(auto part, wire::DecodeEmbeddings(resp));
     for (auto& row : part) rows.push_back(std::move(row));
   }
   return rows;

@@ -12,6 +12,7 @@
 #include "gateway/embed_format.h"
 #include "gateway/gateway.h"
 #include "gateway/json_writer.h"
+#include "wire/codec.h"
 
 namespace petal::gateway {
 namespace {
@@ -43,16 +44,11 @@ StatusOr<std::string> ScoreJson(const ChunkedResult& r, const std::string& model
   PETAL_ASSIGN_OR_RETURN(auto rows, DecodeRows(r));
   if (rows.empty()) return Internal("no rows for the query");
   const auto& q = rows[0];
-  double qq = 0;
-  for (float x : q) qq += double(x) * x;
   std::vector<std::pair<size_t, double>> scores;
   for (size_t d = 1; d < rows.size(); ++d) {
-    double qd = 0, dd = 0;
-    for (size_t i = 0; i < q.size(); ++i) {
-      qd += double(q[i]) * rows[d][i];
-      dd += double(rows[d][i]) * rows[d][i];
-    }
-    scores.emplace_back(d - 1, qq > 0 && dd > 0 ? qd / std::sqrt(qq * dd) : 0.0);
+    if (rows[d].size() != q.size()) return Internal("rows of different dimensions");
+    scores.emplace_back(
+        d - 1, wire::CosineSimilarity(q.data(), rows[d].data(), static_cast<int>(q.size())));
   }
   if (top_k > 0) {
     std::stable_sort(scores.begin(), scores.end(),
@@ -128,20 +124,9 @@ std::optional<RequestError> Gateway::ToSequences(EmbedParams* p, const char* fie
     *seqs = std::move(p->inputs.ids);
     return std::nullopt;
   }
-  std::string prefix;
-  std::string name = p->prompt_name;
-  // input_type picks the prompt of that name where the model defines one; models without
-  // prompts embed queries and documents alike.
-  if (name.empty() && prompts_.count(p->input_type)) name = p->input_type;
-  if (name.empty()) name = default_prompt_;
-  if (!name.empty()) {
-    auto it = prompts_.find(name);
-    if (it == prompts_.end()) {
-      return RequestError{400, "'prompt_name' " + name + " is not one of the model's prompts",
-                          "prompt_name"};
-    }
-    prefix = it->second;
-  }
+  auto prefix_or = prompts_.Prefix(p->prompt_name, p->input_type);
+  if (!prefix_or.ok()) return RequestError{400, prefix_or.status().message(), "prompt_name"};
+  const std::string prefix = std::move(prefix_or).value();
   EncodeOptions eo;
   eo.add_special_tokens = true;
   eo.max_length = p->truncate ? max_len : 0;
@@ -203,10 +188,11 @@ void Gateway::Embed(const HttpRequest& req, bool openai, Reply reply) {
   int64_t tokens = 0;
   for (const auto& s : *seqs) tokens += static_cast<int64_t>(s.size());
   metrics_.Tokenized(Since(t0), static_cast<int64_t>(seqs->size()), tokens);
-  metrics_.Chunks(static_cast<int64_t>(SplitChunks(*seqs, options_.chunk).size()));
+  auto chunks = SplitChunks(*seqs, options_.chunk);
+  metrics_.Chunks(static_cast<int64_t>(chunks.size()));
   const auto t1 = Clock::now();
   EmbedChunks(
-      replicas_.get(), *seqs, so, options_.chunk, NextRequestId(),
+      replicas_.get(), *seqs, std::move(chunks), so, NextRequestId(),
       [this, p, openai, tokens, t1, reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
         metrics_.Inference(Since(t1));
         size_t rows = 0;
@@ -278,8 +264,10 @@ void Gateway::Score(const HttpRequest& req, Reply reply) {
   so.set_dtype(v1::DTYPE_FLOAT32);
   const std::string model = sp.model.empty() ? options_.model_name : sp.model;
   const size_t top_k = sp.top_k;
+  auto chunks = SplitChunks(*seqs, options_.chunk);
+  metrics_.Chunks(static_cast<int64_t>(chunks.size()));
   const auto t1 = Clock::now();
-  EmbedChunks(replicas_.get(), *seqs, so, options_.chunk, NextRequestId(),
+  EmbedChunks(replicas_.get(), *seqs, std::move(chunks), so, NextRequestId(),
               [this, model, top_k, tokens, t1,
                reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
                 metrics_.Inference(Since(t1));

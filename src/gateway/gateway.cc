@@ -1,16 +1,14 @@
-// Gateway set-up, routing, and the small routes (health, readiness, models, info, metrics). The
-// embedding routes are in embed_routes.cc.
+// Gateway set-up, the route table and routing, and the small routes (health, readiness, models,
+// info, metrics). The embedding routes are in embed_routes.cc.
 #include "gateway/gateway.h"
-
-#include <simdjson.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <thread>
 
-#include "common/file_util.h"
+#include "common/prometheus_text.h"
 #include "gateway/json_writer.h"
-#include "server/prometheus.h"
+#include "wire/stats_prometheus.h"
 
 namespace petal::gateway {
 namespace {
@@ -35,38 +33,26 @@ StatusOr<std::pair<std::string, uint16_t>> SplitHostPort(const std::string& list
   return std::make_pair(host, static_cast<uint16_t>(port));
 }
 
-// sentence-transformers' config_sentence_transformers.json: {"prompts": {name: text},
-// "default_prompt_name": name}. Absent file: no prompts.
-Status LoadPrompts(const std::string& dir, std::map<std::string, std::string>* prompts,
-                   std::string* default_name) {
-  const std::string path = dir + "/config_sentence_transformers.json";
-  if (!FileExists(path)) return Status::Ok();
-  simdjson::dom::parser parser;
-  simdjson::dom::element doc;
-  if (parser.load(path).get(doc)) return InvalidArgument(path + ": not valid JSON");
-  simdjson::dom::object p;
-  if (!doc["prompts"].get_object().get(p)) {
-    for (auto [k, v] : p) {
-      std::string_view text;
-      if (!v.get_string().get(text)) (*prompts)[std::string(k)] = std::string(text);
-    }
-  }
-  std::string_view d;
-  if (!doc["default_prompt_name"].get_string().get(d)) *default_name = std::string(d);
-  return Status::Ok();
-}
-
-const char* RouteName(std::string_view path) {
-  static constexpr const char* kRoutes[] = {"/v1/embeddings", "/embed",  "/v1/score",
-                                            "/tokenize",      "/health", "/ready",
-                                            "/v1/models",     "/info",   "/metrics"};
-  for (const char* r : kRoutes) {
-    if (path == r) return r;
-  }
-  return "other";
-}
-
 }  // namespace
+
+using T = Route::Thread;
+
+// Parsing, tokenizing and formatting are CPU work, done on the worker pool so that the I/O
+// threads keep serving other connections (and probes) meanwhile; a small embedding request (one
+// short text, the online-query case) is cheaper to handle on the I/O thread than the thread
+// wake-up a hand-off costs (tens of microseconds, more on virtual machines). /metrics asks every
+// replica for its Stats (blocking RPCs): never on an I/O thread.
+const Route Gateway::kRouteTable[] = {
+    {"/v1/embeddings", http::verb::post, &Gateway::OpenAiEmbed, T::kIoIfSmall, true},
+    {"/embed", http::verb::post, &Gateway::TeiEmbed, T::kIoIfSmall, true},
+    {"/v1/score", http::verb::post, &Gateway::Score, T::kWorker, true},
+    {"/tokenize", http::verb::post, &Gateway::Tokenize, T::kWorker, true},
+    {"/health", http::verb::get, &Gateway::Health, T::kIo, false},
+    {"/ready", http::verb::get, &Gateway::Ready, T::kIo, false},
+    {"/v1/models", http::verb::get, &Gateway::Models, T::kIo, true},
+    {"/info", http::verb::get, &Gateway::Info, T::kIo, true},
+    {"/metrics", http::verb::get, &Gateway::Metrics, T::kWorker, false},
+};
 
 unsigned HttpStatusFor(const Status& s) {
   switch (s.code()) {
@@ -92,9 +78,10 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayOptions options) {
   std::unique_ptr<Gateway> g(new Gateway(std::move(options)));
   GatewayOptions& o = g->options_;
   if (o.servers.empty()) return InvalidArgument("servers: at least one --server is required");
+  if (o.max_inputs < 1) return InvalidArgument("max_inputs: must be at least 1");
   PETAL_ASSIGN_OR_RETURN(g->config_, LoadModelConfig(o.model_dir));
   PETAL_ASSIGN_OR_RETURN(g->tokenizer_, Tokenizer::FromModelDir(o.model_dir));
-  PETAL_RETURN_IF_ERROR(LoadPrompts(o.model_dir, &g->prompts_, &g->default_prompt_));
+  PETAL_ASSIGN_OR_RETURN(g->prompts_, Prompts::Load(o.model_dir));
   if (o.model_name.empty()) {
     std::filesystem::path p(o.model_dir);
     while (p.has_parent_path() && p.filename().empty()) p = p.parent_path();
@@ -134,19 +121,30 @@ Gateway::~Gateway() {
 
 std::string Gateway::NextRequestId() { return "gw-" + std::to_string(next_id_++); }
 
+std::span<const Route> Gateway::Routes() { return kRouteTable; }
+
+const Route* Gateway::FindRoute(std::string_view path) {
+  for (const Route& r : kRouteTable) {
+    if (r.path == path) return &r;
+  }
+  return nullptr;
+}
+
 void Gateway::Handle(HttpRequest&& req, Reply reply) {
   const std::string_view target(req.target().data(), req.target().size());
   const std::string_view path = target.substr(0, target.find('?'));
-  const char* route = RouteName(path);
+  const Route* route = FindRoute(path);
+  const std::string_view name = route ? route->path : "other";  // the metrics label
   const auto start = Clock::now();
   inflight_++;
-  Reply done = [this, route, start, reply = std::move(reply)](HttpResponse res) {
-    metrics_.Request(route, res.result_int(),
+  Reply done = [this, name, start, reply = std::move(reply)](HttpResponse res) {
+    metrics_.Request(name, res.result_int(),
                      std::chrono::duration<double>(Clock::now() - start).count());
     reply(std::move(res));
     inflight_--;  // last: the gateway may be destroyed once nothing is in flight
   };
-  if (!options_.api_keys.empty() && path != "/health" && path != "/ready" && path != "/metrics") {
+  // Unknown paths need a key too, so that without one the gateway reveals no routes.
+  if (!options_.api_keys.empty() && (!route || route->needs_auth)) {
     const auto auth = req[http::field::authorization];
     const std::string_view a(auth.data(), auth.size());
     const bool ok = a.starts_with("Bearer ") &&
@@ -160,71 +158,55 @@ void Gateway::Handle(HttpRequest&& req, Reply reply) {
       return done(std::move(res));
     }
   }
-  const bool get = req.method() == http::verb::get;
-  const bool post = req.method() == http::verb::post;
-  auto wrong_method = [&](const char* allowed) {
-    done(MakeResponse(405, ErrorJson(std::string(path) + " accepts " + allowed + " only",
-                                     "invalid_request_error", "")));
-  };
-  try {
-    if (path == "/v1/embeddings" || path == "/embed" || path == "/v1/score" ||
-        path == "/tokenize") {
-      if (!post) return wrong_method("POST");
-      // Parsing, tokenizing and formatting are CPU work: done on the worker pool so that the
-      // I/O threads keep serving other connections (and probes) meanwhile. A small embedding
-      // request (one short text, the online-query case) is cheaper to handle here than the
-      // thread wake-up a hand-off costs (tens of microseconds, more on virtual machines).
-      if ((path == "/v1/embeddings" || path == "/embed") && req.body().size() <= kInlineBodyBytes) {
-        return Embed(req, path == "/v1/embeddings", std::move(done));
-      }
-      boost::asio::post(*workers_, [this, req = std::move(req), p = std::string(path),
-                                    done = std::move(done)]() mutable {
-        try {
-          if (p == "/v1/embeddings") return Embed(req, true, std::move(done));
-          if (p == "/embed") return Embed(req, false, std::move(done));
-          if (p == "/v1/score") return Score(req, std::move(done));
-          return Tokenize(req, std::move(done));
-        } catch (const std::exception& e) {
-          done(MakeResponse(500, ErrorJson(e.what(), "server_error", "")));
-        }
-      });
-      return;
-    }
-    if (!get) {
-      if (std::string_view(route) != "other") return wrong_method("GET");
-      return done(MakeResponse(
-          404, ErrorJson("no route " + std::string(path), "invalid_request_error", "")));
-    }
-    if (path == "/health") return done(MakeResponse(200, "{\"status\":\"ok\"}"));
-    if (path == "/ready") {
-      const bool up = replicas_->AnyUp();
-      return done(MakeResponse(up ? 200 : 503, up ? "{\"status\":\"ready\"}"
-                                                  : "{\"status\":\"no replica is serving\"}"));
-    }
-    if (path == "/v1/models") {
-      JsonOut o;
-      o.Raw("{\"object\":\"list\",\"data\":[{\"id\":")
-          .Str(options_.model_name)
-          .Raw(",\"object\":\"model\",\"created\":0,\"owned_by\":\"petal\"}]}");
-      return done(MakeResponse(200, o.Take()));
-    }
-    if (path == "/info") return Info(std::move(done));
-    if (path == "/metrics") {
-      // Asks every replica for its Stats (blocking RPCs): not on an I/O thread.
-      boost::asio::post(*workers_,
-                        [this, done = std::move(done)]() mutable { Metrics(std::move(done)); });
-      return;
-    }
-    done(
+  if (!route) {
+    return done(
         MakeResponse(404, ErrorJson("no route " + std::string(path), "invalid_request_error", "")));
+  }
+  if (req.method() != route->method) {
+    return done(
+        MakeResponse(405, ErrorJson(std::string(path) + " accepts " +
+                                        std::string(http::to_string(route->method)) + " only",
+                                    "invalid_request_error", "")));
+  }
+  const bool on_io =
+      route->thread == Route::Thread::kIo ||
+      (route->thread == Route::Thread::kIoIfSmall && req.body().size() <= kInlineBodyBytes);
+  try {
+    if (on_io) return (this->*(route->handler))(req, std::move(done));
+    boost::asio::post(*workers_, [this, handler = route->handler, req = std::move(req),
+                                  done = std::move(done)]() mutable {
+      try {
+        (this->*handler)(req, std::move(done));
+      } catch (const std::exception& e) {
+        if (done) done(MakeResponse(500, ErrorJson(e.what(), "server_error", "")));
+      }
+    });
   } catch (const std::exception& e) {
-    // Nothing below is expected to throw; if it does, answer rather than drop the connection
+    // Nothing above is expected to throw; if it does, answer rather than drop the connection
     // (unless `done` was already handed on).
     if (done) done(MakeResponse(500, ErrorJson(e.what(), "server_error", "")));
   }
 }
 
-void Gateway::Info(Reply reply) {
+void Gateway::Health(const HttpRequest&, Reply reply) {
+  reply(MakeResponse(200, "{\"status\":\"ok\"}"));
+}
+
+void Gateway::Ready(const HttpRequest&, Reply reply) {
+  const bool up = replicas_->AnyUp();
+  reply(MakeResponse(up ? 200 : 503,
+                     up ? "{\"status\":\"ready\"}" : "{\"status\":\"no replica is serving\"}"));
+}
+
+void Gateway::Models(const HttpRequest&, Reply reply) {
+  JsonOut o;
+  o.Raw("{\"object\":\"list\",\"data\":[{\"id\":")
+      .Str(options_.model_name)
+      .Raw(",\"object\":\"model\",\"created\":0,\"owned_by\":\"petal\"}]}");
+  reply(MakeResponse(200, o.Take()));
+}
+
+void Gateway::Info(const HttpRequest&, Reply reply) {
   JsonOut o;
   o.Raw("{\"model_id\":").Str(options_.model_name);
   o.Raw(",\"model_dir\":").Str(options_.model_dir);
@@ -238,7 +220,7 @@ void Gateway::Info(Reply reply) {
   o.Raw(",\"chunk_max_tokens\":").Int(options_.chunk.max_tokens);
   o.Raw(",\"prompts\":[");
   bool first = true;
-  for (const auto& [name, text] : prompts_) {
+  for (const auto& [name, text] : prompts_.by_name) {
     if (!first) o.Raw(",");
     first = false;
     o.Str(name);
@@ -258,7 +240,7 @@ void Gateway::Info(Reply reply) {
   reply(MakeResponse(200, o.Take()));
 }
 
-void Gateway::Metrics(Reply reply) {
+void Gateway::Metrics(const HttpRequest&, Reply reply) {
   std::string out = metrics_.Render();
   out += "# HELP petal_gateway_replica_up 1 if the replica answered SERVING at its last check.\n";
   out += "# TYPE petal_gateway_replica_up gauge\n";
@@ -275,8 +257,7 @@ void Gateway::Metrics(Reply reply) {
   // so this route is for scrapers, not for hot paths.
   std::vector<std::string> pages;
   for (auto& [address, stats] : replicas_->Stats()) {
-    if (stats.ok())
-      pages.push_back(server::StatsToPrometheus(*stats, "server=\"" + address + "\""));
+    if (stats.ok()) pages.push_back(wire::StatsToPrometheus(*stats, "server=\"" + address + "\""));
   }
   out += MergePrometheus(pages);
   reply(MakeResponse(200, std::move(out), "text/plain; version=0.0.4"));

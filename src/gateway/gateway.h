@@ -14,7 +14,9 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -24,6 +26,7 @@
 #include "gateway/replica_set.h"
 #include "gateway/request_parse.h"
 #include "model/config.h"
+#include "tokenizer/prompts.h"
 #include "tokenizer/tokenizer.h"
 
 namespace petal::gateway {
@@ -36,7 +39,7 @@ struct GatewayOptions {
   int http_threads = 2;
   int worker_threads = 0;  // parsing, tokenization, formatting; 0 = hardware threads (at least 2)
   ChunkLimits chunk;
-  size_t max_inputs = 2048;       // inputs per request; beyond: 413
+  size_t max_inputs = 2048;       // inputs per request (at least 1; /v1/score: query included)
   size_t body_limit = 32u << 20;  // request body bytes; beyond: 413
   std::chrono::milliseconds health_interval{1000};
   std::chrono::milliseconds request_timeout{60000};  // per chunk on the servers
@@ -45,8 +48,32 @@ struct GatewayOptions {
   std::vector<std::string> api_keys;
 };
 
+class Gateway;
+
+// One row of the gateway's route table (Gateway::kRouteTable in gateway.cc): every route is
+// declared there and nowhere else. Handlers all take the request and the reply; the table says
+// where they may run.
+struct Route {
+  enum class Thread {
+    kIo,         // cheap and non-blocking: run on the HTTP I/O thread
+    kIoIfSmall,  // on the I/O thread when the body is at most kInlineBodyBytes, else a worker
+    kWorker,     // CPU work or blocking calls: always handed to the worker pool
+  };
+  std::string_view path;  // exact match on the target's path (query string ignored)
+  boost::beast::http::verb method;
+  void (Gateway::*handler)(const HttpRequest& req, Reply reply);
+  Thread thread;
+  bool needs_auth;  // needs `Authorization: Bearer <key>` when the gateway has API keys
+};
+
 class Gateway {
  public:
+  // Request bodies up to this size may be handled on the I/O thread (Route::Thread::kIoIfSmall).
+  static constexpr size_t kInlineBodyBytes = 8 * 1024;
+  // The route table; FindRoute returns its row for `path`, or null.
+  static std::span<const Route> Routes();
+  static const Route* FindRoute(std::string_view path);
+
   // Loads the tokenizer and config, checks the replicas once and starts listening. The gateway
   // starts even if no replica is serving yet (/ready says 503 until one is).
   static StatusOr<std::unique_ptr<Gateway>> Start(GatewayOptions options);
@@ -61,11 +88,18 @@ class Gateway {
   using Clock = std::chrono::steady_clock;
 
   void Handle(HttpRequest&& req, Reply reply);
-  void Embed(const HttpRequest& req, bool openai, Reply reply);
+  // Route handlers (rows of the table in gateway.cc).
+  void OpenAiEmbed(const HttpRequest& req, Reply reply) { Embed(req, true, std::move(reply)); }
+  void TeiEmbed(const HttpRequest& req, Reply reply) { Embed(req, false, std::move(reply)); }
   void Score(const HttpRequest& req, Reply reply);
   void Tokenize(const HttpRequest& req, Reply reply);
-  void Info(Reply reply);
-  void Metrics(Reply reply);
+  void Health(const HttpRequest& req, Reply reply);
+  void Ready(const HttpRequest& req, Reply reply);
+  void Models(const HttpRequest& req, Reply reply);
+  void Info(const HttpRequest& req, Reply reply);
+  void Metrics(const HttpRequest& req, Reply reply);
+  void Embed(const HttpRequest& req, bool openai, Reply reply);
+  static const Route kRouteTable[];  // gateway.cc
   // Turns texts (or ids) into checked token sequences; an error is the HTTP answer to send.
   std::optional<RequestError> ToSequences(EmbedParams* p, const char* field,
                                           std::vector<std::vector<int32_t>>* seqs);
@@ -76,16 +110,13 @@ class Gateway {
   GatewayOptions options_;
   ModelConfig config_;
   std::unique_ptr<Tokenizer> tokenizer_;
-  std::map<std::string, std::string> prompts_;  // sentence-transformers prompts by name
-  std::string default_prompt_;
+  Prompts prompts_;  // sentence-transformers prompts
   std::unique_ptr<ReplicaSet> replicas_;
   std::unique_ptr<boost::asio::thread_pool> workers_;
   // Slices of large requests' tokenization; its tasks never block.
   std::unique_ptr<boost::asio::thread_pool> tokenizers_;
   size_t tokenizer_threads_ = 1;
   static constexpr size_t kTextsPerSlice = 32;  // fewer texts per slice cost more than they save
-  // Embedding requests with bodies up to this size are handled on the I/O thread (no hand-off).
-  static constexpr size_t kInlineBodyBytes = 8 * 1024;
   // Results of up to this many rows are formatted on the gRPC completion thread (no hand-off).
   static constexpr size_t kInlineFormatRows = 4;
   GatewayMetrics metrics_;

@@ -94,11 +94,5 @@ TEST(SplitChunks, BoundsSequencesAndTokens) {
   EXPECT_EQ(c[0], (std::pair<size_t, size_t>{0, 1}));
 }
 
-TEST(MergePrometheus, OneHeaderPerFamily) {
-  const std::string a = "# HELP x X.\n# TYPE x counter\nx{s=\"a\"} 1\n";
-  const std::string b = "# HELP x X.\n# TYPE x counter\nx{s=\"b\"} 2\n";
-  EXPECT_EQ(MergePrometheus({a, b}), "# HELP x X.\n# TYPE x counter\nx{s=\"a\"} 1\nx{s=\"b\"} 2\n");
-}
-
 }  // namespace
 }  // namespace petal::gateway

@@ -1,18 +1,10 @@
 #include "gateway/metrics.h"
 
 #include <algorithm>
-#include <charconv>
+
+#include "common/prometheus_text.h"
 
 namespace petal::gateway {
-namespace {
-
-std::string Num(double v) {
-  char buf[40];
-  auto r = std::to_chars(buf, buf + sizeof(buf), v);
-  return std::string(buf, r.ptr);
-}
-
-}  // namespace
 
 void LatencyHistogram::Observe(double seconds) {
   const size_t i = std::lower_bound(kBounds.begin(), kBounds.end(), seconds) - kBounds.begin();
@@ -24,16 +16,19 @@ void LatencyHistogram::Observe(double seconds) {
 
 void LatencyHistogram::Render(std::string* out, std::string_view name,
                               std::string_view help) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  const std::string n(name);
-  *out += "# HELP " + n + " " + std::string(help) + "\n# TYPE " + n + " histogram\n";
-  uint64_t cumulative = 0;
-  for (size_t i = 0; i < kBounds.size(); ++i) {
-    cumulative += counts_[i];
-    *out += n + "_bucket{le=\"" + Num(kBounds[i]) + "\"} " + std::to_string(cumulative) + "\n";
+  std::array<uint64_t, kBounds.size() + 1> cumulative{};
+  double sum = 0;
+  uint64_t count = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    uint64_t c = 0;
+    for (size_t i = 0; i < counts_.size(); ++i) cumulative[i] = c += counts_[i];
+    sum = sum_;
+    count = count_;
   }
-  *out += n + "_bucket{le=\"+Inf\"} " + std::to_string(count_) + "\n";
-  *out += n + "_sum " + Num(sum_) + "\n" + n + "_count " + std::to_string(count_) + "\n";
+  PrometheusText text;
+  text.Histogram(name, help, kBounds, cumulative, sum, count);
+  *out += text.Take();
 }
 
 void GatewayMetrics::Request(std::string_view route, unsigned status, double seconds) {
@@ -77,40 +72,6 @@ std::string GatewayMetrics::Render() const {
   out += "# HELP petal_gateway_chunks_total Chunks sent to the servers.\n";
   out += "# TYPE petal_gateway_chunks_total counter\npetal_gateway_chunks_total " +
          std::to_string(chunks_.load()) + "\n";
-  return out;
-}
-
-std::string MergePrometheus(const std::vector<std::string>& pages) {
-  std::vector<std::string> order;
-  std::map<std::string, std::pair<std::string, std::string>> families;  // name -> (head, samples)
-  for (const std::string& page : pages) {
-    std::string current;
-    size_t pos = 0;
-    while (pos < page.size()) {
-      size_t end = page.find('\n', pos);
-      if (end == std::string::npos) end = page.size();
-      const std::string_view line(page.data() + pos, end - pos);
-      pos = end + 1;
-      if (line.empty()) continue;
-      if (line.starts_with("# HELP ") || line.starts_with("# TYPE ")) {
-        const std::string_view rest = line.substr(7);
-        current = std::string(rest.substr(0, rest.find(' ')));
-        auto [it, inserted] = families.try_emplace(current);
-        if (inserted) order.push_back(current);
-        // The head comes from the first page that names the family.
-        if (it->second.first.find(std::string(line.substr(0, 7))) == std::string::npos) {
-          it->second.first.append(line).push_back('\n');
-        }
-        continue;
-      }
-      if (line.front() == '#') continue;
-      auto [it, inserted] = families.try_emplace(current);
-      if (inserted) order.push_back(current);
-      it->second.second.append(line).push_back('\n');
-    }
-  }
-  std::string out;
-  for (const auto& name : order) out += families[name].first + families[name].second;
   return out;
 }
 

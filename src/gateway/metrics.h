@@ -1,8 +1,8 @@
 // The gateway's own Prometheus metrics: requests by route and status, latency histograms for the
 // whole request, tokenization and inference (all chunks on the servers), and input/token counts.
 // Rendered in the text exposition format (0.0.4) together with replica health and each replica's
-// server stats (server::StatsToPrometheus). Thread-safety: all methods may be called
-// concurrently.
+// server stats (wire::StatsToPrometheus); the text is written with common/prometheus_text.h.
+// Thread-safety: all methods may be called concurrently.
 #pragma once
 
 #include <array>
@@ -54,10 +54,5 @@ class GatewayMetrics {
   std::atomic<int64_t> tokens_{0};
   std::atomic<int64_t> chunks_{0};
 };
-
-// Merges Prometheus text pages (e.g. one per replica) so that each metric family appears once,
-// its HELP/TYPE lines from the first page followed by the samples of every page, as the text
-// format requires.
-std::string MergePrometheus(const std::vector<std::string>& pages);
 
 }  // namespace petal::gateway

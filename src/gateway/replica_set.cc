@@ -11,7 +11,7 @@ ReplicaSet::ReplicaSet(const std::vector<std::string>& addresses,
   for (const auto& a : addresses) {
     auto r = std::make_unique<Replica>();
     r->address = a;
-    r->client = std::make_shared<server::EmbedClient>(a);
+    r->client = std::make_shared<wire::EmbedClient>(a);
     replicas_.push_back(std::move(r));
   }
   // One synchronous round so that a gateway started after its servers is ready at once.
@@ -38,7 +38,7 @@ void ReplicaSet::HealthLoop(Replica* r) {
     auto s = r->Client()->Serving();
     bool up = s.ok() && *s;
     if (!up) {
-      auto fresh = std::make_shared<server::EmbedClient>(r->address);
+      auto fresh = std::make_shared<wire::EmbedClient>(r->address);
       auto f = fresh->Serving();
       if (f.ok() && *f) {
         std::lock_guard<std::mutex> client_lock(r->mu);

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "server/client.h"
+#include "wire/client.h"
 
 namespace petal::gateway {
 
@@ -59,9 +59,9 @@ class ReplicaSet {
     std::string address;
     // Replaced by the health thread when a fresh channel reaches a replica that the old one
     // cannot (see HealthLoop); guarded by mu, used through copies.
-    std::shared_ptr<server::EmbedClient> client;
+    std::shared_ptr<wire::EmbedClient> client;
     mutable std::mutex mu;
-    std::shared_ptr<server::EmbedClient> Client() const {
+    std::shared_ptr<wire::EmbedClient> Client() const {
       std::lock_guard<std::mutex> lock(mu);
       return client;
     }

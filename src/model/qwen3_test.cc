@@ -14,9 +14,9 @@
 
 #include "common/file_util.h"
 #include "engine/cpu_engine.h"
-#include "engine/postprocess.h"
 #include "model/make_model.h"
 #include "model/safetensors_writer.h"
+#include "wire/codec.h"
 
 namespace petal {
 namespace {
@@ -72,7 +72,7 @@ void ExpectMatches(const std::string& model_dir, const std::vector<std::vector<i
   double worst = 1.0;
   for (size_t s = 0; s < ids.size(); ++s) {
     ASSERT_EQ(static_cast<int>(expected[s].size()), emb->dim) << label << " sequence " << s;
-    const double cos = CosineSimilarity(emb->row(s), expected[s].data(), emb->dim);
+    const double cos = wire::CosineSimilarity(emb->row(s), expected[s].data(), emb->dim);
     worst = std::min(worst, cos);
     EXPECT_GE(cos, min_cosine) << label << " sequence " << s << " (length " << ids[s].size() << ")";
   }

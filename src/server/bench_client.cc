@@ -7,7 +7,7 @@
 #include <random>
 #include <thread>
 
-#include "server/client.h"
+#include "wire/client.h"
 
 namespace petal::server {
 
@@ -20,7 +20,7 @@ StatusOr<GrpcBenchResult> RunGrpcBench(const std::string& address, const GrpcBen
   std::barrier start_line(spec.clients);
   Clock::time_point timed_start{}, timed_end{};
   auto client_main = [&](int c) {
-    EmbedClient client(address);
+    wire::EmbedClient client(address);
     // A few distinct requests built up front, so id generation is not timed.
     std::mt19937 rng(1000 + c);
     std::uniform_int_distribution<int> tok(0, spec.vocab - 1);
@@ -30,7 +30,7 @@ StatusOr<GrpcBenchResult> RunGrpcBench(const std::string& address, const GrpcBen
       for (auto& s : seqs) {
         for (auto& t : s) t = tok(rng);
       }
-      reqs.push_back(MakeEmbedRequest(seqs));
+      reqs.push_back(wire::MakeEmbedRequest(seqs));
     }
     for (int i = 0; i < spec.warmup; ++i) {
       auto r = spec.busy_poll ? client.EmbedBusyPoll(reqs[i % reqs.size()])

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <atomic>
 
-#include "server/log.h"
+#include "common/log.h"
 
 namespace petal::server {
 
@@ -39,8 +39,8 @@ StatusOr<RequestHandle> EngineLoop::Submit(EmbedJob job, EmbedCallback done) {
   r->unresolved = n;
   r->result.rows = n;
   r->result.format = job.format;
-  r->result.data.resize(static_cast<size_t>(n) * BytesPerRow(job.format));
-  if (job.format.dtype == OutputDType::kInt8) r->result.scales.resize(n);
+  r->result.data.resize(static_cast<size_t>(n) * wire::BytesPerRow(job.format));
+  if (job.format.dtype == wire::OutputDType::kInt8) r->result.scales.resize(n);
   r->job = std::move(job);
   r->done = std::move(done);
   {
@@ -300,10 +300,10 @@ void EngineLoop::CompletionMain() {
         continue;
       }
       const int seq = item.entries[i].seq;
-      const size_t bpr = BytesPerRow(r.result.format);
+      const size_t bpr = wire::BytesPerRow(r.result.format);
       float scale = 0;
-      EncodeRow(out->row(static_cast<int>(i)), r.result.format,
-                reinterpret_cast<uint8_t*>(r.result.data.data()) + seq * bpr, &scale);
+      wire::EncodeRow(out->row(static_cast<int>(i)), r.result.format,
+                      reinterpret_cast<uint8_t*>(r.result.data.data()) + seq * bpr, &scale);
       if (!r.result.scales.empty()) r.result.scales[seq] = scale;
     }
     finished.clear();

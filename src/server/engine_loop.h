@@ -7,7 +7,7 @@
 // run, and calls Engine::Step(), which returns a handle while the device works, so batch N+1 is
 // assembled and enqueued while batch N runs (up to max_inflight_batches at once). The
 // *completion thread* waits on those handles in submission order, post-processes each row into
-// its request's output (postprocess.h) and completes a request when its last sequence is done.
+// its request's output (wire/codec.h) and completes a request when its last sequence is done.
 //
 // Thread-safety: Submit, Cancel, Gauges and Shutdown may be called from any thread. Each job's
 // callback is called exactly once: from the completion thread, the scheduler thread, or the
@@ -30,8 +30,8 @@
 #include "common/status.h"
 #include "engine/engine.h"
 #include "server/metrics.h"
-#include "server/postprocess.h"
 #include "server/scheduler.h"
+#include "wire/codec.h"
 
 namespace petal::server {
 
@@ -42,15 +42,15 @@ struct EmbedJob {
   std::string request_id;           // the caller's id, for logs
   std::vector<int32_t> token_ids;   // all sequences end to end
   std::vector<int32_t> cu_seqlens;  // num_seqs + 1 offsets into token_ids
-  OutputFormat format;
+  wire::OutputFormat format;
   Clock::time_point deadline = Clock::time_point::max();
   int num_seqs() const { return static_cast<int>(cu_seqlens.size()) - 1; }
 };
 
 struct EmbedResult {
   int rows = 0;
-  OutputFormat format;
-  std::string data;           // rows * BytesPerRow(format) bytes, row-major
+  wire::OutputFormat format;
+  std::string data;           // rows * wire::BytesPerRow(format) bytes, row-major
   std::vector<float> scales;  // one per row for int8, else empty
   int64_t queue_us = 0;       // admission to first batch submitted
   int64_t total_us = 0;       // admission to completion

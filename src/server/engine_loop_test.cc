@@ -7,6 +7,7 @@
 #include <future>
 #include <random>
 
+#include "engine/cuda/cuda_engine.h"
 #include "server/fake_engine.h"
 
 namespace petal::server {
@@ -25,7 +26,7 @@ struct Submitted {
   std::shared_future<Outcome> outcome;
 };
 
-EmbedJob MakeJob(const std::vector<std::vector<int32_t>>& seqs, OutputFormat f) {
+EmbedJob MakeJob(const std::vector<std::vector<int32_t>>& seqs, wire::OutputFormat f) {
   EmbedJob job;
   job.cu_seqlens.push_back(0);
   for (const auto& s : seqs) {
@@ -57,7 +58,7 @@ std::vector<std::vector<int32_t>> RandomSeqs(std::mt19937& rng, int n, int max_l
 void ExpectRows(const EmbedResult& r, const std::vector<std::vector<int32_t>>& seqs,
                 const FakeEngineOptions& fo) {
   ASSERT_EQ(r.rows, static_cast<int>(seqs.size()));
-  ASSERT_EQ(r.format.dtype, OutputDType::kFloat32);
+  ASSERT_EQ(r.format.dtype, wire::OutputDType::kFloat32);
   for (size_t i = 0; i < seqs.size(); ++i) {
     auto want = FakeEngine::Reference(seqs[i], fo);
     const float* got = reinterpret_cast<const float*>(r.data.data()) + i * r.format.dims;
@@ -80,7 +81,7 @@ TEST(EngineLoop, ManyRequestsGetTheirOwnRowsWithinLimits) {
     inputs.push_back(
         RandomSeqs(rng, std::uniform_int_distribution<int>(1, 9)(rng), 40, fo.vocab_size));
     subs.push_back(
-        Submit(loop, MakeJob(inputs.back(), {fo.hidden_size, false, OutputDType::kFloat32})));
+        Submit(loop, MakeJob(inputs.back(), {fo.hidden_size, false, wire::OutputDType::kFloat32})));
     ASSERT_TRUE(subs.back().handle.ok());
   }
   int total_seqs = 0;
@@ -115,8 +116,8 @@ TEST(EngineLoop, BatchesFollowArrivalOrder) {
   std::vector<Submitted> subs;
   for (int i = 0; i < 10; ++i) {
     // First token encodes the arrival index; lengths 1..4.
-    subs.push_back(Submit(
-        loop, MakeJob({std::vector<int32_t>(1 + i % 4, i)}, {32, false, OutputDType::kFloat32})));
+    subs.push_back(Submit(loop, MakeJob({std::vector<int32_t>(1 + i % 4, i)},
+                                        {32, false, wire::OutputDType::kFloat32})));
   }
   engine.Release();
   for (auto& s : subs) ASSERT_TRUE(s.outcome.get().status.ok());
@@ -136,9 +137,9 @@ TEST(EngineLoop, OverlapsSubmissionWithRunningBatch) {
   lo.max_inflight_batches = 2;
   engine.Hold();
   EngineLoop loop(&engine, lo, &metrics);
-  auto a = Submit(loop, MakeJob({{1, 2}}, {32, false, OutputDType::kFloat32}));
-  auto b = Submit(loop, MakeJob({{3, 4}}, {32, false, OutputDType::kFloat32}));
-  auto c = Submit(loop, MakeJob({{5, 6}}, {32, false, OutputDType::kFloat32}));
+  auto a = Submit(loop, MakeJob({{1, 2}}, {32, false, wire::OutputDType::kFloat32}));
+  auto b = Submit(loop, MakeJob({{3, 4}}, {32, false, wire::OutputDType::kFloat32}));
+  auto c = Submit(loop, MakeJob({{5, 6}}, {32, false, wire::OutputDType::kFloat32}));
   for (int i = 0; i < 200 && engine.batches().size() < 2; ++i) std::this_thread::sleep_for(5ms);
   EXPECT_EQ(engine.batches().size(), 2u);  // two in flight, the third waits for a slot
   EXPECT_EQ(loop.Gauges().inflight_batches, 2);
@@ -146,6 +147,41 @@ TEST(EngineLoop, OverlapsSubmissionWithRunningBatch) {
   engine.Release();
   EXPECT_TRUE(c.outcome.get().status.ok());
   EXPECT_EQ(engine.batches().size(), 3u);
+}
+
+// Runs 8 one-sequence requests with 6 batches held in flight on an engine with `slots` result
+// slots; returns how many requests failed.
+int FailuresWithSixInflight(int slots) {
+  FakeEngineOptions fo;
+  fo.result_slots = slots;
+  FakeEngine engine(fo);
+  ServerMetrics metrics;
+  EngineLoopOptions lo;
+  lo.limits = {4, 1};
+  lo.max_inflight_batches = 6;
+  engine.Hold();
+  EngineLoop loop(&engine, lo, &metrics);
+  std::vector<Submitted> subs;
+  for (int i = 0; i < 8; ++i) {
+    subs.push_back(Submit(loop, MakeJob({{i + 1, 2}}, {32, false, wire::OutputDType::kFloat32})));
+  }
+  for (int i = 0; i < 400 && loop.Gauges().inflight_batches < 6; ++i) {
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_EQ(loop.Gauges().inflight_batches, 6);
+  engine.Release();
+  int failed = 0;
+  for (auto& s : subs) failed += s.outcome.get().status.ok() ? 0 : 1;
+  return failed;
+}
+
+TEST(EngineLoop, ResultSlotsSizedFromMaxInflightBatches) {
+  // The CUDA engine's old fixed 4 slots under --max-inflight-batches 6 failed requests with
+  // RESOURCE_EXHAUSTED; ResultSlotsFor (what `petal server` sizes the ring with) does not.
+  EXPECT_GT(FailuresWithSixInflight(4), 0);
+  EXPECT_EQ(FailuresWithSixInflight(ResultSlotsFor(6)), 0);
+  EXPECT_EQ(ResultSlotsFor(2), 4);
+  EXPECT_EQ(ResultSlotsFor(6), 6);
 }
 
 TEST(EngineLoop, QueueLimitsRejectAtOnceWithoutHarmingAdmittedWork) {
@@ -156,7 +192,7 @@ TEST(EngineLoop, QueueLimitsRejectAtOnceWithoutHarmingAdmittedWork) {
   lo.max_queue_tokens = 100;
   engine.Hold();
   EngineLoop loop(&engine, lo, &metrics);
-  OutputFormat f{32, false, OutputDType::kFloat32};
+  wire::OutputFormat f{32, false, wire::OutputDType::kFloat32};
   auto a = Submit(loop, MakeJob({std::vector<int32_t>(40, 7)}, f));
   auto b = Submit(loop, MakeJob({std::vector<int32_t>(40, 8)}, f));
   ASSERT_TRUE(a.handle.ok() && b.handle.ok());
@@ -186,7 +222,7 @@ TEST(EngineLoop, CancelledRequestIsAnsweredAtOnceAndNeverRuns) {
   lo.max_inflight_batches = 1;
   engine.Hold();
   EngineLoop loop(&engine, lo, &metrics);
-  OutputFormat f{32, false, OutputDType::kFloat32};
+  wire::OutputFormat f{32, false, wire::OutputDType::kFloat32};
   auto first = Submit(loop, MakeJob({{100}}, f));
   for (int i = 0; i < 200 && engine.batches().empty(); ++i) std::this_thread::sleep_for(5ms);
   auto victim = Submit(loop, MakeJob({{200}, {201}, {202}}, f));
@@ -212,7 +248,7 @@ TEST(EngineLoop, ExpiredRequestIsDroppedBeforeRunning) {
   lo.max_inflight_batches = 1;
   engine.Hold();
   EngineLoop loop(&engine, lo, &metrics);
-  OutputFormat f{32, false, OutputDType::kFloat32};
+  wire::OutputFormat f{32, false, wire::OutputDType::kFloat32};
   auto first = Submit(loop, MakeJob({{100}}, f));
   for (int i = 0; i < 200 && engine.batches().empty(); ++i) std::this_thread::sleep_for(5ms);
   EmbedJob job = MakeJob({{200}}, f);
@@ -234,7 +270,7 @@ TEST(EngineLoop, ExpiredRequestDeepInTheQueueNeverRuns) {
   lo.max_inflight_batches = 1;
   engine.Hold();
   EngineLoop loop(&engine, lo, &metrics);
-  OutputFormat f{32, false, OutputDType::kFloat32};
+  wire::OutputFormat f{32, false, wire::OutputDType::kFloat32};
   std::vector<Submitted> before;
   for (int i = 0; i < 4; ++i) before.push_back(Submit(loop, MakeJob({{100 + i}}, f)));
   EmbedJob job = MakeJob({{200}, {201}}, f);
@@ -262,7 +298,7 @@ TEST(EngineLoop, CancellationReleasesQueueBudgetWhileEngineIsBusy) {
   lo.max_queue_requests = 3;
   engine.Hold();
   EngineLoop loop(&engine, lo, &metrics);
-  OutputFormat f{32, false, OutputDType::kFloat32};
+  wire::OutputFormat f{32, false, wire::OutputDType::kFloat32};
   auto a = Submit(loop, MakeJob({{1}}, f));
   auto b = Submit(loop, MakeJob({{2}}, f));
   auto victim = Submit(loop, MakeJob({{3}, {4}}, f));
@@ -287,7 +323,7 @@ TEST(EngineLoop, EngineFailureFailsOnlyThatBatch) {
   lo.limits = {1, 1};
   engine.Hold();
   EngineLoop loop(&engine, lo, &metrics);
-  OutputFormat f{32, false, OutputDType::kFloat32};
+  wire::OutputFormat f{32, false, wire::OutputDType::kFloat32};
   engine.FailNextSteps(1);
   auto bad = Submit(loop, MakeJob({{1}}, f));
   auto good = Submit(loop, MakeJob({{2}}, f));
@@ -306,14 +342,14 @@ TEST(EngineLoop, ShutdownDrainsAdmittedWorkAndRefusesNew) {
   auto loop = std::make_unique<EngineLoop>(&engine, lo, &metrics);
   std::vector<Submitted> subs;
   for (int i = 0; i < 20; ++i)
-    subs.push_back(Submit(*loop, MakeJob({{i + 1, 2}, {3}}, {8, true, OutputDType::kInt8})));
+    subs.push_back(Submit(*loop, MakeJob({{i + 1, 2}, {3}}, {8, true, wire::OutputDType::kInt8})));
   loop->Shutdown();
   for (auto& s : subs) {
     ASSERT_EQ(s.outcome.wait_for(0s), std::future_status::ready);
     EXPECT_TRUE(s.outcome.get().status.ok());
     EXPECT_EQ(s.outcome.get().result.scales.size(), 2u);
   }
-  auto late = Submit(*loop, MakeJob({{1}}, {8, true, OutputDType::kInt8}));
+  auto late = Submit(*loop, MakeJob({{1}}, {8, true, wire::OutputDType::kInt8}));
   EXPECT_EQ(late.handle.status().code(), StatusCode::kUnavailable);
 }
 

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <thread>
 
-#include "server/postprocess.h"
+#include "wire/codec.h"
 
 namespace petal::server {
 namespace {
@@ -11,8 +11,11 @@ namespace {
 class FakePending final : public PendingEmbeddings {
  public:
   FakePending(Embeddings e, std::chrono::steady_clock::time_point ready_at,
-              std::shared_ptr<FakeEngine::Gate> gate)
-      : result_(std::move(e)), ready_at_(ready_at), gate_(std::move(gate)) {}
+              std::shared_ptr<FakeEngine::Gate> gate, std::shared_ptr<std::atomic<int>> held)
+      : result_(std::move(e)), ready_at_(ready_at), gate_(std::move(gate)), held_(std::move(held)) {
+    held_->fetch_add(1);
+  }
+  ~FakePending() override { ReleaseSlot(); }
   bool Ready() override {
     std::lock_guard<std::mutex> lock(gate_->mu);
     return !gate_->held && std::chrono::steady_clock::now() >= ready_at_;
@@ -23,13 +26,19 @@ class FakePending final : public PendingEmbeddings {
       gate_->cv.wait(lock, [&] { return !gate_->held; });
     }
     std::this_thread::sleep_until(ready_at_);
+    ReleaseSlot();  // as the CUDA engine's handle frees its slot once the result is copied out
     return std::move(result_);
   }
 
  private:
+  void ReleaseSlot() {
+    if (held_) held_->fetch_sub(1);
+    held_.reset();
+  }
   Embeddings result_;
   std::chrono::steady_clock::time_point ready_at_;
   std::shared_ptr<FakeEngine::Gate> gate_;
+  std::shared_ptr<std::atomic<int>> held_;
 };
 
 }  // namespace
@@ -62,7 +71,7 @@ std::vector<float> FakeEngine::Reference(const std::vector<int32_t>& ids,
     }
   }
   for (float& v : e) v /= static_cast<float>(ids.empty() ? 1 : ids.size());
-  if (o.normalize) L2Normalize(e.data(), o.hidden_size);
+  if (o.normalize) wire::L2Normalize(e.data(), o.hidden_size);
   return e;
 }
 
@@ -75,6 +84,10 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> FakeEngine::Step(const Batch& batch
       --fail_next_;
       return Internal("fake engine: injected failure");
     }
+  }
+  if (options_.result_slots > 0 && held_->load() >= options_.result_slots) {
+    return ResourceExhausted("all " + std::to_string(options_.result_slots) +
+                             " result slots are held by handles that were not waited on");
   }
   Embeddings out;
   out.rows = batch.num_seqs();
@@ -95,7 +108,8 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> FakeEngine::Step(const Batch& batch
     std::lock_guard<std::mutex> lock(mu_);
     batches_.push_back(std::move(rec));
   }
-  return std::unique_ptr<PendingEmbeddings>(new FakePending(std::move(out), device_free_, gate_));
+  return std::unique_ptr<PendingEmbeddings>(
+      new FakePending(std::move(out), device_free_, gate_, held_));
 }
 
 void FakeEngine::Hold() {

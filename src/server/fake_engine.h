@@ -9,6 +9,7 @@
 // Hold/Release/batches/FailNextSteps from any thread; handles may be waited on from any thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <map>
@@ -27,6 +28,9 @@ struct FakeEngineOptions {
   bool normalize = true;
   std::chrono::microseconds per_batch{0};
   std::chrono::nanoseconds per_token{0};
+  // Result slots, as CudaEngineOptions::ring_slots: with n > 0, a Step() while n handles are
+  // still un-waited fails with RESOURCE_EXHAUSTED like the CUDA engine's. 0 = unlimited.
+  int result_slots = 0;
 };
 
 struct FakeBatchRecord {
@@ -67,6 +71,7 @@ class FakeEngine final : public Engine {
   mutable std::mutex mu_;
   std::vector<FakeBatchRecord> batches_;
   int fail_next_ = 0;
+  std::shared_ptr<std::atomic<int>> held_ = std::make_shared<std::atomic<int>>(0);  // un-waited
 };
 
 }  // namespace petal::server

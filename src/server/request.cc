@@ -2,54 +2,18 @@
 
 #include <cstring>
 
+#include "wire/messages.h"
+
 namespace petal::server {
 namespace {
 
 std::string Num(uint64_t v) { return std::to_string(v); }
-
-StatusOr<OutputDType> DTypeFromProto(int v) {
-  switch (v) {
-    case v1::DTYPE_UNSPECIFIED:
-    case v1::DTYPE_FLOAT32:
-      return OutputDType::kFloat32;
-    case v1::DTYPE_FLOAT16:
-      return OutputDType::kFloat16;
-    case v1::DTYPE_INT8:
-      return OutputDType::kInt8;
-    case v1::DTYPE_BINARY:
-      return OutputDType::kBinary;
-    case v1::DTYPE_UBINARY:
-      return OutputDType::kUbinary;
-    case v1::DTYPE_INT8_TANH:
-      return OutputDType::kInt8Tanh;
-  }
-  return InvalidArgument("options.dtype: unknown value " + std::to_string(v) +
-                         " (expected FLOAT32, FLOAT16, INT8, BINARY, UBINARY or INT8_TANH)");
-}
 
 }  // namespace
 
 int MaxSequenceTokens(const ModelConfig& config) {
   return config.max_position_embeddings > 0 ? config.max_position_embeddings
                                             : config.max_seq_length;
-}
-
-v1::DType ToProto(OutputDType t) {
-  switch (t) {
-    case OutputDType::kFloat32:
-      return v1::DTYPE_FLOAT32;
-    case OutputDType::kFloat16:
-      return v1::DTYPE_FLOAT16;
-    case OutputDType::kInt8:
-      return v1::DTYPE_INT8;
-    case OutputDType::kBinary:
-      return v1::DTYPE_BINARY;
-    case OutputDType::kUbinary:
-      return v1::DTYPE_UBINARY;
-    case OutputDType::kInt8Tanh:
-      return v1::DTYPE_INT8_TANH;
-  }
-  return v1::DTYPE_UNSPECIFIED;
 }
 
 int GrpcCode(StatusCode code) { return static_cast<int>(code); }  // StatusCode mirrors gRPC's
@@ -66,7 +30,7 @@ StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig
   const auto& opts = req.options();
 
   // Options first: they are cheap to check and independent of the payload.
-  PETAL_ASSIGN_OR_RETURN(job.format.dtype, DTypeFromProto(opts.dtype()));
+  PETAL_ASSIGN_OR_RETURN(job.format.dtype, wire::DTypeFromProto(opts.dtype()));
   const uint32_t hidden = static_cast<uint32_t>(config.hidden_size);
   if (opts.dimensions() > hidden) {
     return InvalidArgument("options.dimensions: " + Num(opts.dimensions()) +
@@ -79,8 +43,9 @@ StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig
     case v1::NORMALIZE_TRUE:
       // The engine already normalised full rows when the model does; only truncation (or a model
       // that does not normalise) needs it again.
-      job.format.normalize = opts.normalize() == v1::NORMALIZE_TRUE ||
-                             (config.normalize && job.format.dims < config.hidden_size);
+      job.format.normalize =
+          opts.normalize() == v1::NORMALIZE_TRUE ||
+          wire::RenormalizeByDefault(config.normalize, job.format.dims, config.hidden_size);
       break;
     case v1::NORMALIZE_FALSE:
       if (config.normalize) {
@@ -141,9 +106,9 @@ StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig
 void FillResponse(const std::string& request_id, EmbedResult* result, v1::EmbedResponse* resp) {
   resp->set_protocol_version(kProtocolVersion);
   resp->set_request_id(request_id);
-  resp->set_dtype(ToProto(result->format.dtype));
+  resp->set_dtype(wire::DTypeToProto(result->format.dtype));
   resp->add_shape(static_cast<uint32_t>(result->rows));
-  resp->add_shape(static_cast<uint32_t>(ElementsPerRow(result->format)));
+  resp->add_shape(static_cast<uint32_t>(wire::ElementsPerRow(result->format)));
   resp->set_dimensions(static_cast<uint32_t>(result->format.dims));
   resp->set_data(std::move(result->data));
   for (float s : result->scales) resp->add_scales(s);

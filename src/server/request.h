@@ -23,8 +23,6 @@ StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig
 // Fills `resp` from a finished job's result (moves the data out of `result`).
 void FillResponse(const std::string& request_id, EmbedResult* result, v1::EmbedResponse* resp);
 
-v1::DType ToProto(OutputDType t);
-
 // Maps a Petal Status code to the gRPC status of the same number.
 int GrpcCode(StatusCode code);
 

@@ -13,7 +13,7 @@
 
 #include "engine/cpu_engine.h"
 #include "engine/cuda/cuda_engine.h"
-#include "engine/postprocess.h"
+#include "wire/codec.h"
 
 namespace petal {
 namespace {
@@ -79,7 +79,7 @@ TEST_F(CudaEngineTest, MatchesCpuOnRaggedBatches) {
         for (int i = 0; i < got->dim; ++i) EXPECT_EQ(got->row(r)[i], 0.0f);
         continue;
       }
-      const double c = CosineSimilarity(got->row(r), ref->row(r), got->dim);
+      const double c = wire::CosineSimilarity(got->row(r), ref->row(r), got->dim);
       worst = std::min(worst, c);
       EXPECT_GE(c, 0.999) << "row " << r << " len " << batch.seq_len(r);
     }
@@ -93,7 +93,8 @@ TEST_F(CudaEngineTest, MatchesCpuOnRaggedBatches) {
                                    batch.token_ids.begin() + batch.cu_seqlens[r + 1]));
       auto alone = (*gpu)->Embed(one);
       ASSERT_TRUE(alone.ok());
-      EXPECT_GE(CosineSimilarity(alone->row(0), got->row(r), got->dim), 0.9999) << "row " << r;
+      EXPECT_GE(wire::CosineSimilarity(alone->row(0), got->row(r), got->dim), 0.9999)
+          << "row " << r;
     }
   }
 }
@@ -153,7 +154,7 @@ TEST_F(CudaEngineTest, GraphsCaptureLazilyAndReplayCorrectly) {
   auto ref = (*cpu)->Embed(b);
   ASSERT_TRUE(got.ok() && ref.ok());
   for (int r = 0; r < got->rows; ++r)
-    EXPECT_GE(CosineSimilarity(got->row(r), ref->row(r), got->dim), 0.999) << r;
+    EXPECT_GE(wire::CosineSimilarity(got->row(r), ref->row(r), got->dim), 0.999) << r;
   EXPECT_EQ((*gpu)->Stats()["graph_replays"], 3);
 }
 

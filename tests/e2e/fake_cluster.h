@@ -16,9 +16,9 @@
 
 #include "gateway/gateway.h"
 #include "gateway_test_util.h"
-#include "server/client.h"
 #include "server/fake_engine.h"
 #include "server/server.h"
+#include "wire/client.h"
 
 namespace petal::gateway::testing {
 
@@ -57,11 +57,11 @@ struct FakeReplica {
     engine = nullptr;
   }
   std::string address() const { return "127.0.0.1:" + std::to_string(port); }
-  StatusOr<v1::StatsResponse> Stats() const { return server::EmbedClient(address()).Stats(); }
+  StatusOr<v1::StatsResponse> Stats() const { return wire::EmbedClient(address()).Stats(); }
   // Waits (up to 5 s) until `pred(stats)` holds.
   template <typename Pred>
   bool WaitForStats(Pred pred) const {
-    server::EmbedClient client(address());
+    wire::EmbedClient client(address());
     for (int i = 0; i < 500; ++i) {
       auto st = client.Stats();
       if (st.ok() && pred(*st)) return true;

@@ -168,24 +168,24 @@ TEST_F(FaultInjection, GrpcClientThatGoesAwayIsCancelledOthersGetTheirRows) {
   so.loop.max_inflight_batches = 1;  // later requests wait in the pool while the engine is held
   FakeReplica a(so);
   a.engine->Hold();
-  server::EmbedClient keeper(a.address());
-  auto first = keeper.StartEmbed(server::MakeEmbedRequest({{1, 2, 3}}));
+  wire::EmbedClient keeper(a.address());
+  auto first = keeper.StartEmbed(wire::MakeEmbedRequest({{1, 2, 3}}));
   ASSERT_TRUE(a.WaitForStats([](const v1::StatsResponse& s) { return s.inflight_batches() >= 1; }));
   {
     // A client with its own channel that disappears (channel and call destroyed) mid-request.
-    server::EmbedClient leaver(a.address());
-    auto call = leaver.StartEmbed(server::MakeEmbedRequest({{700, 701}, {702}}));
+    wire::EmbedClient leaver(a.address());
+    auto call = leaver.StartEmbed(wire::MakeEmbedRequest({{700, 701}, {702}}));
     ASSERT_TRUE(a.WaitForStats([](const v1::StatsResponse& s) { return s.queue_requests() == 2; }));
   }
   const std::vector<std::vector<int32_t>> mine = {{11, 12, 13}, {14}, {15, 16}};
-  auto second = keeper.StartEmbed(server::MakeEmbedRequest(mine));
+  auto second = keeper.StartEmbed(wire::MakeEmbedRequest(mine));
   ASSERT_TRUE(
       a.WaitForStats([](const v1::StatsResponse& s) { return s.requests_cancelled() == 1; }));
   a.engine->Release();
   ASSERT_TRUE(first->Wait().ok());
   auto resp = second->Wait();
   ASSERT_TRUE(resp.ok()) << resp.status().ToString();
-  auto rows = server::DecodeEmbeddings(*resp);
+  auto rows = wire::DecodeEmbeddings(*resp);
   ASSERT_TRUE(rows.ok());
   ASSERT_EQ(rows->size(), mine.size());
   for (size_t i = 0; i < mine.size(); ++i) {
@@ -226,12 +226,12 @@ TEST_F(FaultInjection, RequestOverEveryLimitGetsTheFirstLimitsAnswer) {
   EXPECT_NE(r.body.find("\"error\""), std::string::npos);
   EXPECT_EQ(c.Post("/v1/embeddings", over(2)).status / 100, 4u);
   // gRPC: over the message size, over the queue, too long, ids outside the vocabulary.
-  server::EmbedClient client(a.address());
+  wire::EmbedClient client(a.address());
   std::vector<std::vector<int32_t>> huge(40, std::vector<int32_t>(600, 5000));
-  auto big = client.Embed(server::MakeEmbedRequest(huge));
+  auto big = client.Embed(wire::MakeEmbedRequest(huge));
   EXPECT_EQ(big.status().code(), StatusCode::kResourceExhausted) << big.status().ToString();
   std::vector<std::vector<int32_t>> bad(9, std::vector<int32_t>(513, 5000));
-  auto invalid = client.Embed(server::MakeEmbedRequest(bad));
+  auto invalid = client.Embed(wire::MakeEmbedRequest(bad));
   EXPECT_EQ(invalid.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(invalid.status().message().rfind("lengths[0]", 0), 0u) << invalid.status().message();
   // Nothing reached the engine, and the stack still serves.

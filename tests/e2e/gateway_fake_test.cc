@@ -283,6 +283,55 @@ TEST_F(GatewayFake, ShutdownAnswersRequestsInFlight) {
   stopping.get();
 }
 
+TEST_F(GatewayFake, MaxInputsBoundsScoreQueryIncluded) {
+  // --max-inputs 0 used to make /v1/score unlimited (max_inputs - 1 wrapped around).
+  GatewayOptions zero;
+  zero.model_dir = MiniLmDir();
+  zero.servers = {"127.0.0.1:1"};
+  zero.max_inputs = 0;
+  EXPECT_FALSE(Gateway::Start(zero).ok());
+  FakeServer s;
+  GatewayOptions go;
+  go.servers = {s.address()};
+  go.max_inputs = 3;
+  auto g = StartTestGateway(go);
+  ASSERT_TRUE(g);
+  HttpClient c(g->port());
+  // Query + 2 documents = 3 inputs: admitted (the fake engine's small vocabulary may refuse
+  // MiniLM's ids afterwards, so only "not 413" is checked); query + 3 documents is 413.
+  const auto ok = c.Post("/v1/score", "{\"query\":\"q\",\"documents\":[\"a\",\"b\"]}");
+  EXPECT_NE(ok.status, 413u) << ok.body;
+  EXPECT_EQ(c.Post("/v1/score", "{\"query\":\"q\",\"documents\":[\"a\",\"b\",\"c\"]}").status,
+            413u);
+}
+
+TEST_F(GatewayFake, RouteTableAnswersEveryRouteAndItsMethod) {
+  FakeServer s;
+  auto g = StartGateway({s.address()}, {}, {"k"});
+  ASSERT_TRUE(g);
+  HttpClient c(g->port());
+  for (const Route& r : Gateway::Routes()) {
+    const std::string path(r.path);
+    const bool post = r.method == boost::beast::http::verb::post;
+    // Without a key: 401 exactly where the table says the route needs one.
+    c.SetApiKey("");
+    const auto anon = post ? c.Post(path, "{}") : c.Get(path);
+    EXPECT_EQ(anon.status == 401u, r.needs_auth) << path << " " << anon.status;
+    c.SetApiKey("k");
+    const auto wrong = post ? c.Get(path) : c.Post(path, "{}");
+    EXPECT_EQ(wrong.status, 405u) << path;
+    const auto right = post ? c.Post(path, "{}") : c.Get(path);
+    EXPECT_NE(right.status, 404u) << path;
+    EXPECT_NE(right.status, 405u) << path;
+    EXPECT_EQ(Gateway::FindRoute(path), &r);
+  }
+  c.SetApiKey("");
+  EXPECT_EQ(c.Get("/nope").status, 401u);  // unknown paths reveal nothing without a key
+  c.SetApiKey("k");
+  EXPECT_EQ(c.Get("/nope").status, 404u);
+  EXPECT_EQ(Gateway::FindRoute("/nope"), nullptr);
+}
+
 TEST_F(GatewayFake, NoServerMeansNotReady) {
   // Nothing listens on this port (it was free a moment ago).
   std::string address;

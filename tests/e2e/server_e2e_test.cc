@@ -6,8 +6,8 @@
 #include <cmath>
 #include <future>
 
-#include "server/postprocess.h"
 #include "server_test_util.h"
+#include "wire/codec.h"
 
 namespace petal::server::testing {
 namespace {
@@ -18,7 +18,7 @@ std::vector<float> Expected(const std::vector<int32_t>& ids, const FakeEngineOpt
                             int dims) {
   auto e = FakeEngine::Reference(ids, fo);
   e.resize(dims);
-  if (fo.normalize) L2Normalize(e.data(), dims);
+  if (fo.normalize) wire::L2Normalize(e.data(), dims);
   return e;
 }
 
@@ -27,7 +27,7 @@ TEST(ServerE2E, HealthAndModelInfoFollowModelLoading) {
   auto serving = ts.client->Serving();
   ASSERT_TRUE(serving.ok()) << serving.status().ToString();
   EXPECT_FALSE(*serving);
-  auto early = ts.client->Embed(MakeEmbedRequest({{1, 2}}));
+  auto early = ts.client->Embed(wire::MakeEmbedRequest({{1, 2}}));
   EXPECT_EQ(early.status().code(), StatusCode::kUnavailable);
   auto st = ts.client->Stats();
   ASSERT_TRUE(st.ok());
@@ -69,20 +69,20 @@ TEST(ServerE2E, ConcurrentClientsGetExactlyTheirOwnEmbeddings) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       std::mt19937 rng(100 + t);
-      EmbedClient client("127.0.0.1:" + std::to_string(ts.server->port()));  // own channel
+      wire::EmbedClient client("127.0.0.1:" + std::to_string(ts.server->port()));  // own channel
       for (int i = 0; i < kPerThread; ++i) {
         auto seqs =
             RandomSeqs(rng, std::uniform_int_distribution<int>(1, 12)(rng), 60, fo.vocab_size);
         const uint32_t dims = (i % 3 == 0) ? 16 : 0;
-        auto resp = client.Embed(MakeEmbedRequest(seqs, Options(v1::DTYPE_FLOAT32, dims),
-                                                  std::to_string(t) + "/" + std::to_string(i)));
+        auto resp = client.Embed(wire::MakeEmbedRequest(
+            seqs, Options(v1::DTYPE_FLOAT32, dims), std::to_string(t) + "/" + std::to_string(i)));
         if (!resp.ok()) {
           ADD_FAILURE() << resp.status().ToString();
           ++failures;
           continue;
         }
         EXPECT_EQ(resp->request_id(), std::to_string(t) + "/" + std::to_string(i));
-        auto rows = DecodeEmbeddings(*resp);
+        auto rows = wire::DecodeEmbeddings(*resp);
         ASSERT_TRUE(rows.ok());
         ASSERT_EQ(rows->size(), seqs.size());
         const int d = dims ? dims : fo.hidden_size;
@@ -125,7 +125,7 @@ TEST(ServerE2E, AsyncCallbacksDeliverEachRequestsRows) {
   for (int i = 0; i < kCalls; ++i) {
     inputs.push_back(RandomSeqs(rng, 1 + i % 4, 30, ts.engine_options.vocab_size));
     ts.client->EmbedAsync(
-        MakeEmbedRequest(inputs.back()), 10000ms,
+        wire::MakeEmbedRequest(inputs.back()), 10000ms,
         [&promises, i](StatusOr<v1::EmbedResponse> r) { promises[i].set_value(std::move(r)); });
   }
   for (int i = 0; i < kCalls; ++i) {
@@ -133,7 +133,7 @@ TEST(ServerE2E, AsyncCallbacksDeliverEachRequestsRows) {
     ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
     auto r = f.get();
     ASSERT_TRUE(r.ok()) << r.status().ToString();
-    auto rows = DecodeEmbeddings(*r);
+    auto rows = wire::DecodeEmbeddings(*r);
     ASSERT_TRUE(rows.ok());
     ASSERT_EQ(rows->size(), inputs[i].size());
     for (size_t k = 0; k < inputs[i].size(); ++k) {
@@ -150,12 +150,12 @@ TEST(ServerE2E, WireDtypesDecodeToTheReference) {
   auto seqs = RandomSeqs(rng, 6, 40, fo.vocab_size);
   for (auto dt : {v1::DTYPE_FLOAT16, v1::DTYPE_INT8, v1::DTYPE_BINARY, v1::DTYPE_UBINARY,
                   v1::DTYPE_INT8_TANH}) {
-    auto resp = ts.client->Embed(MakeEmbedRequest(seqs, Options(dt, 24)));
+    auto resp = ts.client->Embed(wire::MakeEmbedRequest(seqs, Options(dt, 24)));
     ASSERT_TRUE(resp.ok()) << resp.status().ToString();
     EXPECT_EQ(resp->dtype(), dt);
     EXPECT_EQ(resp->shape(0), 6u);
     EXPECT_EQ(resp->shape(1), (dt == v1::DTYPE_BINARY || dt == v1::DTYPE_UBINARY) ? 3u : 24u);
-    auto rows = DecodeEmbeddings(*resp);
+    auto rows = wire::DecodeEmbeddings(*resp);
     ASSERT_TRUE(rows.ok()) << rows.status().ToString();
     for (size_t r = 0; r < seqs.size(); ++r) {
       auto want = Expected(seqs[r], fo, 24);
@@ -182,11 +182,11 @@ TEST(ServerE2E, NormalizeOverrideOnAModelThatDoesNotNormalize) {
   for (auto mode : {v1::NORMALIZE_DEFAULT, v1::NORMALIZE_FALSE, v1::NORMALIZE_TRUE}) {
     v1::EmbedOptions o = Options(v1::DTYPE_FLOAT32, 16);
     o.set_normalize(mode);
-    auto resp = ts.client->Embed(MakeEmbedRequest({ids}, o));
+    auto resp = ts.client->Embed(wire::MakeEmbedRequest({ids}, o));
     ASSERT_TRUE(resp.ok()) << resp.status().ToString();
-    auto rows = DecodeEmbeddings(*resp);
+    auto rows = wire::DecodeEmbeddings(*resp);
     std::vector<float> want(raw.begin(), raw.begin() + 16);
-    if (mode == v1::NORMALIZE_TRUE) L2Normalize(want.data(), 16);
+    if (mode == v1::NORMALIZE_TRUE) wire::L2Normalize(want.data(), 16);
     for (int k = 0; k < 16; ++k) EXPECT_NEAR((*rows)[0][k], want[k], 1e-6f) << "mode " << mode;
   }
 }
@@ -212,12 +212,13 @@ TEST(ServerE2E, InvalidArgumentsNameTheField) {
        "token_ids:"},
       {"id >= vocab",
        [](v1::EmbedRequest* r) {
-         *r = MakeEmbedRequest({{1, 2}, {3, 1000}});
+         *r = wire::MakeEmbedRequest({{1, 2}, {3, 1000}});
        },
        "token_ids[3] (sequence 1, position 1)"},
-      {"negative id", [](v1::EmbedRequest* r) { *r = MakeEmbedRequest({{-1}}); }, "token_ids[0]"},
+      {"negative id", [](v1::EmbedRequest* r) { *r = wire::MakeEmbedRequest({{-1}}); },
+       "token_ids[0]"},
       {"too long",
-       [](v1::EmbedRequest* r) { *r = MakeEmbedRequest({std::vector<int32_t>(513, 1)}); },
+       [](v1::EmbedRequest* r) { *r = wire::MakeEmbedRequest({std::vector<int32_t>(513, 1)}); },
        "lengths[0]: 513 tokens exceeds"},
       {"bad dimensions", [](v1::EmbedRequest* r) { r->mutable_options()->set_dimensions(33); },
        "options.dimensions"},
@@ -231,7 +232,7 @@ TEST(ServerE2E, InvalidArgumentsNameTheField) {
        "protocol_version"},
   };
   for (const auto& c : cases) {
-    auto req = MakeEmbedRequest({{1, 2, 3}, {4, 5}});
+    auto req = wire::MakeEmbedRequest({{1, 2, 3}, {4, 5}});
     c.mutate(&req);
     auto resp = ts.client->Embed(req);
     ASSERT_FALSE(resp.ok()) << c.name;
@@ -252,14 +253,14 @@ TEST(ServerE2E, FullQueueRejectsAtOnceAndAcceptedWorkCompletes) {
   ts.engine->Hold();  // the "GPU" stalls, so admitted work stays queued
   std::mt19937 rng(9);
   std::vector<std::vector<std::vector<int32_t>>> inputs;
-  std::vector<std::unique_ptr<PendingCall>> calls;
+  std::vector<std::unique_ptr<wire::PendingCall>> calls;
   for (int i = 0; i < 4; ++i) {
     inputs.push_back(RandomSeqs(rng, 3, 20, 1000));
-    calls.push_back(ts.client->StartEmbed(MakeEmbedRequest(inputs.back())));
+    calls.push_back(ts.client->StartEmbed(wire::MakeEmbedRequest(inputs.back())));
   }
   ASSERT_TRUE(ts.WaitForStats([](const v1::StatsResponse& s) { return s.queue_requests() == 4; }));
   const auto t0 = std::chrono::steady_clock::now();
-  auto rejected = ts.client->Embed(MakeEmbedRequest({{1, 2, 3}}));
+  auto rejected = ts.client->Embed(wire::MakeEmbedRequest({{1, 2, 3}}));
   EXPECT_EQ(rejected.status().code(), StatusCode::kResourceExhausted)
       << rejected.status().ToString();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);  // at once, not after the queue drains
@@ -267,7 +268,7 @@ TEST(ServerE2E, FullQueueRejectsAtOnceAndAcceptedWorkCompletes) {
   for (size_t i = 0; i < calls.size(); ++i) {
     auto resp = calls[i]->Wait();
     ASSERT_TRUE(resp.ok()) << resp.status().ToString();
-    auto rows = DecodeEmbeddings(*resp);
+    auto rows = wire::DecodeEmbeddings(*resp);
     for (size_t r = 0; r < inputs[i].size(); ++r) {
       auto want = Expected(inputs[i][r], ts.engine_options, 32);
       for (int k = 0; k < 32; ++k) ASSERT_NEAR((*rows)[r][k], want[k], 1e-6f);
@@ -277,24 +278,24 @@ TEST(ServerE2E, FullQueueRejectsAtOnceAndAcceptedWorkCompletes) {
   EXPECT_EQ(stats->requests_rejected(), 1u);
   EXPECT_EQ(stats->requests_ok(), 4u);
   EXPECT_EQ(stats->requests(), 5u);
-  EXPECT_TRUE(ts.client->Embed(MakeEmbedRequest({{1, 2, 3}})).ok());  // capacity is back
+  EXPECT_TRUE(ts.client->Embed(wire::MakeEmbedRequest({{1, 2, 3}})).ok());  // capacity is back
 }
 
 // Holds the engine on a first request, queues `victim` behind it, and returns once both are
 // admitted; the victim's token ids are 700..709 so the test can tell whether they ran.
 struct Blocked {
-  std::unique_ptr<PendingCall> first;
-  std::unique_ptr<PendingCall> victim;
+  std::unique_ptr<wire::PendingCall> first;
+  std::unique_ptr<wire::PendingCall> victim;
 };
 Blocked BlockEngineAndQueueVictim(TestServer& ts, std::chrono::milliseconds victim_timeout) {
   ts.engine->Hold();
   Blocked b;
-  b.first = ts.client->StartEmbed(MakeEmbedRequest({{1, 2, 3}}));
+  b.first = ts.client->StartEmbed(wire::MakeEmbedRequest({{1, 2, 3}}));
   EXPECT_TRUE(
       ts.WaitForStats([](const v1::StatsResponse& s) { return s.inflight_batches() == 1; }));
   std::vector<std::vector<int32_t>> victim;
   for (int i = 0; i < 10; ++i) victim.push_back({700 + i, 5, 6});
-  b.victim = ts.client->StartEmbed(MakeEmbedRequest(victim), victim_timeout);
+  b.victim = ts.client->StartEmbed(wire::MakeEmbedRequest(victim), victim_timeout);
   EXPECT_TRUE(
       ts.WaitForStats([](const v1::StatsResponse& s) { return s.pending_sequences() == 10; }));
   return b;
@@ -302,7 +303,7 @@ Blocked BlockEngineAndQueueVictim(TestServer& ts, std::chrono::milliseconds vict
 
 void ExpectVictimNeverRan(TestServer& ts) {
   // A later request passes through the scheduler, which must have dropped the victim's sequences.
-  EXPECT_TRUE(ts.client->Embed(MakeEmbedRequest({{9, 9}})).ok());
+  EXPECT_TRUE(ts.client->Embed(wire::MakeEmbedRequest({{9, 9}})).ok());
   for (const auto& batch : ts.engine->batches()) {
     for (int t : batch.first_tokens) EXPECT_FALSE(t >= 700 && t < 710) << "dropped sequence ran";
   }
@@ -342,16 +343,16 @@ TEST(ServerE2E, ExpiredDeadlineDropsWorkBeforeItRuns) {
 TEST(ServerE2E, ShutdownFinishesInFlightWorkThenRefuses) {
   auto ts = std::make_unique<TestServer>();
   ts->engine->Hold();
-  std::vector<std::unique_ptr<PendingCall>> calls;
+  std::vector<std::unique_ptr<wire::PendingCall>> calls;
   for (int i = 0; i < 5; ++i)
-    calls.push_back(ts->client->StartEmbed(MakeEmbedRequest({{i + 1, 2}})));
+    calls.push_back(ts->client->StartEmbed(wire::MakeEmbedRequest({{i + 1, 2}})));
   ASSERT_TRUE(ts->WaitForStats([](const v1::StatsResponse& s) { return s.queue_requests() == 5; }));
   auto stopper = std::async(std::launch::async, [&] { ts->server->Shutdown(10s); });
   std::this_thread::sleep_for(100ms);
   ts->engine->Release();
   stopper.get();
   for (auto& c : calls) EXPECT_TRUE(c->Wait().ok());
-  EXPECT_FALSE(ts->client->Embed(MakeEmbedRequest({{1}}), 2000ms).ok());
+  EXPECT_FALSE(ts->client->Embed(wire::MakeEmbedRequest({{1}}), 2000ms).ok());
 }
 
 }  // namespace

@@ -9,9 +9,9 @@
 
 #include "common/file_util.h"
 #include "engine/engine_factory.h"
-#include "server/client.h"
-#include "server/postprocess.h"
 #include "server/server.h"
+#include "wire/client.h"
+#include "wire/codec.h"
 
 namespace petal::server {
 namespace {
@@ -83,7 +83,7 @@ TEST(ServerMiniLm, ConcurrentClientsGetGoldenEmbeddings) {
   (*srv)->AttachEngine(std::move(engine).value());
   const std::string addr = "127.0.0.1:" + std::to_string((*srv)->port());
 
-  auto info = EmbedClient(addr).ModelInfo();
+  auto info = wire::EmbedClient(addr).ModelInfo();
   ASSERT_TRUE(info.ok());
   EXPECT_EQ(info->hidden_size(), 384u);
   EXPECT_EQ(info->max_tokens(), 512u);
@@ -94,7 +94,7 @@ TEST(ServerMiniLm, ConcurrentClientsGetGoldenEmbeddings) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kClients; ++t) {
     threads.emplace_back([&, t] {
-      EmbedClient client(addr);
+      wire::EmbedClient client(addr);
       std::vector<size_t> mine;
       for (size_t i = t; i < golden.size(); i += kClients) mine.push_back(i);
       // Requests of 1, 2, 3, ... sequences.
@@ -105,9 +105,9 @@ TEST(ServerMiniLm, ConcurrentClientsGetGoldenEmbeddings) {
           seqs.push_back(golden[mine[j]].ids);
           which.push_back(mine[j]);
         }
-        auto resp = client.Embed(MakeEmbedRequest(seqs), 20000ms);
+        auto resp = client.Embed(wire::MakeEmbedRequest(seqs), 20000ms);
         ASSERT_TRUE(resp.ok()) << resp.status().ToString();
-        auto rows = DecodeEmbeddings(*resp);
+        auto rows = wire::DecodeEmbeddings(*resp);
         ASSERT_TRUE(rows.ok());
         ASSERT_EQ(rows->size(), which.size());
         for (size_t r = 0; r < which.size(); ++r) {
@@ -121,13 +121,14 @@ TEST(ServerMiniLm, ConcurrentClientsGetGoldenEmbeddings) {
   // Matryoshka: the first 128 dimensions, re-normalised.
   v1::EmbedOptions opts;
   opts.set_dimensions(128);
-  auto resp = EmbedClient(addr).Embed(MakeEmbedRequest({golden[0].ids, golden[1].ids}, opts));
+  auto resp =
+      wire::EmbedClient(addr).Embed(wire::MakeEmbedRequest({golden[0].ids, golden[1].ids}, opts));
   ASSERT_TRUE(resp.ok()) << resp.status().ToString();
-  auto rows = DecodeEmbeddings(*resp);
+  auto rows = wire::DecodeEmbeddings(*resp);
   ASSERT_TRUE(rows.ok());
   for (int r = 0; r < 2; ++r) {
     std::vector<float> want(golden[r].embedding.begin(), golden[r].embedding.begin() + 128);
-    L2Normalize(want.data(), 128);
+    wire::L2Normalize(want.data(), 128);
     ExpectClose((*rows)[r], want, "matryoshka row " + std::to_string(r));
   }
   (*srv)->Shutdown(2s);

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <thread>
 
-#include "server/client.h"
+#include "wire/client.h"
 
 #ifndef PETAL_BIN
 #error "PETAL_BIN must name the petal binary"
@@ -51,11 +51,11 @@ TEST(ServerProcess, SigtermDrainsInFlightWorkAndExitsZero) {
   }
   const int port = WaitForPort(log_path);
   ASSERT_GT(port, 0) << "server did not start; see " << log_path;
-  EmbedClient client("127.0.0.1:" + std::to_string(port));
+  wire::EmbedClient client("127.0.0.1:" + std::to_string(port));
   ASSERT_TRUE(client.WaitUntilServing(5s));
-  std::vector<std::unique_ptr<PendingCall>> calls;
+  std::vector<std::unique_ptr<wire::PendingCall>> calls;
   for (int i = 0; i < 4; ++i)
-    calls.push_back(client.StartEmbed(MakeEmbedRequest({{i + 1, 7, 8}}), 10000ms));
+    calls.push_back(client.StartEmbed(wire::MakeEmbedRequest({{i + 1, 7, 8}}), 10000ms));
   // SIGTERM once all four are admitted; at 400 ms per batch most are still queued or running.
   uint32_t in_flight = 0;
   bool admitted = false;
@@ -76,7 +76,7 @@ TEST(ServerProcess, SigtermDrainsInFlightWorkAndExitsZero) {
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   EXPECT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
-  EXPECT_FALSE(client.Embed(MakeEmbedRequest({{1}}), 1000ms).ok());  // nobody listening now
+  EXPECT_FALSE(client.Embed(wire::MakeEmbedRequest({{1}}), 1000ms).ok());  // nobody listening now
   std::ifstream in(log_path);
   std::stringstream ss;
   ss << in.rdbuf();

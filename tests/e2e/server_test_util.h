@@ -10,9 +10,9 @@
 #include <thread>
 #include <vector>
 
-#include "server/client.h"
 #include "server/fake_engine.h"
 #include "server/server.h"
+#include "wire/client.h"
 
 namespace petal::server::testing {
 
@@ -20,7 +20,7 @@ struct TestServer {
   FakeEngineOptions engine_options;
   FakeEngine* engine = nullptr;  // owned by the server
   std::unique_ptr<EmbedServer> server;
-  std::unique_ptr<EmbedClient> client;
+  std::unique_ptr<wire::EmbedClient> client;
 
   explicit TestServer(ServerOptions so = {}, FakeEngineOptions fo = {}, bool attach = true)
       : engine_options(fo) {
@@ -28,7 +28,7 @@ struct TestServer {
     auto s = EmbedServer::Start(so);
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     server = std::move(s).value();
-    client = std::make_unique<EmbedClient>("127.0.0.1:" + std::to_string(server->port()));
+    client = std::make_unique<wire::EmbedClient>("127.0.0.1:" + std::to_string(server->port()));
     if (attach) Attach();
   }
   void Attach() {

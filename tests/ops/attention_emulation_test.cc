@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "attention_emulator.h"  // before the kernel headers
+#include "kernels/cpu/bf16.h"
 #include "kernels/cpu/ops.h"
 
 #include "kernels/cuda/attention_flash.cuh"
@@ -31,13 +32,9 @@ namespace attn = petal::cuda::attn;
 
 constexpr uint16_t kPoison = 0xFFFF;
 
-uint16_t ToBf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  u += 0x7FFF + ((u >> 16) & 1);
-  return static_cast<uint16_t>(u >> 16);
-}
-float FromBf16(uint16_t b) { return emu::AsFloat(uint32_t{b} << 16); }
+// The shared host converter (round to nearest even).
+uint16_t ToBf16(float f) { return petal::cpu::ToBf16Bits(f); }
+float FromBf16(uint16_t b) { return petal::cpu::FromBf16Bits(b); }
 
 struct Case {
   int hq, hkv, d;

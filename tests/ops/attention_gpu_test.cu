@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/bf16.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/attention_cudnn.h"
@@ -41,18 +42,9 @@ bool HasDevice() {
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
 
-uint16_t ToBf16(float f) {  // round to nearest even
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  u += 0x7FFF + ((u >> 16) & 1);
-  return static_cast<uint16_t>(u >> 16);
-}
-float FromBf16(uint16_t b) {
-  const uint32_t u = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+// The shared host converter (round to nearest even).
+uint16_t ToBf16(float f) { return petal::cpu::ToBf16Bits(f); }
+float FromBf16(uint16_t b) { return petal::cpu::FromBf16Bits(b); }
 
 struct Shape {
   int hq, hkv, d;

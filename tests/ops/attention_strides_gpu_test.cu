@@ -9,24 +9,15 @@
 #include <random>
 #include <vector>
 
+#include "kernels/cpu/bf16.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/attention_internal.h"
 
 namespace {
 
-uint16_t Bf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  u += 0x7FFF + ((u >> 16) & 1);
-  return static_cast<uint16_t>(u >> 16);
-}
-float F32(uint16_t b) {
-  const uint32_t u = uint32_t{b} << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+uint16_t Bf16(float f) { return petal::cpu::ToBf16Bits(f); }  // the shared host converter
+float F32(uint16_t b) { return petal::cpu::FromBf16Bits(b); }
 
 TEST(AttentionStrides, SeparateBuffersWithPaddedStrides) {
   int n = 0;

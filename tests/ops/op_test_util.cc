@@ -12,7 +12,7 @@ namespace {
 struct Row {
   std::string op, shape;
   bool exact = false, timing = false, pass = true;
-  double max_rel = 0, min_cos = 1, tol_rel = 0, tol_cos = 0;
+  double max_rel = 0, max_abs = 0, min_cos = 1, tol_rel = 0, tol_cos = 0;
   int64_t mismatches = 0;
   double ms = 0, tflops = 0, gbps = 0;
 };
@@ -27,18 +27,20 @@ class SummaryEnvironment : public ::testing::Environment {
  public:
   void TearDown() override {
     if (Rows().empty()) return;
-    std::printf("\n%-16s %-44s %10s %9s %10s %9s %s\n", "op", "case", "max_rel", "tol", "min_cos",
-                "tol", "result");
+    std::printf("\n%-16s %-44s %10s %9s %10s %10s %9s %s\n", "op", "case", "max_rel", "tol",
+                "max_abs", "min_cos", "tol", "result");
     int fails = 0;
     for (const Row& r : Rows()) {
       if (r.timing) continue;
       fails += !r.pass;
       if (r.exact) {
-        std::printf("%-16s %-44s %10s %9s %10s %9s %s (%" PRId64 " mismatches)\n", r.op.c_str(),
-                    r.shape.c_str(), "exact", "-", "-", "-", r.pass ? "ok" : "FAIL", r.mismatches);
+        std::printf("%-16s %-44s %10s %9s %10s %10s %9s %s (%" PRId64 " mismatches)\n",
+                    r.op.c_str(), r.shape.c_str(), "exact", "-", "-", "-", "-",
+                    r.pass ? "ok" : "FAIL", r.mismatches);
       } else {
-        std::printf("%-16s %-44s %10.3e %9.1e %10.7f %9.5f %s\n", r.op.c_str(), r.shape.c_str(),
-                    r.max_rel, r.tol_rel, r.min_cos, r.tol_cos, r.pass ? "ok" : "FAIL");
+        std::printf("%-16s %-44s %10.3e %9.1e %10.3e %10.7f %9.5f %s\n", r.op.c_str(),
+                    r.shape.c_str(), r.max_rel, r.tol_rel, r.max_abs, r.min_cos, r.tol_cos,
+                    r.pass ? "ok" : "FAIL");
       }
     }
     bool header = false;
@@ -63,13 +65,14 @@ class SummaryEnvironment : public ::testing::Environment {
       const Row& r = Rows()[i];
       std::fprintf(f,
                    "  {\"op\": \"%s\", \"case\": \"%s\", \"exact\": %s, \"timing\": %s, \"pass\": "
-                   "%s, \"max_rel\": %.6e, \"tol_rel\": %.3e, \"min_cos\": %.9f, \"tol_cos\": "
+                   "%s, \"max_rel\": %.6e, \"max_abs\": %.6e, \"tol_rel\": %.3e, \"min_cos\": "
+                   "%.9f, \"tol_cos\": "
                    "%.6f, \"mismatches\": %" PRId64
                    ", \"ms\": %.6f, \"tflops\": %.3f, \"gbps\": "
                    "%.3f}%s\n",
                    r.op.c_str(), r.shape.c_str(), r.exact ? "true" : "false",
-                   r.timing ? "true" : "false", r.pass ? "true" : "false", r.max_rel, r.tol_rel,
-                   r.min_cos, r.tol_cos, r.mismatches, r.ms, r.tflops, r.gbps,
+                   r.timing ? "true" : "false", r.pass ? "true" : "false", r.max_rel, r.max_abs,
+                   r.tol_rel, r.min_cos, r.tol_cos, r.mismatches, r.ms, r.tflops, r.gbps,
                    i + 1 < Rows().size() ? "," : "");
     }
     std::fprintf(f, "]\n");
@@ -94,21 +97,6 @@ uint64_t Next(uint64_t& s) {
 bool HasDevice() {
   int n = 0;
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
-}
-
-uint16_t ToBf16Bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
-
-float FromBf16Bits(uint16_t b) {
-  const uint32_t u = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
 }
 
 std::vector<float> RandomBf16(size_t n, uint64_t seed, float lo, float hi) {
@@ -199,6 +187,7 @@ Errors Compare(const std::vector<float>& got, const std::vector<float>& ref, int
     const double rms = std::sqrt(ss_ref / std::max<int64_t>(cols, 1));
     for (int64_t c = 0; c < cols; ++c) {
       const double diff = std::fabs(double(g[c]) - f[c]);
+      if (std::isfinite(g[c])) e.max_abs = std::max(e.max_abs, diff);
       const double denom = std::max(std::fabs(double(f[c])), rms);
       double rel = denom > 0 ? diff / denom : (diff > 0 ? INFINITY : 0.0);
       if (!std::isfinite(g[c])) rel = INFINITY;
@@ -228,6 +217,7 @@ Errors Compare(const std::vector<float>& got, const std::vector<float>& ref, int
   const Errors e = Compare(got, ref, rows, cols);
   Row row{op, shape};
   row.max_rel = e.max_rel;
+  row.max_abs = e.max_abs;
   row.min_cos = e.min_cos;
   row.tol_rel = tol.max_rel;
   row.tol_cos = tol.min_cos;
@@ -236,8 +226,8 @@ Errors Compare(const std::vector<float>& got, const std::vector<float>& ref, int
   if (row.pass) return ::testing::AssertionSuccess();
   auto fail = ::testing::AssertionFailure();
   fail << op << " [" << shape << "]: max_rel " << e.max_rel << " (tol " << tol.max_rel
-       << "), min_cos " << e.min_cos << " (tol " << tol.min_cos << "), non-finite (unwritten) "
-       << e.nonfinite;
+       << "), max_abs " << e.max_abs << ", min_cos " << e.min_cos << " (tol " << tol.min_cos
+       << "), non-finite (unwritten) " << e.nonfinite;
   if (e.worst_index >= 0)
     fail << "; worst at row " << e.worst_index / cols << " col " << e.worst_index % cols << ": got "
          << got[e.worst_index] << " ref " << ref[e.worst_index];

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/bf16.h"
 #include "kernels/cuda/cuda_check.h"
 
 namespace petal::cuda::test {
@@ -41,10 +42,10 @@ class GpuTest : public ::testing::Test {
   }
 };
 
-// Host bf16: round to nearest even (NaN stays NaN), and back.
-uint16_t ToBf16Bits(float f);
-float FromBf16Bits(uint16_t b);
-inline float RoundBf16(float f) { return FromBf16Bits(ToBf16Bits(f)); }
+// Host bf16: round to nearest even (NaN stays NaN), and back: the one copy in kernels/cpu/bf16.h.
+using cpu::FromBf16Bits;
+using cpu::RoundBf16;
+using cpu::ToBf16Bits;
 
 // n values uniform in [lo, hi], rounded to bf16 (so the CPU reference sees exactly what the GPU
 // sees). Deterministic in seed. Zero-free in practice (continuous distribution).
@@ -102,9 +103,11 @@ std::string Describe(const std::vector<int>& lengths);  // "3,0,7,1" or "50 seqs
 //   max_rel = max |got - ref| / max(|ref|, rms(ref row))  (relative error, floored at the row's
 //             RMS so cancellation near zero does not blow it up; 0 when both are zero),
 //   min_cos = min over rows of cosine(got row, ref row) (1 for two zero rows),
+//   max_abs = max |got - ref| (reported, not a pass criterion),
 //   nonfinite = NaN/Inf count in got (poison left = unwritten output).
 struct Errors {
   double max_rel = 0;
+  double max_abs = 0;  // max |got - ref| over finite got
   double min_cos = 1;
   int64_t nonfinite = 0;
   int64_t worst_index = -1;

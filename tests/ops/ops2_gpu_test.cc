@@ -1,6 +1,7 @@
-// GPU op tests, part 2: q/k norm + rotary, SwiGLU, GELU, pooling, and a CUDA-graph replay check
-// of the graph-safety contract. Same method as part 1 (random bf16 inputs, poisoned outputs,
-// CPU reference on the same inputs). Tolerances:
+// GPU op tests, part 2: q/k norm + rotary, SwiGLU, GELU, pooling as harness cases (op_harness.h),
+// and a CUDA-graph replay check of the graph-safety contract (hand-written: it captures a graph).
+// Same method as part 1 (random bf16 inputs, poisoned outputs, CPU reference on the same inputs).
+// Tolerances:
 //   QkNormRope, SiluMul, Gelu: max_rel <= 1e-2 (floored at the row RMS), row cosine >= 0.9999;
 //     the v part of QKV must be bit-identical.
 //   Pool (fp32 output from bf16 inputs, fp32 sums): max_rel <= 1e-4, cosine >= 0.999999;
@@ -10,8 +11,9 @@
 #include <vector>
 
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/reference_ops.h"
 #include "kernels/cuda/ops.h"
-#include "op_test_util.h"
+#include "op_harness.h"
 
 namespace petal::cuda::test {
 namespace {
@@ -35,56 +37,52 @@ void RunQkNormRope(const RopeCase& c, const std::vector<int>& lens, uint64_t see
   const size_t n = static_cast<size_t>(rows) * stride;
   const auto qkv = RandomBf16(n, seed);
   const auto qw = RandomBf16(c.d, seed + 1, 0.5f, 1.5f), kw = RandomBf16(c.d, seed + 2, 0.5f, 1.5f);
-  ASSERT_OK_AND_ASSIGN(auto d_qkv, UploadBf16(qkv));
-  ASSERT_OK_AND_ASSIGN(auto d_qw, UploadBf16(qw));
-  ASSERT_OK_AND_ASSIGN(auto d_kw, UploadBf16(kw));
-  ASSERT_OK_AND_ASSIGN(auto d_cu, UploadInts(cu));
-  DeviceBuffer<int32_t> d_pos;
-  ASSERT_OK(d_pos.Allocate(rows));
-  ASSERT_OK(LaunchSeqInfo({d_cu.get(), num_seqs, rows, nullptr, d_pos.get()}, 0));
-  QkNormRopeParams p;
-  p.qkv = d_qkv.get(), p.rows = rows, p.row_stride = stride;
-  p.num_q_heads = c.hq, p.num_kv_heads = c.hkv, p.head_dim = c.d;
-  p.q_norm_weight = c.norm ? d_qw.get() : nullptr;
-  p.k_norm_weight = c.norm ? d_kw.get() : nullptr;
-  p.eps = 1e-6f;
-  p.positions = c.rope ? d_pos.get() : nullptr;
-  p.theta = c.theta;
-  DeviceBuffer<float2> d_table;
-  if (table) {
-    const auto host = RopeTable(rows, c.d, c.theta);
-    ASSERT_OK(d_table.Allocate(host.size()));
-    ASSERT_OK(d_table.CopyFromHost(host.data(), host.size()));
-    p.rope_table = d_table.get();
-    p.rope_table_rows = rows;
-  }
-  ASSERT_OK(LaunchQkNormRope(p, 0));
-  ASSERT_OK(SyncDevice());
-  ASSERT_OK_AND_ASSIGN(auto got, DownloadBf16(d_qkv.get(), n));
-
-  std::vector<float> ref = qkv;
-  if (c.norm) {
-    for (int t = 0; t < rows; ++t)
-      for (int h = 0; h < c.hq + c.hkv; ++h) {
-        float* head = ref.data() + static_cast<size_t>(t) * stride + static_cast<size_t>(h) * c.d;
-        cpu::RmsNorm(head, h < c.hq ? qw.data() : kw.data(), 1e-6f, head, 1, c.d);
-      }
-  }
-  if (c.rope) {
-    cpu::Rope(ref.data(), stride, c.hq, c.d, cu.data(), num_seqs, c.theta);
-    cpu::Rope(ref.data() + c.hq * c.d, stride, c.hkv, c.d, cu.data(), num_seqs, c.theta);
-  }
-  const std::string name = Describe(lens) + " H" + std::to_string(c.hq) + "/" +
-                           std::to_string(c.hkv) + " d" + std::to_string(c.d) +
-                           (c.norm ? " norm" : "") + (c.rope ? " rope" : "") +
-                           (table ? " table" : "");
-  EXPECT_TRUE(CheckClose("QkNormRope", name, got, ref, rows, stride, kElemTol));
-  int64_t v_changed = 0;
-  for (int t = 0; t < rows; ++t)
-    for (int i = (c.hq + c.hkv) * c.d; i < stride; ++i)
-      v_changed +=
-          got[static_cast<size_t>(t) * stride + i] != qkv[static_cast<size_t>(t) * stride + i];
-  EXPECT_TRUE(RecordExact("QkNormRope.v", name, v_changed));
+  OpCase oc;
+  oc.op = "QkNormRope";
+  oc.shape = Describe(lens) + " H" + std::to_string(c.hq) + "/" + std::to_string(c.hkv) + " d" +
+             std::to_string(c.d) + (c.norm ? " norm" : "") + (c.rope ? " rope" : "") +
+             (table ? " table" : "");
+  // In place on the QKV rows; the v part (columns from (hq + hkv) * d) must stay bit-identical.
+  OpOutput o;
+  o.rows = rows, o.cols = stride, o.tol = kElemTol, o.initial = qkv;
+  o.exact_from_col = static_cast<int64_t>(c.hq + c.hkv) * c.d;
+  oc.outputs = {o};
+  oc.gpu = [=](const std::vector<void*>& out) -> Status {
+    PETAL_ASSIGN_OR_RETURN(auto d_qw, UploadBf16(qw));
+    PETAL_ASSIGN_OR_RETURN(auto d_kw, UploadBf16(kw));
+    PETAL_ASSIGN_OR_RETURN(auto d_cu, UploadInts(cu));
+    DeviceBuffer<int32_t> d_pos;
+    PETAL_RETURN_IF_ERROR(d_pos.Allocate(rows));
+    PETAL_RETURN_IF_ERROR(LaunchSeqInfo({d_cu.get(), num_seqs, rows, nullptr, d_pos.get()}, 0));
+    QkNormRopeParams p;
+    p.qkv = static_cast<bf16*>(out[0]), p.rows = rows, p.row_stride = stride;
+    p.num_q_heads = c.hq, p.num_kv_heads = c.hkv, p.head_dim = c.d;
+    p.q_norm_weight = c.norm ? d_qw.get() : nullptr;
+    p.k_norm_weight = c.norm ? d_kw.get() : nullptr;
+    p.eps = 1e-6f;
+    p.positions = c.rope ? d_pos.get() : nullptr;
+    p.theta = c.theta;
+    DeviceBuffer<float2> d_table;
+    if (table) {
+      const auto host = RopeTable(rows, c.d, c.theta);
+      PETAL_RETURN_IF_ERROR(d_table.Allocate(host.size()));
+      PETAL_RETURN_IF_ERROR(d_table.CopyFromHost(host.data(), host.size()));
+      p.rope_table = d_table.get();
+      p.rope_table_rows = rows;
+    }
+    PETAL_RETURN_IF_ERROR(LaunchQkNormRope(p, 0));
+    return SyncDevice();
+  };
+  oc.reference = [=] {
+    std::vector<int32_t> positions(rows);
+    cpu::SeqInfo(cu.data(), num_seqs, rows, nullptr, positions.data());
+    std::vector<float> ref = qkv;
+    cpu::QkNormRope(ref.data(), rows, stride, c.hq, c.hkv, c.d, c.norm ? qw.data() : nullptr,
+                    c.norm ? kw.data() : nullptr, 1e-6f, c.rope ? positions.data() : nullptr,
+                    c.theta);
+    return std::vector<std::vector<float>>{ref};
+  };
+  EXPECT_TRUE(RunOpCase(oc));
 }
 
 TEST_F(OpsGpuTest2, QkNormRope) {
@@ -113,18 +111,24 @@ TEST_F(OpsGpuTest2, SiluMul) {
   for (int inter : {2, 6, 98, 1536, 3072, 9728}) {
     for (int rows : {1, 77, 1000}) {
       const auto gu = RandomBf16(static_cast<size_t>(rows) * 2 * inter, seed++, -6.f, 6.f);
-      ASSERT_OK_AND_ASSIGN(auto d_gu, UploadBf16(gu));
-      Guarded<bf16> out;
-      ASSERT_OK(out.Init(static_cast<size_t>(rows) * inter));
-      ASSERT_OK(LaunchSiluMul({d_gu.get(), out.get(), rows, inter}, 0));
-      ASSERT_OK(SyncDevice());
-      ASSERT_OK_AND_ASSIGN(auto got, DownloadBf16(out.get(), out.n));
-      std::vector<float> ref(out.n);
-      cpu::SiluMul(gu.data(), ref.data(), rows, inter);
-      EXPECT_TRUE(CheckClose("SiluMul",
-                             "rows=" + std::to_string(rows) + " inter=" + std::to_string(inter),
-                             got, ref, rows, inter, kElemTol));
-      EXPECT_TRUE(out.GuardIntact());
+      OpCase c;
+      c.op = "SiluMul";
+      c.shape = "rows=" + std::to_string(rows) + " inter=" + std::to_string(inter);
+      OpOutput o;
+      o.rows = rows, o.cols = inter, o.tol = kElemTol;
+      c.outputs = {o};
+      c.gpu = [=](const std::vector<void*>& out) -> Status {
+        PETAL_ASSIGN_OR_RETURN(auto d_gu, UploadBf16(gu));
+        PETAL_RETURN_IF_ERROR(
+            LaunchSiluMul({d_gu.get(), static_cast<bf16*>(out[0]), rows, inter}, 0));
+        return SyncDevice();
+      };
+      c.reference = [=] {
+        std::vector<float> ref(static_cast<size_t>(rows) * inter);
+        cpu::SiluMul(gu.data(), ref.data(), rows, inter);
+        return std::vector<std::vector<float>>{ref};
+      };
+      EXPECT_TRUE(RunOpCase(c));
     }
   }
 }
@@ -136,22 +140,27 @@ TEST_F(OpsGpuTest2, Gelu) {
     for (bool in_place : {false, true}) {
       const size_t n = static_cast<size_t>(rows) * dim;
       const auto x = RandomBf16(n, seed++, -6.f, 6.f);
-      ASSERT_OK_AND_ASSIGN(auto d_x, UploadBf16(x));
-      Guarded<bf16> out;
-      ASSERT_OK(out.Init(n));
-      bf16* dst = in_place ? d_x.get() : out.get();
-      ASSERT_OK(LaunchGelu({d_x.get(), dst, static_cast<int64_t>(n)}, 0));
-      ASSERT_OK(SyncDevice());
-      ASSERT_OK_AND_ASSIGN(auto got, DownloadBf16(dst, n));
-      std::vector<float> ref = x;
-      cpu::Gelu(ref.data(), static_cast<int64_t>(n));
-      EXPECT_TRUE(CheckClose("Gelu",
-                             "rows=" + std::to_string(rows) + " dim=" + std::to_string(dim) +
-                                 (in_place ? " inplace" : ""),
-                             got, ref, rows, dim, kElemTol));
-      if (!in_place) {
-        EXPECT_TRUE(out.GuardIntact());
-      }
+      OpCase c;
+      c.op = "Gelu";
+      c.shape = "rows=" + std::to_string(rows) + " dim=" + std::to_string(dim) +
+                (in_place ? " inplace" : "");
+      OpOutput o;
+      o.rows = rows, o.cols = dim, o.tol = kElemTol;
+      if (in_place) o.initial = x;
+      c.outputs = {o};
+      c.gpu = [=](const std::vector<void*>& out) -> Status {
+        bf16* dst = static_cast<bf16*>(out[0]);
+        PETAL_ASSIGN_OR_RETURN(auto d_x, UploadBf16(x));
+        PETAL_RETURN_IF_ERROR(
+            LaunchGelu({in_place ? dst : d_x.get(), dst, static_cast<int64_t>(n)}, 0));
+        return SyncDevice();
+      };
+      c.reference = [=] {
+        std::vector<float> ref = x;
+        cpu::Gelu(ref.data(), static_cast<int64_t>(n));
+        return std::vector<std::vector<float>>{ref};
+      };
+      EXPECT_TRUE(RunOpCase(c));
     }
   }
 }
@@ -160,19 +169,12 @@ const char* ModeName(cpu::Pooling m) {
   return m == cpu::Pooling::kMean ? "mean" : (m == cpu::Pooling::kCls ? "cls" : "last");
 }
 
-// cpu::Pool over all features, then Matryoshka truncation and normalisation over out_dims.
+// The named reference (kernels/cpu/reference_ops.h) as a vector.
 std::vector<float> PoolReference(const std::vector<float>& hidden, const std::vector<int32_t>& cu,
                                  int dim, int out_dims, cpu::Pooling mode, bool normalize) {
   const int num_seqs = static_cast<int>(cu.size()) - 1;
-  std::vector<float> full(static_cast<size_t>(num_seqs) * dim), ref;
-  cpu::Pool(hidden.data(), cu.data(), num_seqs, dim, mode, false, full.data());
-  for (int s = 0; s < num_seqs; ++s) {
-    const float* row = full.data() + static_cast<size_t>(s) * dim;
-    double ss = 0;
-    for (int i = 0; i < out_dims; ++i) ss += double(row[i]) * row[i];
-    const double inv = normalize ? 1.0 / std::max(std::sqrt(ss), 1e-12) : 1.0;
-    for (int i = 0; i < out_dims; ++i) ref.push_back(static_cast<float>(row[i] * inv));
-  }
+  std::vector<float> ref(static_cast<size_t>(num_seqs) * out_dims);
+  cpu::PoolDims(hidden.data(), cu.data(), num_seqs, dim, out_dims, mode, normalize, ref.data());
   return ref;
 }
 
@@ -189,24 +191,28 @@ TEST_F(OpsGpuTest2, Pool) {
         const auto cu = CuSeqlens(lens);
         const int num_seqs = static_cast<int>(lens.size()), rows = cu.back() + 1;
         const auto hidden = RandomBf16(static_cast<size_t>(rows) * dim, seed++, -2.f, 2.f);
-        ASSERT_OK_AND_ASSIGN(auto d_hidden, UploadBf16(hidden));
-        ASSERT_OK_AND_ASSIGN(auto d_cu, UploadInts(cu));
         for (auto mode : {cpu::Pooling::kMean, cpu::Pooling::kCls, cpu::Pooling::kLastToken}) {
           for (bool normalize : {false, true}) {
-            Guarded<float> out;
-            ASSERT_OK(out.Init(static_cast<size_t>(num_seqs) * out_dims));
-            ASSERT_OK(LaunchPool(
-                {d_hidden.get(), d_cu.get(), num_seqs, dim, out_dims, mode, normalize, out.get()},
-                0));
-            ASSERT_OK(SyncDevice());
-            ASSERT_OK_AND_ASSIGN(auto got, out.Fetch());
-            const auto ref = PoolReference(hidden, cu, dim, out_dims, mode, normalize);
-            EXPECT_TRUE(CheckClose("Pool",
-                                   Describe(lens) + " " + ModeName(mode) +
-                                       (normalize ? "+l2" : "") + " dim=" + std::to_string(dim) +
-                                       "->" + std::to_string(out_dims),
-                                   got, ref, num_seqs, out_dims, kPoolTol));
-            EXPECT_TRUE(out.GuardIntact());
+            OpCase c;
+            c.op = "Pool";
+            c.shape = Describe(lens) + " " + ModeName(mode) + (normalize ? "+l2" : "") +
+                      " dim=" + std::to_string(dim) + "->" + std::to_string(out_dims);
+            OpOutput o;
+            o.elem = Elem::kF32, o.rows = num_seqs, o.cols = out_dims, o.tol = kPoolTol;
+            c.outputs = {o};
+            c.gpu = [=, &hidden, &cu](const std::vector<void*>& out) -> Status {
+              PETAL_ASSIGN_OR_RETURN(auto d_hidden, UploadBf16(hidden));
+              PETAL_ASSIGN_OR_RETURN(auto d_cu, UploadInts(cu));
+              PETAL_RETURN_IF_ERROR(LaunchPool({d_hidden.get(), d_cu.get(), num_seqs, dim, out_dims,
+                                                mode, normalize, static_cast<float*>(out[0])},
+                                               0));
+              return SyncDevice();
+            };
+            c.reference = [=, &hidden, &cu] {
+              return std::vector<std::vector<float>>{
+                  PoolReference(hidden, cu, dim, out_dims, mode, normalize)};
+            };
+            EXPECT_TRUE(RunOpCase(c));
           }
         }
       }

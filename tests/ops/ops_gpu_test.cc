@@ -1,7 +1,8 @@
-// GPU op tests, part 1: per-token sequence info, embeddings, residual + norms, conversions. Every
-// op runs on random bf16 inputs against the CPU reference (kernels/cpu/ops.h) evaluated on the
-// same bf16-rounded inputs, with outputs poisoned (0xFF = NaN) beforehand and guard regions
-// checked afterwards. Tolerances (bf16 output: one rounding is <= 2^-9 relative):
+// GPU op tests, part 1: per-token sequence info, embeddings, residual + norms, conversions, as
+// harness cases (op_harness.h): each is a GPU run and its named CPU reference
+// (kernels/cpu/reference_ops.h, kernels/cpu/ops.h) on the same bf16-rounded random inputs, with
+// outputs poisoned (0xFF = NaN) beforehand and guard regions checked afterwards. Tolerances (bf16
+// output: one rounding is <= 2^-9 relative):
 //   norms, embeddings+LN: max_rel <= 1e-2 (relative, floored at the row RMS), row cosine >= 0.9999
 //   gathers, residual sums, conversions, seq info: exact.
 #include <cmath>
@@ -9,8 +10,9 @@
 #include <vector>
 
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/reference_ops.h"
 #include "kernels/cuda/ops.h"
-#include "op_test_util.h"
+#include "op_harness.h"
 
 namespace petal::cuda::test {
 namespace {
@@ -23,12 +25,22 @@ std::string Dims(int rows, int dim) {
   return "rows=" + std::to_string(rows) + " dim=" + std::to_string(dim);
 }
 
-int64_t CountMismatches(const std::vector<float>& got, const std::vector<float>& ref) {
-  int64_t bad = 0;
-  for (size_t i = 0; i < got.size(); ++i)
-    bad += !(got[i] == ref[i]) && !(std::isnan(got[i]) && std::isnan(ref[i]));
-  return bad;
+OpOutput Exact(std::string name, Elem e, int64_t rows, int64_t cols, uint8_t poison = 0xFF) {
+  OpOutput o;
+  o.name = std::move(name), o.elem = e, o.rows = rows, o.cols = cols, o.exact = true;
+  o.poison = poison;
+  return o;
 }
+
+OpOutput Close(std::string name, int64_t rows, int64_t cols, Tolerance tol,
+               std::vector<float> initial = {}) {
+  OpOutput o;
+  o.name = std::move(name), o.rows = rows, o.cols = cols, o.tol = tol;
+  o.initial = std::move(initial);
+  return o;
+}
+
+std::vector<float> AsFloats(const std::vector<int32_t>& v) { return {v.begin(), v.end()}; }
 
 TEST_F(OpsGpuTest, SeqInfo) {
   for (const auto& lens : RaggedCases()) {
@@ -36,23 +48,24 @@ TEST_F(OpsGpuTest, SeqInfo) {
       const auto cu = CuSeqlens(lens);
       const int num_seqs = static_cast<int>(lens.size()), rows = cu.back() + pad;
       if (rows == 0) continue;
-      ASSERT_OK_AND_ASSIGN(auto d_cu, UploadInts(cu));
-      Guarded<int32_t> ids, pos;
-      ASSERT_OK(ids.Init(rows, 0x7F));
-      ASSERT_OK(pos.Init(rows, 0x7F));
-      ASSERT_OK(LaunchSeqInfo({d_cu.get(), num_seqs, rows, ids.get(), pos.get()}, 0));
-      ASSERT_OK(SyncDevice());
-      ASSERT_OK_AND_ASSIGN(auto got_ids, ids.Fetch());
-      ASSERT_OK_AND_ASSIGN(auto got_pos, pos.Fetch());
-      int64_t bad = 0;
-      for (int t = 0; t < rows; ++t) {
-        int sid = -1, p = 0;
-        for (int s = 0; s < num_seqs; ++s)
-          if (t >= cu[s] && t < cu[s + 1]) sid = s, p = t - cu[s];
-        bad += got_ids[t] != sid || got_pos[t] != p;
-      }
-      EXPECT_TRUE(RecordExact("SeqInfo", Describe(lens) + " pad=" + std::to_string(pad), bad));
-      EXPECT_TRUE(ids.GuardIntact() && pos.GuardIntact());
+      OpCase c;
+      c.op = "SeqInfo";
+      c.shape = Describe(lens) + " pad=" + std::to_string(pad);
+      c.outputs = {Exact("", Elem::kI32, rows, 1, 0x7F), Exact("pos", Elem::kI32, rows, 1, 0x7F)};
+      c.gpu = [=](const std::vector<void*>& out) -> Status {
+        PETAL_ASSIGN_OR_RETURN(auto d_cu, UploadInts(cu));
+        PETAL_RETURN_IF_ERROR(
+            LaunchSeqInfo({d_cu.get(), num_seqs, rows, static_cast<int32_t*>(out[0]),
+                           static_cast<int32_t*>(out[1])},
+                          0));
+        return SyncDevice();
+      };
+      c.reference = [=] {
+        std::vector<int32_t> ids(rows), pos(rows);
+        cpu::SeqInfo(cu.data(), num_seqs, rows, ids.data(), pos.data());
+        return std::vector<std::vector<float>>{AsFloats(ids), AsFloats(pos)};
+      };
+      EXPECT_TRUE(RunOpCase(c));
     }
   }
 }
@@ -65,20 +78,23 @@ TEST_F(OpsGpuTest, Embedding) {
       const auto table = RandomBf16(static_cast<size_t>(vocab) * dim, seed++);
       auto ids = RandomInts(rows, seed++, 0, vocab);
       if (rows >= 3) ids[0] = -1, ids[rows - 1] = vocab;  // invalid ids give zero rows
-      ASSERT_OK_AND_ASSIGN(auto d_table, UploadBf16(table));
-      ASSERT_OK_AND_ASSIGN(auto d_ids, UploadInts(ids));
-      Guarded<bf16> out;
-      ASSERT_OK(out.Init(static_cast<size_t>(rows) * dim));
-      ASSERT_OK(LaunchEmbedding({d_ids.get(), d_table.get(), vocab, out.get(), rows, dim}, 0));
-      ASSERT_OK(SyncDevice());
-      ASSERT_OK_AND_ASSIGN(auto got, DownloadBf16(out.get(), out.n));
-      std::vector<float> ref(out.n, 0.f);
-      for (int t = 0; t < rows; ++t)
-        if (ids[t] >= 0 && ids[t] < vocab)
-          for (int i = 0; i < dim; ++i)
-            ref[static_cast<size_t>(t) * dim + i] = table[static_cast<size_t>(ids[t]) * dim + i];
-      EXPECT_TRUE(RecordExact("Embedding", Dims(rows, dim), CountMismatches(got, ref)));
-      EXPECT_TRUE(out.GuardIntact());
+      OpCase c;
+      c.op = "Embedding";
+      c.shape = Dims(rows, dim);
+      c.outputs = {Exact("", Elem::kBf16, rows, dim)};
+      c.gpu = [=](const std::vector<void*>& out) -> Status {
+        PETAL_ASSIGN_OR_RETURN(auto d_table, UploadBf16(table));
+        PETAL_ASSIGN_OR_RETURN(auto d_ids, UploadInts(ids));
+        PETAL_RETURN_IF_ERROR(LaunchEmbedding(
+            {d_ids.get(), d_table.get(), vocab, static_cast<bf16*>(out[0]), rows, dim}, 0));
+        return SyncDevice();
+      };
+      c.reference = [=] {
+        std::vector<float> ref(static_cast<size_t>(rows) * dim);
+        cpu::Embedding(ids.data(), table.data(), vocab, ref.data(), rows, dim);
+        return std::vector<std::vector<float>>{ref};
+      };
+      EXPECT_TRUE(RunOpCase(c));
     }
   }
 }
@@ -98,49 +114,47 @@ TEST_F(OpsGpuTest, BertEmbedding) {
         const auto beta = RandomBf16(dim, seed++, -0.5f, 0.5f);
         const auto ids = RandomInts(rows, seed++, 0, vocab);
         const auto tt = RandomInts(rows, seed++, 0, types);
-        ASSERT_OK_AND_ASSIGN(auto d_cu, UploadInts(cu));
-        ASSERT_OK_AND_ASSIGN(auto d_ids, UploadInts(ids));
-        ASSERT_OK_AND_ASSIGN(auto d_tt, UploadInts(tt));
-        ASSERT_OK_AND_ASSIGN(auto d_word, UploadBf16(word));
-        ASSERT_OK_AND_ASSIGN(auto d_pos, UploadBf16(pos));
-        ASSERT_OK_AND_ASSIGN(auto d_type, UploadBf16(type));
-        ASSERT_OK_AND_ASSIGN(auto d_gamma, UploadBf16(gamma));
-        ASSERT_OK_AND_ASSIGN(auto d_beta, UploadBf16(beta));
-        DeviceBuffer<int32_t> d_positions;
-        ASSERT_OK(d_positions.Allocate(rows));
-        ASSERT_OK(LaunchSeqInfo({d_cu.get(), num_seqs, rows, nullptr, d_positions.get()}, 0));
-        Guarded<bf16> out;
-        ASSERT_OK(out.Init(static_cast<size_t>(rows) * dim));
-        BertEmbeddingParams p;
-        p.ids = d_ids.get();
-        p.positions = d_positions.get();
-        p.type_ids = with_types ? d_tt.get() : nullptr;
-        p.word = d_word.get();
-        p.pos = d_pos.get();
-        p.type = d_type.get();
-        p.vocab = vocab, p.max_positions = max_pos, p.num_types = types;
-        p.gamma = d_gamma.get(), p.beta = d_beta.get(), p.eps = 1e-12f;
-        p.out = out.get(), p.rows = rows, p.dim = dim;
-        ASSERT_OK(LaunchBertEmbedding(p, 0));
-        ASSERT_OK(SyncDevice());
-        ASSERT_OK_AND_ASSIGN(auto got, DownloadBf16(out.get(), out.n));
-        std::vector<float> sum(out.n), ref(out.n);
-        for (int t = 0; t < rows; ++t) {
-          int position = 0;  // padding tokens past the last sequence use position 0
-          for (int s = 0; s < num_seqs; ++s)
-            if (t >= cu[s] && t < cu[s + 1]) position = t - cu[s];
-          const int ty = with_types ? tt[t] : 0;
-          for (int i = 0; i < dim; ++i)
-            sum[static_cast<size_t>(t) * dim + i] = word[static_cast<size_t>(ids[t]) * dim + i] +
-                                                    pos[static_cast<size_t>(position) * dim + i] +
-                                                    type[static_cast<size_t>(ty) * dim + i];
-        }
-        cpu::LayerNorm(sum.data(), gamma.data(), beta.data(), 1e-12f, ref.data(), rows, dim);
-        EXPECT_TRUE(CheckClose(
-            "BertEmbedding",
-            Describe(lens) + " dim=" + std::to_string(dim) + (with_types ? " types" : ""), got, ref,
-            rows, dim, kNormTol));
-        EXPECT_TRUE(out.GuardIntact());
+        OpCase c;
+        c.op = "BertEmbedding";
+        c.shape = Describe(lens) + " dim=" + std::to_string(dim) + (with_types ? " types" : "");
+        c.outputs = {Close("", rows, dim, kNormTol)};
+        c.gpu = [=](const std::vector<void*>& out) -> Status {
+          PETAL_ASSIGN_OR_RETURN(auto d_cu, UploadInts(cu));
+          PETAL_ASSIGN_OR_RETURN(auto d_ids, UploadInts(ids));
+          PETAL_ASSIGN_OR_RETURN(auto d_tt, UploadInts(tt));
+          PETAL_ASSIGN_OR_RETURN(auto d_word, UploadBf16(word));
+          PETAL_ASSIGN_OR_RETURN(auto d_pos, UploadBf16(pos));
+          PETAL_ASSIGN_OR_RETURN(auto d_type, UploadBf16(type));
+          PETAL_ASSIGN_OR_RETURN(auto d_gamma, UploadBf16(gamma));
+          PETAL_ASSIGN_OR_RETURN(auto d_beta, UploadBf16(beta));
+          DeviceBuffer<int32_t> d_positions;
+          PETAL_RETURN_IF_ERROR(d_positions.Allocate(rows));
+          PETAL_RETURN_IF_ERROR(
+              LaunchSeqInfo({d_cu.get(), num_seqs, rows, nullptr, d_positions.get()}, 0));
+          BertEmbeddingParams p;
+          p.ids = d_ids.get();
+          p.positions = d_positions.get();
+          p.type_ids = with_types ? d_tt.get() : nullptr;
+          p.word = d_word.get();
+          p.pos = d_pos.get();
+          p.type = d_type.get();
+          p.vocab = vocab, p.max_positions = max_pos, p.num_types = types;
+          p.gamma = d_gamma.get(), p.beta = d_beta.get(), p.eps = 1e-12f;
+          p.out = static_cast<bf16*>(out[0]), p.rows = rows, p.dim = dim;
+          PETAL_RETURN_IF_ERROR(LaunchBertEmbedding(p, 0));
+          return SyncDevice();
+        };
+        c.reference = [=] {
+          // Padding tokens past the last sequence use position 0 (SeqInfo's contract).
+          std::vector<int32_t> positions(rows);
+          cpu::SeqInfo(cu.data(), num_seqs, rows, nullptr, positions.data());
+          std::vector<float> ref(static_cast<size_t>(rows) * dim);
+          cpu::BertEmbedding(ids.data(), positions.data(), with_types ? tt.data() : nullptr,
+                             word.data(), pos.data(), type.data(), vocab, max_pos, types, 0,
+                             gamma.data(), beta.data(), 1e-12f, ref.data(), rows, dim);
+          return std::vector<std::vector<float>>{ref};
+        };
+        EXPECT_TRUE(RunOpCase(c));
       }
     }
   }
@@ -157,29 +171,32 @@ TEST_F(OpsGpuTest, AddLayerNorm) {
           const auto r = RandomBf16(n, seed++, -2.f, 2.f);
           const auto gamma = RandomBf16(dim, seed++, 0.5f, 1.5f);
           const auto beta = RandomBf16(dim, seed++, -0.5f, 0.5f);
-          ASSERT_OK_AND_ASSIGN(auto d_x, UploadBf16(x));
-          ASSERT_OK_AND_ASSIGN(auto d_r, UploadBf16(r));
-          ASSERT_OK_AND_ASSIGN(auto d_gamma, UploadBf16(gamma));
-          ASSERT_OK_AND_ASSIGN(auto d_beta, UploadBf16(beta));
-          Guarded<bf16> out;
-          ASSERT_OK(out.Init(n));
-          // In place aliases the residual when there is one (BERT: h = LN(attn + h)), else x.
-          bf16* dst = in_place ? (with_res ? d_r.get() : d_x.get()) : out.get();
-          ASSERT_OK(LaunchAddLayerNorm({d_x.get(), with_res ? d_r.get() : nullptr, d_gamma.get(),
-                                        d_beta.get(), 1e-12f, dst, rows, dim},
-                                       0));
-          ASSERT_OK(SyncDevice());
-          ASSERT_OK_AND_ASSIGN(auto got, DownloadBf16(dst, n));
-          std::vector<float> s(n), ref(n);
-          for (size_t i = 0; i < n; ++i) s[i] = with_res ? RoundBf16(x[i] + r[i]) : x[i];
-          cpu::LayerNorm(s.data(), gamma.data(), beta.data(), 1e-12f, ref.data(), rows, dim);
-          EXPECT_TRUE(
-              CheckClose("AddLayerNorm",
-                         Dims(rows, dim) + (with_res ? " +res" : "") + (in_place ? " inplace" : ""),
-                         got, ref, rows, dim, kNormTol));
-          if (!in_place) {
-            EXPECT_TRUE(out.GuardIntact());
-          }
+          OpCase c;
+          c.op = "AddLayerNorm";
+          c.shape = Dims(rows, dim) + (with_res ? " +res" : "") + (in_place ? " inplace" : "");
+          // In place the output is the residual when there is one (BERT: h = LN(attn + h)), else
+          // x: the harness's output buffer then starts with that input.
+          c.outputs = {
+              Close("", rows, dim, kNormTol, in_place ? (with_res ? r : x) : std::vector<float>{})};
+          c.gpu = [=](const std::vector<void*>& out) -> Status {
+            bf16* dst = static_cast<bf16*>(out[0]);
+            PETAL_ASSIGN_OR_RETURN(auto d_x, UploadBf16(x));
+            PETAL_ASSIGN_OR_RETURN(auto d_r, UploadBf16(r));
+            PETAL_ASSIGN_OR_RETURN(auto d_gamma, UploadBf16(gamma));
+            PETAL_ASSIGN_OR_RETURN(auto d_beta, UploadBf16(beta));
+            const bf16* xp = in_place && !with_res ? dst : d_x.get();
+            const bf16* rp = with_res ? (in_place ? dst : d_r.get()) : nullptr;
+            PETAL_RETURN_IF_ERROR(LaunchAddLayerNorm(
+                {xp, rp, d_gamma.get(), d_beta.get(), 1e-12f, dst, rows, dim}, 0));
+            return SyncDevice();
+          };
+          c.reference = [=] {
+            std::vector<float> ref(n);
+            cpu::AddLayerNorm(x.data(), with_res ? r.data() : nullptr, gamma.data(), beta.data(),
+                              1e-12f, ref.data(), rows, dim, &RoundBf16);
+            return std::vector<std::vector<float>>{ref};
+          };
+          EXPECT_TRUE(RunOpCase(c));
         }
       }
     }
@@ -196,29 +213,34 @@ TEST_F(OpsGpuTest, AddRmsNorm) {
         const auto x = RandomBf16(n, seed++, -2.f, 2.f);
         const auto r = RandomBf16(n, seed++, -2.f, 2.f);
         const auto w = RandomBf16(dim, seed++, 0.5f, 1.5f);
-        ASSERT_OK_AND_ASSIGN(auto d_x, UploadBf16(x));
-        ASSERT_OK_AND_ASSIGN(auto d_r, UploadBf16(r));
-        ASSERT_OK_AND_ASSIGN(auto d_w, UploadBf16(w));
-        Guarded<bf16> out;
-        ASSERT_OK(out.Init(n));
-        bf16* dst = in_place ? d_r.get() : out.get();
-        ASSERT_OK(LaunchAddRmsNorm(
-            {with_x ? d_x.get() : nullptr, d_r.get(), d_w.get(), 1e-6f, dst, rows, dim}, 0));
-        ASSERT_OK(SyncDevice());
-        ASSERT_OK_AND_ASSIGN(auto got, DownloadBf16(dst, n));
-        std::vector<float> s(n), ref(n);
-        for (size_t i = 0; i < n; ++i) s[i] = with_x ? RoundBf16(r[i] + x[i]) : r[i];
-        cpu::RmsNorm(s.data(), w.data(), 1e-6f, ref.data(), rows, dim);
-        const std::string name =
-            Dims(rows, dim) + (with_x ? " +x" : "") + (in_place ? " inplace" : "");
-        EXPECT_TRUE(CheckClose("AddRmsNorm", name, got, ref, rows, dim, kNormTol));
-        if (with_x) {
-          ASSERT_OK_AND_ASSIGN(auto got_r, DownloadBf16(d_r.get(), n));
-          EXPECT_TRUE(RecordExact("AddRmsNorm.res", name, CountMismatches(got_r, s)));
+        OpCase c;
+        c.op = "AddRmsNorm";
+        c.shape = Dims(rows, dim) + (with_x ? " +x" : "") + (in_place ? " inplace" : "");
+        // Output 1 is the residual, read and (with x) written back in place; in place, output 0
+        // is the residual itself, so only that one is declared.
+        if (in_place) {
+          c.outputs = {Close("", rows, dim, kNormTol, r)};
+        } else {
+          c.outputs = {Close("", rows, dim, kNormTol), Close("res", rows, dim, {}, r)};
+          c.outputs[1].exact = true;
         }
-        if (!in_place) {
-          EXPECT_TRUE(out.GuardIntact());
-        }
+        c.gpu = [=](const std::vector<void*>& out) -> Status {
+          PETAL_ASSIGN_OR_RETURN(auto d_x, UploadBf16(x));
+          PETAL_ASSIGN_OR_RETURN(auto d_w, UploadBf16(w));
+          bf16* res = static_cast<bf16*>(out[in_place ? 0 : 1]);
+          PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm({with_x ? d_x.get() : nullptr, res, d_w.get(),
+                                                  1e-6f, static_cast<bf16*>(out[0]), rows, dim},
+                                                 0));
+          return SyncDevice();
+        };
+        c.reference = [=] {
+          std::vector<float> res = r, ref(n);
+          cpu::AddRmsNorm(with_x ? x.data() : nullptr, res.data(), w.data(), 1e-6f, ref.data(),
+                          rows, dim, &RoundBf16);
+          if (in_place) return std::vector<std::vector<float>>{ref};
+          return std::vector<std::vector<float>>{ref, res};
+        };
+        EXPECT_TRUE(RunOpCase(c));
       }
     }
   }
@@ -241,23 +263,26 @@ TEST_F(OpsGpuTest, Conversions) {
     // Values that are not bf16-representable, so rounding is exercised, including ties.
     for (int64_t i = 0; i < n; ++i) src[i] *= 1.f + 1.0f / 3.f * (i % 5) / 128.f;
     if (n > 4) src[1] = 1e30f, src[2] = -1e-30f, src[3] = 1.00390625f;  // 1 + 2^-8: a tie
-    DeviceBuffer<float> d_src;
-    ASSERT_OK(d_src.Allocate(n));
-    ASSERT_OK(d_src.CopyFromHost(src.data(), n));
-    Guarded<bf16> out;
-    ASSERT_OK(out.Init(n));
-    ASSERT_OK(LaunchF32ToBf16(d_src.get(), out.get(), n, 0));
-    Guarded<float> back;
-    ASSERT_OK(back.Init(n));
-    ASSERT_OK(LaunchBf16ToF32(out.get(), back.get(), n, 0));
-    ASSERT_OK(SyncDevice());
-    ASSERT_OK_AND_ASSIGN(auto got, DownloadBf16(out.get(), n));
-    ASSERT_OK_AND_ASSIGN(auto got_back, back.Fetch());
-    std::vector<float> ref(n);
-    for (int64_t i = 0; i < n; ++i) ref[i] = RoundBf16(src[i]);
-    EXPECT_TRUE(RecordExact("F32ToBf16", "n=" + std::to_string(n), CountMismatches(got, ref)));
-    EXPECT_TRUE(RecordExact("Bf16ToF32", "n=" + std::to_string(n), CountMismatches(got_back, ref)));
-    EXPECT_TRUE(out.GuardIntact() && back.GuardIntact());
+    OpCase c;
+    c.op = "F32ToBf16";
+    c.shape = "n=" + std::to_string(n);
+    // Output 0: fp32 -> bf16; output 1: that bf16 back to fp32 (Bf16ToF32).
+    c.outputs = {Exact("", Elem::kBf16, n, 1), Exact("Bf16ToF32", Elem::kF32, n, 1)};
+    c.gpu = [=](const std::vector<void*>& out) -> Status {
+      DeviceBuffer<float> d_src;
+      PETAL_RETURN_IF_ERROR(d_src.Allocate(n));
+      PETAL_RETURN_IF_ERROR(d_src.CopyFromHost(src.data(), n));
+      PETAL_RETURN_IF_ERROR(LaunchF32ToBf16(d_src.get(), static_cast<bf16*>(out[0]), n, 0));
+      PETAL_RETURN_IF_ERROR(
+          LaunchBf16ToF32(static_cast<bf16*>(out[0]), static_cast<float*>(out[1]), n, 0));
+      return SyncDevice();
+    };
+    c.reference = [=] {
+      std::vector<float> ref(n);
+      for (int64_t i = 0; i < n; ++i) ref[i] = RoundBf16(src[i]);
+      return std::vector<std::vector<float>>{ref, ref};
+    };
+    EXPECT_TRUE(RunOpCase(c));
   }
 }
 

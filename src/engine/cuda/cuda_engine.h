@@ -17,7 +17,7 @@ struct CudaEngineOptions {
   int device = 0;
   int max_tokens = 16384;  // per batch
   int max_seqs = 512;      // per batch
-  int ring_slots = 4;      // batches in flight
+  int ring_slots = 4;      // batches in flight: un-waited handles; see ResultSlotsFor
   // Whole-model CUDA graphs, keyed by (sequence bucket, token bucket, longest-sequence bucket:
   // a power of two, at least token_bucket_small, which attention backends may size their launch
   // by). Token counts are padded
@@ -42,6 +42,11 @@ struct CudaEngineOptions {
   std::string fp8_layers = "all";  // "all" (QKV, O, gate/up, down) or "mlp" (gate/up, down)
   bool fp8_gate = true;
 };
+
+// Result slots (ring_slots) an engine needs for a caller that holds up to `max_inflight`
+// un-waited handles at once (the server's --max-inflight-batches): one per handle, at least the
+// default 4. With fewer, Step() fails with RESOURCE_EXHAUSTED once they are all held.
+inline int ResultSlotsFor(int max_inflight) { return max_inflight > 4 ? max_inflight : 4; }
 
 // Creates the CUDA engine for a model folder; Unavailable if no device or not compiled with CUDA.
 StatusOr<std::unique_ptr<Engine>> CreateCudaEngine(const std::string& model_dir,

@@ -1,79 +1,15 @@
-#include "server/client.h"
+#include "wire/client.h"
 
 #include <cstring>
 #include <thread>
 
 #include "grpc/health/v1/health.grpc.pb.h"
-#include "server/postprocess.h"
 
-namespace petal::server {
+namespace petal::wire {
 
 Status FromGrpc(const grpc::Status& s) {
   if (s.ok()) return Status::Ok();
   return Status(static_cast<StatusCode>(s.error_code()), s.error_message());
-}
-
-v1::EmbedRequest MakeEmbedRequest(const std::vector<std::vector<int32_t>>& seqs,
-                                  const v1::EmbedOptions& options, const std::string& request_id) {
-  v1::EmbedRequest req;
-  req.set_protocol_version(1);
-  req.set_request_id(request_id);
-  size_t total = 0;
-  for (const auto& s : seqs) total += s.size();
-  std::string* bytes = req.mutable_token_ids();
-  bytes->resize(total * 4);
-  size_t off = 0;
-  for (const auto& s : seqs) {
-    std::memcpy(bytes->data() + off, s.data(), s.size() * 4);  // little-endian host
-    off += s.size() * 4;
-    req.add_lengths(static_cast<uint32_t>(s.size()));
-  }
-  *req.mutable_options() = options;
-  return req;
-}
-
-StatusOr<std::vector<std::vector<float>>> DecodeEmbeddings(const v1::EmbedResponse& resp) {
-  if (resp.shape_size() != 2)
-    return DataLoss("shape: expected 2 entries, got " + std::to_string(resp.shape_size()));
-  OutputFormat f;
-  f.dims = static_cast<int>(resp.dimensions());
-  switch (resp.dtype()) {
-    case v1::DTYPE_FLOAT32:
-      f.dtype = OutputDType::kFloat32;
-      break;
-    case v1::DTYPE_FLOAT16:
-      f.dtype = OutputDType::kFloat16;
-      break;
-    case v1::DTYPE_INT8:
-      f.dtype = OutputDType::kInt8;
-      break;
-    case v1::DTYPE_BINARY:
-      f.dtype = OutputDType::kBinary;
-      break;
-    case v1::DTYPE_UBINARY:
-      f.dtype = OutputDType::kUbinary;
-      break;
-    case v1::DTYPE_INT8_TANH:
-      f.dtype = OutputDType::kInt8Tanh;
-      break;
-    default:
-      return DataLoss("dtype: unknown value " + std::to_string(resp.dtype()));
-  }
-  const size_t rows = resp.shape(0);
-  if (resp.shape(1) != static_cast<uint32_t>(ElementsPerRow(f)) ||
-      resp.data().size() != rows * BytesPerRow(f)) {
-    return DataLoss("data: size does not match shape and dtype");
-  }
-  if (f.dtype == OutputDType::kInt8 && static_cast<size_t>(resp.scales_size()) != rows) {
-    return DataLoss("scales: expected one per row");
-  }
-  std::vector<std::vector<float>> out(rows, std::vector<float>(f.dims));
-  const auto* data = reinterpret_cast<const uint8_t*>(resp.data().data());
-  for (size_t r = 0; r < rows; ++r) {
-    const float scale = f.dtype == OutputDType::kInt8 ? resp.scales(static_cast<int>(r)) : 0.0f;
-    DecodeRow(data + r * BytesPerRow(f), f, scale, out[r].data());
-  }
-  return out;
 }
 
 PendingCall::~PendingCall() {
@@ -212,4 +148,4 @@ bool EmbedClient::WaitUntilServing(std::chrono::milliseconds timeout) {
   return false;
 }
 
-}  // namespace petal::server
+}  // namespace petal::wire

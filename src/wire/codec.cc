@@ -1,4 +1,4 @@
-#include "server/postprocess.h"
+#include "wire/codec.h"
 
 #include <algorithm>
 #include <bit>
@@ -6,9 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "engine/postprocess.h"
-
-namespace petal::server {
+namespace petal::wire {
 
 static_assert(std::endian::native == std::endian::little,
               "wire formats assume a little-endian host");
@@ -48,14 +46,39 @@ size_t BytesPerRow(const OutputFormat& f) {
 }
 
 void L2Normalize(float* x, int n) {
-  if (n <= 0) return;
-  // One implementation of Matryoshka re-normalisation in the codebase: the engine's.
-  Embeddings row;
-  row.rows = 1;
-  row.dim = n;
-  row.data.assign(x, x + n);
-  Status s = TruncateAndNormalize(&row, n);
-  if (s.ok()) std::copy(row.data.begin(), row.data.end(), x);
+  double ss = 0;
+  for (int i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+  const double inv = 1.0 / std::max(std::sqrt(ss), 1e-12);
+  for (int i = 0; i < n; ++i) x[i] = static_cast<float>(x[i] * inv);
+}
+
+void QuantizeInt8Tanh(const float* x, int n, int8_t* out) {
+  for (int i = 0; i < n; ++i) {
+    // fp32 like the reference (torch.tanh on fp32, times 127, torch.round = half to even).
+    const float v = std::nearbyint(std::tanh(x[i]) * 127.0f);
+    out[i] = static_cast<int8_t>(std::clamp(v, -128.0f, 127.0f));
+  }
+}
+
+void QuantizeBinarySign(const float* x, int n, int8_t* out) {
+  for (int i = 0; i < n; ++i) out[i] = x[i] >= 0 ? 1 : -1;
+}
+
+void PackBinarySign(const float* x, int n, uint8_t* out) {
+  std::fill(out, out + (n + 7) / 8, uint8_t{0});
+  for (int i = 0; i < n; ++i) {
+    if (x[i] >= 0) out[i / 8] |= static_cast<uint8_t>(0x80u >> (i % 8));
+  }
+}
+
+double CosineSimilarity(const float* a, const float* b, int n) {
+  double ab = 0, aa = 0, bb = 0;
+  for (int i = 0; i < n; ++i) {
+    ab += static_cast<double>(a[i]) * b[i];
+    aa += static_cast<double>(a[i]) * a[i];
+    bb += static_cast<double>(b[i]) * b[i];
+  }
+  return aa > 0 && bb > 0 ? ab / std::sqrt(aa * bb) : 0.0;
 }
 
 uint16_t FloatToHalf(float f) {
@@ -172,4 +195,4 @@ void DecodeRow(const uint8_t* in, const OutputFormat& f, float scale, float* out
   }
 }
 
-}  // namespace petal::server
+}  // namespace petal::wire

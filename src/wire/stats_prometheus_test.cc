@@ -1,9 +1,9 @@
 // Tests for the Prometheus rendering of server stats.
-#include "server/prometheus.h"
+#include "wire/stats_prometheus.h"
 
 #include <gtest/gtest.h>
 
-namespace petal::server {
+namespace petal::wire {
 namespace {
 
 bool Has(const std::string& text, const std::string& line) {
@@ -48,4 +48,4 @@ TEST(Prometheus, NoLabels) {
 }
 
 }  // namespace
-}  // namespace petal::server
+}  // namespace petal::wire

@@ -1,6 +1,6 @@
 // EmbedClient: a small C++ client for the Petal server (petal.v1.Embedder and grpc.health.v1),
-// used by tests, `petal client`, and gateways. Packs pre-tokenized sequences into the wire
-// format and decodes responses back into float rows. Thread-safety: an EmbedClient may be used
+// used by tests, `petal client`, and gateways (requests and responses are built and decoded by
+// wire/messages.h, included here). Thread-safety: an EmbedClient may be used
 // from many threads at once (gRPC channels and stubs are thread-safe); a PendingCall belongs to
 // the thread that waits on it, but Cancel() may be called from any thread.
 #pragma once
@@ -17,19 +17,12 @@
 
 #include "common/status.h"
 #include "petal.grpc.pb.h"
+#include "wire/messages.h"
 
-namespace petal::server {
+namespace petal::wire {
 
 // Converts a gRPC status to Petal's (the codes are the same numbers).
 Status FromGrpc(const grpc::Status& s);
-
-// Builds a request from token-id sequences (packed little-endian int32 + lengths).
-v1::EmbedRequest MakeEmbedRequest(const std::vector<std::vector<int32_t>>& seqs,
-                                  const v1::EmbedOptions& options = {},
-                                  const std::string& request_id = "");
-
-// Decodes any dtype to float rows (int8 dequantised with its scales; binary as +1/-1).
-StatusOr<std::vector<std::vector<float>>> DecodeEmbeddings(const v1::EmbedResponse& resp);
 
 // An Embed call in progress (gRPC callback API underneath).
 class PendingCall {
@@ -86,4 +79,4 @@ class EmbedClient {
   std::unique_ptr<v1::Embedder::Stub> stub_;
 };
 
-}  // namespace petal::server
+}  // namespace petal::wire

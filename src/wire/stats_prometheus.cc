@@ -1,60 +1,38 @@
-#include "server/prometheus.h"
+#include "wire/stats_prometheus.h"
 
-#include <cstdio>
+#include <vector>
 
-namespace petal::server {
+#include "common/prometheus_text.h"
+
+namespace petal::wire {
 namespace {
 
-std::string Num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
+// Families named petal_server_<name>, written through the shared text writer.
 class Writer {
  public:
-  explicit Writer(std::string labels) : labels_(std::move(labels)) {}
+  explicit Writer(std::string labels) : text_(std::move(labels)) {}
 
   void Scalar(const char* name, const char* type, const char* help, double v) {
-    Header(name, type, help);
-    out_ += std::string("petal_server_") + name + Labels("") + " " + Num(v) + "\n";
+    text_.Scalar(std::string("petal_server_") + name, type, help, v);
   }
 
   void Hist(const char* name, const char* help, const v1::Histogram& h) {
-    Header(name, "histogram", help);
-    const std::string base = std::string("petal_server_") + name;
-    for (int i = 0; i < h.counts_size(); ++i) {
-      const std::string le = i < h.bounds_size() ? Num(h.bounds(i)) : "+Inf";
-      out_ += base + "_bucket" + Labels("le=\"" + le + "\"") + " " + Num(h.counts(i)) + "\n";
-    }
-    out_ += base + "_sum" + Labels("") + " " + Num(h.sum()) + "\n";
-    out_ += base + "_count" + Labels("") + " " + Num(h.count()) + "\n";
+    // The proto's counts are already cumulative, one more than bounds (+Inf).
+    std::vector<double> bounds(h.bounds().begin(), h.bounds().end());
+    std::vector<uint64_t> counts(h.counts().begin(), h.counts().end());
+    text_.Histogram(std::string("petal_server_") + name, help, bounds, counts, h.sum(), h.count());
   }
 
   void EngineStats(const google::protobuf::Map<std::string, double>& m) {
     if (m.empty()) return;
-    Header("engine_stat", "gauge", "Engine counters by name (Engine::Stats)");
-    for (const auto& [k, v] : m) {
-      out_ += "petal_server_engine_stat" + Labels("name=\"" + k + "\"") + " " + Num(v) + "\n";
-    }
+    text_.Header("petal_server_engine_stat", "gauge", "Engine counters by name (Engine::Stats)");
+    for (const auto& [k, v] : m) text_.Sample("petal_server_engine_stat", v, "name=\"" + k + "\"");
   }
 
-  std::string Take() { return std::move(out_); }
+  std::string Take() { return text_.Take(); }
 
  private:
-  void Header(const char* name, const char* type, const char* help) {
-    out_ += std::string("# HELP petal_server_") + name + " " + help + "\n";
-    out_ += std::string("# TYPE petal_server_") + name + " " + type + "\n";
-  }
-  std::string Labels(const std::string& extra) const {
-    if (labels_.empty() && extra.empty()) return "";
-    if (labels_.empty()) return "{" + extra + "}";
-    if (extra.empty()) return "{" + labels_ + "}";
-    return "{" + labels_ + "," + extra + "}";
-  }
-
-  std::string labels_;
-  std::string out_;
+  PrometheusText text_;
 };
 
 }  // namespace
@@ -93,4 +71,4 @@ std::string StatsToPrometheus(const v1::StatsResponse& s, const std::string& lab
   return w.Take();
 }
 
-}  // namespace petal::server
+}  // namespace petal::wire

@@ -1,6 +1,6 @@
-// Structured one-line logs (logfmt: ts=... level=... msg="..." key=value) on stderr for the
-// server. Thread-safety: each call writes one line with a single fprintf, so lines from several
-// threads do not interleave.
+// Structured one-line logs (logfmt: ts=... level=... msg="..." key=value) on stderr, shared by
+// server, gateway and CLI. Thread-safety: each call writes one line with a single fprintf, so
+// lines from several threads do not interleave.
 #pragma once
 
 #include <chrono>
@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-namespace petal::server {
+namespace petal {
 
 using LogFields = std::initializer_list<std::pair<const char*, std::string>>;
 
@@ -32,4 +32,4 @@ inline void Log(const char* level, const std::string& msg, LogFields fields = {}
   std::fprintf(stderr, "%s\n", line.c_str());
 }
 
-}  // namespace petal::server
+}  // namespace petal

@@ -1,0 +1,207 @@
+// Tests for the named CPU references of the CUDA ops (reference_ops.h) and the host bf16
+// conversions (bf16.h), against straightforward float64 loops on random inputs. Tolerances:
+// fp32 references vs float64: 2e-5 absolute on O(1) outputs (norms of <= 1024 values); gathers
+// and sequence info exact.
+#include "kernels/cpu/reference_ops.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/bf16.h"
+
+namespace petal::cpu {
+namespace {
+
+std::vector<float> Random(size_t n, uint32_t seed, float lo = -1.f, float hi = 1.f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+// Row-wise (x - mean) / sqrt(var + eps) * g + b, or x / sqrt(mean(x^2) + eps) * g, in double.
+std::vector<double> NormRows(const std::vector<double>& x, int rows, int dim, const float* g,
+                             const float* b, double eps, bool rms) {
+  std::vector<double> out(x.size());
+  for (int r = 0; r < rows; ++r) {
+    const double* v = x.data() + static_cast<size_t>(r) * dim;
+    double mean = 0, sq = 0;
+    for (int i = 0; i < dim; ++i) mean += v[i] / dim;
+    if (rms) mean = 0;
+    for (int i = 0; i < dim; ++i) sq += (v[i] - mean) * (v[i] - mean) / dim;
+    for (int i = 0; i < dim; ++i) {
+      out[static_cast<size_t>(r) * dim + i] =
+          (v[i] - mean) / std::sqrt(sq + eps) * g[i] + (b ? b[i] : 0.0);
+    }
+  }
+  return out;
+}
+
+void ExpectNear(const std::vector<float>& got, const std::vector<double>& want, double tol) {
+  ASSERT_EQ(got.size(), want.size());
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+  EXPECT_LE(worst, tol);
+}
+
+TEST(Bf16, RoundsToNearestEvenAndKeepsNaN) {
+  EXPECT_EQ(RoundBf16(1.0f + 0x1p-8f), 1.0f);                       // tie: to the even mantissa
+  EXPECT_EQ(RoundBf16(1.0f + 3 * 0x1p-8f), 1.0f + 0x1p-6f);         // tie: to the even mantissa
+  EXPECT_EQ(RoundBf16(1.0f + 0x1p-8f + 0x1p-12f), 1.0f + 0x1p-7f);  // above the tie: up
+  EXPECT_TRUE(std::isnan(RoundBf16(std::numeric_limits<float>::quiet_NaN())));
+  EXPECT_EQ(RoundBf16(std::numeric_limits<float>::infinity()),
+            std::numeric_limits<float>::infinity());
+  for (float x : Random(1000, 1, -100.f, 100.f)) {
+    const float r = RoundBf16(x);
+    EXPECT_LE(std::fabs(r - x), std::fabs(x) * 0x1p-8f) << x;  // half an ulp (2^-7 relative)
+    EXPECT_EQ(FromBf16Bits(ToBf16Bits(r)), r);                 // representable values are fixed
+  }
+}
+
+TEST(ReferenceOps, SeqInfoMarksPaddingAndRestartsPositions) {
+  const int32_t cu[] = {0, 3, 3, 7};
+  int32_t ids[9], pos[9];
+  SeqInfo(cu, 3, 9, ids, pos);
+  const int32_t want_ids[] = {0, 0, 0, 2, 2, 2, 2, -1, -1};
+  const int32_t want_pos[] = {0, 1, 2, 0, 1, 2, 3, 0, 0};
+  for (int t = 0; t < 9; ++t) {
+    EXPECT_EQ(ids[t], want_ids[t]) << t;
+    EXPECT_EQ(pos[t], want_pos[t]) << t;
+  }
+  SeqInfo(cu, 3, 9, nullptr, pos);  // either output may be null
+}
+
+TEST(ReferenceOps, EmbeddingGathersAndZeroesInvalidIds) {
+  const int vocab = 50, dim = 6, rows = 5;
+  const auto table = Random(vocab * dim, 2);
+  const int32_t ids[rows] = {3, -1, 49, 50, 0};
+  std::vector<float> out(rows * dim, 7.f);
+  Embedding(ids, table.data(), vocab, out.data(), rows, dim);
+  for (int t = 0; t < rows; ++t)
+    for (int i = 0; i < dim; ++i) {
+      const bool valid = ids[t] >= 0 && ids[t] < vocab;
+      EXPECT_EQ(out[t * dim + i], valid ? table[ids[t] * dim + i] : 0.f) << t;
+    }
+}
+
+TEST(ReferenceOps, BertEmbeddingMatchesDoubleLoopAndClamps) {
+  const int vocab = 30, max_pos = 16, types = 2, dim = 64, rows = 7;
+  const auto word = Random(vocab * dim, 3), pos = Random(max_pos * dim, 4),
+             type = Random(types * dim, 5), g = Random(dim, 6, 0.5f, 1.5f),
+             b = Random(dim, 7, -0.5f, 0.5f);
+  const int32_t ids[rows] = {1, 29, 40, -3, 5, 6, 7};  // 40 and -3 clamp to 29 and 0
+  const int32_t positions[rows] = {0, 1, 2, 20, 3, 0, 1};
+  const int32_t tt[rows] = {0, 1, 1, 0, 5, 0, 1};
+  for (bool with_types : {true, false}) {
+    std::vector<float> out(rows * dim);
+    BertEmbedding(ids, positions, with_types ? tt : nullptr, word.data(), pos.data(), type.data(),
+                  vocab, max_pos, types, 1, g.data(), b.data(), 1e-12f, out.data(), rows, dim);
+    std::vector<double> sum(rows * dim);
+    for (int t = 0; t < rows; ++t) {
+      const int w = std::clamp(ids[t], 0, vocab - 1),
+                p = std::clamp(positions[t] + 1, 0, max_pos - 1);
+      const int ty = with_types ? std::clamp(tt[t], 0, types - 1) : 0;
+      for (int i = 0; i < dim; ++i)
+        sum[t * dim + i] = double(word[w * dim + i]) + pos[p * dim + i] + type[ty * dim + i];
+    }
+    ExpectNear(out, NormRows(sum, rows, dim, g.data(), b.data(), 1e-12, false), 2e-5);
+  }
+}
+
+TEST(ReferenceOps, AddLayerNormAndAddRmsNormMatchDoubleLoops) {
+  const int rows = 9, dim = 384;
+  const size_t n = rows * dim;
+  const auto x = Random(n, 8, -2.f, 2.f), r = Random(n, 9, -2.f, 2.f);
+  const auto g = Random(dim, 10, 0.5f, 1.5f), b = Random(dim, 11, -0.5f, 0.5f);
+  for (RoundFn round : {static_cast<RoundFn>(nullptr), static_cast<RoundFn>(&RoundBf16)}) {
+    std::vector<double> s(n);
+    for (size_t i = 0; i < n; ++i) s[i] = round ? round(x[i] + r[i]) : double(x[i] + r[i]);
+    std::vector<float> out(n);
+    AddLayerNorm(x.data(), r.data(), g.data(), b.data(), 1e-12f, out.data(), rows, dim, round);
+    ExpectNear(out, NormRows(s, rows, dim, g.data(), b.data(), 1e-12, false), 2e-5);
+    std::vector<float> res = r;
+    AddRmsNorm(x.data(), res.data(), g.data(), 1e-6f, out.data(), rows, dim, round);
+    ExpectNear(out, NormRows(s, rows, dim, g.data(), nullptr, 1e-6, true), 2e-5);
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(res[i], static_cast<float>(s[i])) << i;
+  }
+  // Without the add: a plain norm of x (LayerNorm) / of the residual (RmsNorm), in place.
+  std::vector<double> xd(x.begin(), x.end());
+  std::vector<float> out(n);
+  AddLayerNorm(x.data(), nullptr, g.data(), b.data(), 1e-12f, out.data(), rows, dim, nullptr);
+  ExpectNear(out, NormRows(xd, rows, dim, g.data(), b.data(), 1e-12, false), 2e-5);
+  std::vector<float> inplace = x;
+  AddRmsNorm(nullptr, inplace.data(), g.data(), 1e-6f, inplace.data(), rows, dim, nullptr);
+  ExpectNear(inplace, NormRows(xd, rows, dim, g.data(), nullptr, 1e-6, true), 2e-5);
+}
+
+TEST(ReferenceOps, QkNormRopeMatchesDoubleLoopAndLeavesVAlone) {
+  const int hq = 4, hkv = 2, d = 34, rows = 6, stride = (hq + 2 * hkv) * d;
+  const auto qkv = Random(rows * stride, 12);
+  const auto qw = Random(d, 13, 0.5f, 1.5f), kw = Random(d, 14, 0.5f, 1.5f);
+  const int32_t positions[rows] = {0, 1, 2, 0, 1, 30000};
+  for (bool norm : {true, false}) {
+    std::vector<float> got = qkv;
+    QkNormRope(got.data(), rows, stride, hq, hkv, d, norm ? qw.data() : nullptr,
+               norm ? kw.data() : nullptr, 1e-6f, positions, 1e6);
+    std::vector<double> want(qkv.begin(), qkv.end());
+    for (int t = 0; t < rows; ++t)
+      for (int h = 0; h < hq + hkv; ++h) {
+        double* v = want.data() + t * stride + h * d;
+        if (norm) {
+          double ss = 0;
+          for (int i = 0; i < d; ++i) ss += v[i] * v[i] / d;
+          for (int i = 0; i < d; ++i) v[i] = v[i] / std::sqrt(ss + 1e-6) * (h < hq ? qw[i] : kw[i]);
+        }
+        for (int j = 0; j < d / 2; ++j) {
+          const double a = positions[t] * std::pow(1e6, -2.0 * j / d);
+          const double x0 = v[j], x1 = v[j + d / 2];
+          v[j] = x0 * std::cos(a) - x1 * std::sin(a);
+          v[j + d / 2] = x1 * std::cos(a) + x0 * std::sin(a);
+        }
+      }
+    ExpectNear(got, want, 2e-5);
+    for (int t = 0; t < rows; ++t)
+      for (int i = (hq + hkv) * d; i < stride; ++i)
+        ASSERT_EQ(got[t * stride + i], qkv[t * stride + i]);
+  }
+}
+
+TEST(ReferenceOps, PoolDimsMatchesDoubleLoop) {
+  const int dim = 40, out_dims = 12;
+  const int32_t cu[] = {0, 3, 3, 10};  // the middle sequence is empty
+  const auto hidden = Random(10 * dim, 15, -2.f, 2.f);
+  for (Pooling mode : {Pooling::kMean, Pooling::kCls, Pooling::kLastToken}) {
+    for (bool normalize : {false, true}) {
+      std::vector<float> got(3 * out_dims);
+      PoolDims(hidden.data(), cu, 3, dim, out_dims, mode, normalize, got.data());
+      std::vector<double> want(3 * out_dims, 0.0);
+      for (int s = 0; s < 3; ++s) {
+        const int b = cu[s], e = cu[s + 1];
+        if (b == e) continue;
+        for (int i = 0; i < out_dims; ++i) {
+          double v = 0;
+          if (mode == Pooling::kMean) {
+            for (int t = b; t < e; ++t) v += double(hidden[t * dim + i]) / (e - b);
+          } else {
+            v = hidden[(mode == Pooling::kCls ? b : e - 1) * dim + i];
+          }
+          want[s * out_dims + i] = v;
+        }
+        if (normalize) {
+          double ss = 0;
+          for (int i = 0; i < out_dims; ++i) ss += want[s * out_dims + i] * want[s * out_dims + i];
+          for (int i = 0; i < out_dims; ++i) want[s * out_dims + i] /= std::sqrt(ss);
+        }
+      }
+      ExpectNear(got, want, 2e-6);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace petal::cpu

@@ -1,0 +1,66 @@
+// `petal embed` applies the model's sentence-transformers prompts with the gateway's rule
+// (tokenizer/prompts.h): on a copy of all-MiniLM-L6-v2 whose config names a default prompt, the
+// CLI's vector for "hello" must be byte-identical to the plain model's vector for the prompted
+// text. Skips without models/all-MiniLM-L6-v2.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "common/file_util.h"
+
+namespace petal {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Runs a shell command; returns its exit status and stdout.
+int RunShell(const std::string& cmd, std::string* out) {
+  out->clear();
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
+  const int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+TEST(CliEmbed, AppliesTheModelsPromptsLikeTheGateway) {
+  const std::string src = "models/all-MiniLM-L6-v2";
+  if (!FileExists(src + "/model.safetensors")) GTEST_SKIP() << src << " is missing";
+  const fs::path dir = fs::temp_directory_path() / ("petal_cli_prompt_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  for (const auto& e : fs::directory_iterator(src)) {
+    if (e.path().filename() == "config_sentence_transformers.json") continue;
+    fs::create_symlink(fs::absolute(e.path()), dir / e.path().filename());
+  }
+  std::ofstream(dir / "config_sentence_transformers.json")
+      << R"({"prompts": {"query": "query: ", "doc": "passage: "}, "default_prompt_name": "query"})";
+  const std::string bin = PETAL_BIN;
+  std::string prompted, plain, named, named_plain, bad;
+  ASSERT_EQ(RunShell(bin + " embed --backend cpu --model " + dir.string() + " hello", &prompted),
+            0);
+  ASSERT_EQ(RunShell(bin + " embed --backend cpu --model " + src + " 'query: hello'", &plain), 0);
+  EXPECT_FALSE(prompted.empty());
+  EXPECT_EQ(prompted, plain);
+  ASSERT_EQ(
+      RunShell(bin + " embed --backend cpu --prompt-name doc --model " + dir.string() + " hello",
+               &named),
+      0);
+  ASSERT_EQ(
+      RunShell(bin + " embed --backend cpu --model " + src + " 'passage: hello'", &named_plain), 0);
+  EXPECT_EQ(named, named_plain);
+  EXPECT_NE(named, prompted);
+  EXPECT_NE(RunShell(bin + " embed --backend cpu --prompt-name nope --model " + dir.string() +
+                         " hello 2>/dev/null",
+                     &bad),
+            0);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace petal
