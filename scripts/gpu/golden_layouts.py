@@ -3,7 +3,7 @@
 sentence-transformers, independent of Petal's forward passes.
 
 For each layout in tests/fixtures/layouts/layouts.json this script builds the model folder the
-C++ test builds (tests/layout_fixture.cc): the committed config files, the real tokenizer files,
+C++ test builds (tests/layouts/layout_fixture.cc): the committed config files, the real tokenizer files,
 and seeded random weights (the generator of src/model/make_model.cc's SeededNormal, re-implemented
 here in numpy with the same integer arithmetic, keyed by tensor name, so both sides write the same
 values); then it embeds the manifest's texts one per call and writes
@@ -82,7 +82,7 @@ def copy_tokenizer(src_dir, dst, append_eos):
             shutil.copy(os.path.join(ROOT, src_dir, f), os.path.join(dst, f))
     if append_eos:
         # Qwen3-Embedding's tokenizer.json: Qwen3's with a TemplateProcessing post-processor
-        # appending the end-of-text token (what tests/layout_fixture.cc does too).
+        # appending the end-of-text token (what tests/layouts/layout_fixture.cc does too).
         path = os.path.join(dst, "tokenizer.json")
         with open(path, encoding="utf-8") as f:
             tok = json.load(f)
