@@ -106,10 +106,9 @@ StatusOr<ModelConfig> ParseConfigObject(object obj, const std::string& file) {
   }
   PETAL_RETURN_IF_ERROR(arch->parse_extras(f, &c));
   if (c.max_position_embeddings < c.position_offset) {
-    return InvalidArgument(file + ": max_position_embeddings " +
-                           std::to_string(c.max_position_embeddings) +
-                           " is smaller than the first position id " +
-                           std::to_string(c.position_offset));
+    return InvalidArgument(
+        file + ": max_position_embeddings " + std::to_string(c.max_position_embeddings) +
+        " is smaller than the first position id " + std::to_string(c.position_offset));
   }
   c.max_seq_length = c.max_position_embeddings - c.position_offset;
   if (!(c.rope_theta > 0) || !std::isfinite(c.rope_theta)) {
@@ -224,7 +223,8 @@ Status ApplyPetalConfig(const std::string& dir, ModelConfig& c) {
   c.normalize = f.BoolOr("normalize", c.normalize);
   if (f.Has("int8_mode")) {
     const std::string m = f.StrOr("int8_mode", "");
-    if (m != "linear" && m != "tanh") return f.Unsupported("int8_mode", "(expected 'linear' or 'tanh')");
+    if (m != "linear" && m != "tanh")
+      return f.Unsupported("int8_mode", "(expected 'linear' or 'tanh')");
     c.int8_mode = m == "tanh" ? Int8Mode::kTanh : Int8Mode::kLinear;
   }
   if (f.Has("max_seq_length")) {

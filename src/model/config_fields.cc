@@ -81,9 +81,8 @@ std::string ConfigFields::Json(const char* key) const {
 
 Status ConfigFields::Unsupported(const char* key, const std::string& why) const {
   // architectures is a list: name its first entry, which is what decides.
-  const std::string value = std::string(key) == "architectures"
-                                ? "'" + FirstArchitecture() + "'"
-                                : Json(key);
+  const std::string value =
+      std::string(key) == "architectures" ? "'" + FirstArchitecture() + "'" : Json(key);
   return Unimplemented(file_ + ": key '" + key + "' = " + value + " " + why);
 }
 

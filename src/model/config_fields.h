@@ -17,8 +17,7 @@ namespace petal {
 
 class ConfigFields {
  public:
-  ConfigFields(simdjson::dom::object obj, std::string file)
-      : obj_(obj), file_(std::move(file)) {}
+  ConfigFields(simdjson::dom::object obj, std::string file) : obj_(obj), file_(std::move(file)) {}
 
   const std::string& file() const { return file_; }
   simdjson::dom::object object() const { return obj_; }

@@ -131,8 +131,7 @@ TEST(ConfigTest, LookalikesAndUnknownMathsKeysFailWithTheirExactMessage) {
       {Qwen3Like("qwen3", "Qwen3Model", R"(,"rope_parameters":{"rope_type":"yarn"})"),
        R"(config.json: key 'rope_parameters' = {"rope_type":"yarn"} has rope_type 'yarn' )"
        "(only 'default' RoPE is implemented)"},
-      {Qwen3Like("qwen3", "Qwen3Model",
-                 R"(,"layer_types":["full_attention","sliding_attention"])"),
+      {Qwen3Like("qwen3", "Qwen3Model", R"(,"layer_types":["full_attention","sliding_attention"])"),
        R"(config.json: key 'layer_types' = ["full_attention","sliding_attention"] has an entry )"
        "other than 'full_attention' (sliding-window layers are not implemented)"},
       {Qwen3Like("bidirectional_pplx_qwen3", "PPLXQwen3Model",

@@ -43,9 +43,10 @@ StatusOr<const ArchitectureEntry*> DetectArchitecture(const ConfigFields& f) {
                                            supported + "; docs/models.md lists the layouts)");
   }
   if (!f.FirstArchitecture().empty()) {
-    return f.Unsupported("architectures", "is not an architecture Petal runs (supported "
-                                          "families: " +
-                                              supported + "; docs/models.md lists the layouts)");
+    return f.Unsupported("architectures",
+                         "is not an architecture Petal runs (supported "
+                         "families: " +
+                             supported + "; docs/models.md lists the layouts)");
   }
   return InvalidArgument(f.file() + ": neither 'model_type' nor 'architectures' is set");
 }

@@ -48,14 +48,18 @@ StatusOr<std::string> AppendEosTemplate(std::string json, const std::string& eos
     }
   }
   const std::string id = "\"" + eos + "\"";
-  json.replace(open, close + 1 - open,
-               R"({"type": "TemplateProcessing", "single": [{"Sequence": {"id": "A", "type_id": 0}},)"
-               R"( {"SpecialToken": {"id": )" + id + R"(, "type_id": 0}}], "pair": [{"Sequence":)"
-               R"( {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": )" + id +
-                   R"(, "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}, {"SpecialToken":)"
-                   R"( {"id": )" + id + R"(, "type_id": 1}}], "special_tokens": {)" + id +
-                   R"(: {"id": )" + id + ", \"ids\": [" + std::to_string(eos_id) +
-                   "], \"tokens\": [" + id + "]}}}");
+  json.replace(
+      open, close + 1 - open,
+      R"({"type": "TemplateProcessing", "single": [{"Sequence": {"id": "A", "type_id": 0}},)"
+      R"( {"SpecialToken": {"id": )" +
+          id +
+          R"(, "type_id": 0}}], "pair": [{"Sequence":)"
+          R"( {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": )" +
+          id +
+          R"(, "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}, {"SpecialToken":)"
+          R"( {"id": )" +
+          id + R"(, "type_id": 1}}], "special_tokens": {)" + id + R"(: {"id": )" + id +
+          ", \"ids\": [" + std::to_string(eos_id) + "], \"tokens\": [" + id + "]}}}");
   return json;
 }
 
@@ -161,7 +165,8 @@ Status BuildLayoutFolder(const LayoutSpec& layout, uint64_t seed, const std::str
   PETAL_ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(out_dir));
   const bool bf16 = layout.dtype == "bfloat16";
   std::vector<TensorToWrite> tensors;
-  for (const CheckpointTensor& spec : FindArchitecture(config.architecture).checkpoint_tensors(config)) {
+  for (const CheckpointTensor& spec :
+       FindArchitecture(config.architecture).checkpoint_tensors(config)) {
     int64_t n = 1;
     for (int64_t d : spec.shape) n *= d;
     // As scripts/gpu/golden_layouts.py: chunk c of tensor `name` is the stream "name#c".

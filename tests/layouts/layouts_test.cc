@@ -71,8 +71,10 @@ TEST_P(LayoutTest, MatchesTheGoldenOnTheCpuEngine) {
   const ModelConfig& c = (*engine)->config();
   // Without models/ (scripts/setup.sh), only the token ids are not checked.
   const bool have_tokenizer = FileExists(b.dir + "/tokenizer.json");
-  if (!have_tokenizer) std::printf("%s: no tokenizer (run scripts/setup.sh): ids not checked\n", GetParam().c_str());
-  auto tok = have_tokenizer ? Tokenizer::FromModelDir(b.dir) : StatusOr<std::unique_ptr<Tokenizer>>(NotFound(""));
+  if (!have_tokenizer)
+    std::printf("%s: no tokenizer (run scripts/setup.sh): ids not checked\n", GetParam().c_str());
+  auto tok = have_tokenizer ? Tokenizer::FromModelDir(b.dir)
+                            : StatusOr<std::unique_ptr<Tokenizer>>(NotFound(""));
   ASSERT_TRUE(tok.ok() || !have_tokenizer) << tok.status().ToString();
   EncodeOptions opts;
   opts.max_length = c.max_seq_length;
@@ -138,8 +140,8 @@ TEST(LayoutConfigTest, EachLayoutParsesAsPublished) {
        Int8Mode::kLinear},
       {"e5", Architecture::kBert, AttentionMask::kBidirectional, PoolingMode::kMean, true, 0, 512,
        Int8Mode::kLinear},
-      {"gte", Architecture::kBert, AttentionMask::kBidirectional, PoolingMode::kMean, false, 0,
-       512, Int8Mode::kLinear},
+      {"gte", Architecture::kBert, AttentionMask::kBidirectional, PoolingMode::kMean, false, 0, 512,
+       Int8Mode::kLinear},
       {"bge-m3", Architecture::kBert, AttentionMask::kBidirectional, PoolingMode::kCls, true, 2,
        8192, Int8Mode::kLinear},
       {"multilingual-e5", Architecture::kBert, AttentionMask::kBidirectional, PoolingMode::kMean,
@@ -217,9 +219,9 @@ TEST(LayoutPplxTest, PlainBidirectionalDeclarationGivesTheSameVectors) {
   ASSERT_EQ(same.data.size(), pplx.data.size());
   EXPECT_EQ(same.data, pplx.data);  // bit for bit: the same model
   // use_bidirectional_attention: false makes it causal, and the vectors differ.
-  const Embeddings causal = EmbedWithConfig(
-      "causal", EditedPplxConfig("\"use_bidirectional_attention\": true",
-                                 "\"use_bidirectional_attention\": false"));
+  const Embeddings causal =
+      EmbedWithConfig("causal", EditedPplxConfig("\"use_bidirectional_attention\": true",
+                                                 "\"use_bidirectional_attention\": false"));
   ASSERT_EQ(causal.data.size(), pplx.data.size());
   for (int i = 1; i < pplx.rows; ++i) {  // row 0 is 3 tokens: still differs, but check all > 1
     EXPECT_LT(Cosine(causal.row(i), pplx.row(i), pplx.dim), 0.9999) << "row " << i;

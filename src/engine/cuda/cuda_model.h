@@ -1,8 +1,8 @@
 // CudaModel: one architecture's forward pass on the GPU (bf16 weights and activations, fp32
 // accumulation), enqueued on a stream from inputs already in device memory. Implementations
-// (src/model/<arch>/<arch>_cuda.cc, listed in src/model/registry.cc) allocate every buffer they need at construction for the engine's
-// capacity, so Forward() never allocates or synchronises and can be captured in a CUDA graph.
-// Thread-safety: driven by one thread (the engine's) at a time.
+// (src/model/<arch>/<arch>_cuda.cc, listed in src/model/registry.cc) allocate every buffer they
+// need at construction for the engine's capacity, so Forward() never allocates or synchronises and
+// can be captured in a CUDA graph. Thread-safety: driven by one thread (the engine's) at a time.
 #pragma once
 
 #include <cuda_runtime.h>

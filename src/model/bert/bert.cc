@@ -219,7 +219,8 @@ Status BertCpuModel::Forward(const Batch& batch, std::vector<float>* hidden) con
     for (int t = begin; t < end; ++t) {
       const int type = typed ? batch.token_type_ids[t] : 0;
       const float* word = weights_.word_embeddings.data() + int64_t{batch.token_ids[t]} * H;
-      const float* pos = weights_.position_embeddings.data() + int64_t{c.position_offset + t - begin} * H;
+      const float* pos =
+          weights_.position_embeddings.data() + int64_t{c.position_offset + t - begin} * H;
       const float* tt = weights_.token_type_embeddings.empty()
                             ? nullptr
                             : weights_.token_type_embeddings.data() + int64_t{type} * H;

@@ -22,8 +22,9 @@ bool KnownClass(const std::string& a, bool pplx) {
 // rope_scaling or a rope_type other than "default" would change the rotary embedding.
 Status ReadRope(const ConfigFields& f, ModelConfig* c) {
   if (f.Has("rope_scaling")) {
-    return f.Unsupported("rope_scaling", "changes the rotary embedding (scaled RoPE is not "
-                                         "implemented)");
+    return f.Unsupported("rope_scaling",
+                         "changes the rotary embedding (scaled RoPE is not "
+                         "implemented)");
   }
   PETAL_ASSIGN_OR_RETURN(c->rope_theta, f.DoubleOr("rope_theta", 1e6));
   simdjson::dom::object rp;
@@ -40,8 +41,8 @@ Status ReadRope(const ConfigFields& f, ModelConfig* c) {
     if (p.Has("rope_theta")) {
       PETAL_ASSIGN_OR_RETURN(double theta, p.Double("rope_theta"));
       if (f.Has("rope_theta") && theta != c->rope_theta) {
-        return f.Unsupported("rope_parameters", "disagrees with 'rope_theta' = " +
-                                                    f.Json("rope_theta"));
+        return f.Unsupported("rope_parameters",
+                             "disagrees with 'rope_theta' = " + f.Json("rope_theta"));
       }
       c->rope_theta = theta;
     }
@@ -64,8 +65,9 @@ Status RefuseSlidingWindow(const ConfigFields& f) {
     for (auto t : types) {
       std::string_view s;
       if (t.get_string().get(s) != simdjson::SUCCESS || s != "full_attention") {
-        return f.Unsupported("layer_types", "has an entry other than 'full_attention' "
-                                            "(sliding-window layers are not implemented)");
+        return f.Unsupported("layer_types",
+                             "has an entry other than 'full_attention' "
+                             "(sliding-window layers are not implemented)");
       }
     }
   }
