@@ -88,5 +88,104 @@ TEST(ConfigTest, NonFiniteEpsilonIsRejected) {
   EXPECT_TRUE(ParseModelConfig(Bert(R"(,"layer_norm_eps":1e-5)")).ok());
 }
 
+// A Qwen3-shaped config.json with `extra` keys and the given model_type / architectures.
+std::string Qwen3Like(const std::string& model_type, const std::string& arch,
+                      const std::string& extra = "") {
+  return R"({"model_type":")" + model_type + R"(","architectures":[")" + arch +
+         R"("],"hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,)"
+         R"("num_key_value_heads":2,"head_dim":32,"intermediate_size":128,"vocab_size":100,)"
+         R"("max_position_embeddings":64)" +
+         extra + "}";
+}
+
+// Issue 16: anything else, or a lookalike, fails naming the file, the key and the value; so
+// does a key that changes the maths and is not implemented.
+TEST(ConfigTest, LookalikesAndUnknownMathsKeysFailWithTheirExactMessage) {
+  const std::string unknown =
+      " is not an architecture Petal runs (supported families: bert, qwen3; docs/models.md "
+      "lists the layouts)";
+  const std::string qwen3_arch =
+      " is not a Qwen3 decoder Petal runs (expected Qwen3Model or Qwen3ForCausalLM)";
+  const std::pair<std::string, std::string> cases[] = {
+      {Qwen3Like("qwen3_moe", "Qwen3MoeForCausalLM", R"(,"num_experts":128)"),
+       "config.json: key 'model_type' = 'qwen3_moe'" + unknown},
+      {Qwen3Like("qwen3_next", "Qwen3NextForCausalLM"),
+       "config.json: key 'model_type' = 'qwen3_next'" + unknown},
+      {Qwen3Like("qwen2", "Qwen2ForCausalLM"), "config.json: key 'model_type' = 'qwen2'" + unknown},
+      {Qwen3Like("modernbert", "ModernBertModel"),
+       "config.json: key 'model_type' = 'modernbert'" + unknown},
+      {R"({"architectures":["ModernBertModel"],"hidden_size":64})",
+       "config.json: key 'architectures' = 'ModernBertModel'" + unknown},
+      {Qwen3Like("qwen3", "Qwen3MoeForCausalLM"),
+       "config.json: key 'architectures' = 'Qwen3MoeForCausalLM'" + qwen3_arch},
+      {Qwen3Like("qwen3", "Qwen3ForSequenceClassification"),
+       "config.json: key 'architectures' = 'Qwen3ForSequenceClassification'" + qwen3_arch},
+      {Qwen3Like("qwen3", "Qwen3ForCausalLM", R"(,"num_experts":8)"),
+       "config.json: key 'num_experts' = 8 makes it a mixture of experts (not supported)"},
+      {Qwen3Like("qwen3", "Qwen3Model", R"(,"use_sliding_window":true,"sliding_window":4096)"),
+       "config.json: key 'use_sliding_window' = true turns on sliding-window attention, which "
+       "Petal does not implement"},
+      {Qwen3Like("qwen3", "Qwen3Model", R"(,"rope_scaling":{"rope_type":"yarn","factor":4.0})"),
+       R"(config.json: key 'rope_scaling' = {"rope_type":"yarn","factor":4.0} changes the rotary )"
+       "embedding (scaled RoPE is not implemented)"},
+      {Qwen3Like("qwen3", "Qwen3Model", R"(,"rope_parameters":{"rope_type":"yarn"})"),
+       R"(config.json: key 'rope_parameters' = {"rope_type":"yarn"} has rope_type 'yarn' )"
+       "(only 'default' RoPE is implemented)"},
+      {Qwen3Like("qwen3", "Qwen3Model", R"(,"layer_types":["full_attention","sliding_attention"])"),
+       R"(config.json: key 'layer_types' = ["full_attention","sliding_attention"] has an entry )"
+       "other than 'full_attention' (sliding-window layers are not implemented)"},
+      {Qwen3Like("bidirectional_pplx_qwen3", "PPLXQwen3Model",
+                 R"(,"use_bidirectional_attention":true,"is_causal":true)"),
+       "config.json: key 'is_causal' = true contradicts 'use_bidirectional_attention' = true"},
+      {Qwen3Like("bidirectional_pplx_qwen3", "Qwen3Model"),
+       "config.json: key 'architectures' = 'Qwen3Model' is not the pplx-embed model class "
+       "(expected PPLXQwen3Model)"},
+      {Bert(R"(,"architectures":["BertForSequenceClassification"])"),
+       "config.json: key 'architectures' = 'BertForSequenceClassification' is not a BERT encoder "
+       "Petal runs (expected BertModel, BertForMaskedLM or BertForPreTraining)"},
+      {Bert(R"(,"is_decoder":true)"),
+       "config.json: key 'is_decoder' = true makes the encoder causal (not supported)"},
+  };
+  for (const auto& [json, want] : cases) {
+    auto c = ParseModelConfig(json);
+    ASSERT_FALSE(c.ok()) << json;
+    EXPECT_EQ(c.status().message(), want) << json;
+  }
+}
+
+TEST(ConfigTest, Qwen3LayoutKeysDecideTheMask) {
+  auto plain = ParseModelConfig(Qwen3Like("qwen3", "Qwen3ForCausalLM"));
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(plain->mask, AttentionMask::kCausal);
+  EXPECT_EQ(plain->pooling, PoolingMode::kLastToken);
+  auto pplx = ParseModelConfig(Qwen3Like("bidirectional_pplx_qwen3", "PPLXQwen3Model",
+                                         R"(,"use_bidirectional_attention":true)"));
+  ASSERT_TRUE(pplx.ok()) << pplx.status().ToString();
+  EXPECT_EQ(pplx->mask, AttentionMask::kBidirectional);
+  EXPECT_EQ(pplx->pooling, PoolingMode::kMean);
+  EXPECT_EQ(pplx->int8_mode, Int8Mode::kTanh);
+  auto off = ParseModelConfig(Qwen3Like("bidirectional_pplx_qwen3", "PPLXQwen3Model",
+                                        R"(,"use_bidirectional_attention":false)"));
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->mask, AttentionMask::kCausal);
+  // transformers 5 spells rope_theta inside rope_parameters; full-attention layer_types are fine.
+  auto v5 = ParseModelConfig(Qwen3Like(
+      "qwen3", "Qwen3Model",
+      R"(,"rope_parameters":{"rope_type":"default","rope_theta":5000},"layer_types":["full_attention","full_attention"],"use_sliding_window":false,"sliding_window":null,"rope_scaling":null)"));
+  ASSERT_TRUE(v5.ok()) << v5.status().ToString();
+  EXPECT_DOUBLE_EQ(v5->rope_theta, 5000);
+}
+
+TEST(ConfigTest, XlmRobertaPositionsStartAfterThePaddingId) {
+  auto c = ParseModelConfig(R"({"architectures":["XLMRobertaModel"],"model_type":"xlm-roberta",
+    "hidden_size":64,"num_hidden_layers":1,"num_attention_heads":2,"intermediate_size":8,
+    "vocab_size":10,"max_position_embeddings":8194,"pad_token_id":1,"type_vocab_size":1})");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->architecture, Architecture::kBert);
+  EXPECT_EQ(c->position_offset, 2);
+  EXPECT_EQ(c->max_seq_length, 8192);
+  EXPECT_FLOAT_EQ(c->norm_eps, 1e-5f);
+}
+
 }  // namespace
 }  // namespace petal

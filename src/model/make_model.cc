@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "common/file_util.h"
-#include "model/qwen3.h"
+#include "model/qwen3/qwen3.h"
 #include "model/safetensors_writer.h"
 
 namespace petal {

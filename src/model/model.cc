@@ -1,17 +1,12 @@
 #include "model/model.h"
 
+#include "model/factory.h"
+
 namespace petal {
 
 StatusOr<std::unique_ptr<CpuModel>> LoadCpuModel(const ModelConfig& config,
                                                  const WeightStore& weights) {
-  switch (config.architecture) {
-    case Architecture::kBert:
-      return LoadBertCpuModel(config, weights);
-    case Architecture::kQwen3:
-      return LoadQwen3CpuModel(config, weights);
-  }
-  return Unimplemented(std::string("no CPU implementation for architecture '") +
-                       ArchitectureName(config.architecture) + "'");
+  return FindFactory(config.architecture).create_cpu(config, weights);
 }
 
 }  // namespace petal

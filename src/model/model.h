@@ -1,6 +1,6 @@
 // CpuModel: one model architecture's fp32 forward pass on the CPU, from a ragged Batch to the
-// last hidden states. Each architecture lives in its own file (bert.cc, qwen3.cc) and is
-// listed in the loader table in model.cc. Thread-safety: a loaded model is immutable;
+// last hidden states. Each architecture lives in its own folder (src/model/<arch>/) and is
+// listed in the registry (src/model/registry.h). Thread-safety: a loaded model is immutable;
 // Forward() may be called from several threads at once.
 #pragma once
 
@@ -23,14 +23,8 @@ class CpuModel {
   virtual Status Forward(const Batch& batch, std::vector<float>* hidden) const = 0;
 };
 
-// Loads the architecture named by `config` from `weights` (the table is in model.cc).
+// Loads the architecture named by `config` from `weights` (its registry entry's create_cpu).
 StatusOr<std::unique_ptr<CpuModel>> LoadCpuModel(const ModelConfig& config,
                                                  const WeightStore& weights);
-
-// One loader per architecture file.
-StatusOr<std::unique_ptr<CpuModel>> LoadBertCpuModel(const ModelConfig& config,
-                                                     const WeightStore& weights);
-StatusOr<std::unique_ptr<CpuModel>> LoadQwen3CpuModel(const ModelConfig& config,
-                                                      const WeightStore& weights);
 
 }  // namespace petal

@@ -1,8 +1,8 @@
 // CudaModel: one architecture's forward pass on the GPU (bf16 weights and activations, fp32
 // accumulation), enqueued on a stream from inputs already in device memory. Implementations
-// (bert_cuda.cc, qwen3_cuda.cc) allocate every buffer they need at construction for the engine's
-// capacity, so Forward() never allocates or synchronises and can be captured in a CUDA graph.
-// Thread-safety: driven by one thread (the engine's) at a time.
+// (src/model/<arch>/<arch>_cuda.cc, listed in src/model/registry.cc) allocate every buffer they
+// need at construction for the engine's capacity, so Forward() never allocates or synchronises and
+// can be captured in a CUDA graph. Thread-safety: driven by one thread (the engine's) at a time.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -71,12 +71,9 @@ class CudaModel {
   virtual void set_fp8_enabled(bool) {}
 };
 
-// Loads weights from `store`, uploads them in bf16, and allocates scratch for `cap`.
+// Loads weights from `store`, uploads them in bf16, and allocates scratch for `cap`: the
+// architecture's registry entry's create_cuda.
 StatusOr<std::unique_ptr<CudaModel>> CreateCudaModel(const ModelConfig& config,
                                                      const WeightStore& store, Capacity cap);
-StatusOr<std::unique_ptr<CudaModel>> CreateBertCudaModel(const ModelConfig& config,
-                                                         const WeightStore& store, Capacity cap);
-StatusOr<std::unique_ptr<CudaModel>> CreateQwen3CudaModel(const ModelConfig& config,
-                                                          const WeightStore& store, Capacity cap);
 
 }  // namespace petal::cuda

@@ -1,4 +1,4 @@
-// Qwen3-architecture embedders on the GPU: the forward pass of model/qwen3.cc in bf16 with
+// Qwen3-architecture embedders on the GPU: the forward pass of qwen3.cc in bf16 with
 // cuBLASLt GEMMs and Petal's kernels. Pre-norm with a bf16 residual stream r:
 //   x = RmsNorm(r); qkv = x Wqkv; q,k = rope(RmsNorm_head(q,k)); r += attn(q,k,v) Wo;
 //   x = RmsNorm(r); r += (silu(x Wg) * x Wu) Wd;   final: RmsNorm(r), pooled.
@@ -11,7 +11,8 @@
 #include "engine/cuda/device_weights.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/ops.h"
-#include "model/qwen3.h"
+#include "model/qwen3/qwen3.h"
+#include "model/qwen3/qwen3_arch.h"
 
 namespace petal::cuda {
 namespace {
@@ -265,6 +266,9 @@ class Qwen3CudaModel final : public CudaModel {
 
 StatusOr<std::unique_ptr<CudaModel>> CreateQwen3CudaModel(const ModelConfig& config,
                                                           const WeightStore& store, Capacity cap) {
+  if (!config.qk_norm) {
+    return Unimplemented("the CUDA Qwen3 forward needs q/k norms (qk_norm); use the CPU engine");
+  }
   PETAL_ASSIGN_OR_RETURN(Qwen3Weights w, LoadQwen3Weights(config, store));
   auto m = std::make_unique<Qwen3CudaModel>(config, cap);
   PETAL_RETURN_IF_ERROR(m->Init(w));

@@ -1,7 +1,8 @@
 // Qwen3 decoder used as an embedder (pplx-embed style: bidirectional + mean pooling;
 // Qwen3-Embedding style: causal + last token). This header exposes the checkpoint tensor table and
-// the loaded weights, so that the CPU model (qwen3.cc), the CUDA uploader and `petal make-model`
-// all agree on names, shapes and the fused layouts. Thread-safety: plain value types and pure
+// the loaded weights, so that the CPU model (qwen3.cc), the CUDA uploader (qwen3_cuda.cc) and
+// `petal make-model` all agree on names, shapes and the fused layouts; the loader reads exactly
+// the table. Thread-safety: plain value types and pure
 // functions.
 #pragma once
 
@@ -26,7 +27,8 @@ struct Qwen3TensorSpec {
 };
 
 // Every tensor a Qwen3Model checkpoint of `config` holds, in HF order. With `attention_bias`,
-// the q/k/v/o projection biases are listed too (HF's attention_bias=true).
+// the q/k/v/o projection biases are listed too (HF's attention_bias=true); without
+// config.qk_norm, the q/k norms are not.
 std::vector<Qwen3TensorSpec> Qwen3CheckpointTensors(const ModelConfig& config, bool attention_bias);
 
 struct Qwen3LayerWeights {
@@ -34,8 +36,8 @@ struct Qwen3LayerWeights {
   // q|k|v projections fused along the output dimension: [(Hq + 2*Hkv) * head_dim, hidden].
   std::vector<float> qkv;
   std::vector<float> qkv_bias;  // [(Hq + 2*Hkv) * head_dim], empty without attention_bias
-  std::vector<float> q_norm;    // [head_dim], applied per head before rotary
-  std::vector<float> k_norm;    // [head_dim]
+  std::vector<float> q_norm;    // [head_dim], applied per head before rotary; empty without qk_norm
+  std::vector<float> k_norm;    // [head_dim]; empty without qk_norm
   std::vector<float> o_proj;    // [hidden, Hq * head_dim]
   std::vector<float> o_bias;    // [hidden], empty without attention_bias
   std::vector<float> post_attention_norm;  // [hidden]
@@ -50,10 +52,10 @@ struct Qwen3Weights {
   bool attention_bias = false;
 };
 
-// Reads every tensor of the table from `store` (names with or without the "model." prefix; the
-// LM head, if any, is ignored), fusing q/k/v and gate/up. A missing or mis-shaped tensor fails
-// with its name. Biases are loaded when the checkpoint has them, and required when
-// `config.model_dir`/config.json says "attention_bias": true.
+// Reads every tensor of Qwen3CheckpointTensors from `store` (names with or without the "model."
+// prefix; the LM head, if any, is ignored), fusing q/k/v and gate/up. A missing or mis-shaped
+// tensor fails with its name. Biases are loaded when the checkpoint has them, and required when
+// config.attention_bias is set.
 StatusOr<Qwen3Weights> LoadQwen3Weights(const ModelConfig& config, const WeightStore& store);
 
 }  // namespace petal

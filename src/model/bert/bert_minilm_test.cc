@@ -13,7 +13,8 @@
 
 #include "common/file_util.h"
 #include "kernels/cpu/ops.h"
-#include "model/bert.h"
+#include "model/bert/bert.h"
+#include "model/bert/bert_arch.h"
 
 namespace petal {
 namespace {

@@ -1,16 +1,14 @@
-// Qwen3 checkpoint table, weight loading (with q/k/v and gate/up fusion) and the fp32 CPU forward
-// pass over a ragged batch.
-#include "model/qwen3.h"
-
-#include <simdjson.h>
+// Qwen3 checkpoint table, weight loading from that table (with q/k/v and gate/up fusion) and the
+// fp32 CPU forward pass over a ragged batch.
+#include "model/qwen3/qwen3.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
-#include "common/file_util.h"
 #include "kernels/cpu/ops.h"
 #include "model/model.h"
+#include "model/qwen3/qwen3_arch.h"
 
 namespace petal {
 
@@ -33,8 +31,10 @@ std::vector<Qwen3TensorSpec> Qwen3CheckpointTensors(const ModelConfig& c, bool a
       t.push_back({p + "self_attn.v_proj.bias", {kv}, K::kBias});
       t.push_back({p + "self_attn.o_proj.bias", {h}, K::kBias});
     }
-    t.push_back({p + "self_attn.q_norm.weight", {d}, K::kNorm});
-    t.push_back({p + "self_attn.k_norm.weight", {d}, K::kNorm});
+    if (c.qk_norm) {
+      t.push_back({p + "self_attn.q_norm.weight", {d}, K::kNorm});
+      t.push_back({p + "self_attn.k_norm.weight", {d}, K::kNorm});
+    }
     t.push_back({p + "post_attention_layernorm.weight", {h}, K::kNorm});
     t.push_back({p + "mlp.gate_proj.weight", {inter, h}, K::kProjection});
     t.push_back({p + "mlp.up_proj.weight", {inter, h}, K::kProjection});
@@ -42,6 +42,14 @@ std::vector<Qwen3TensorSpec> Qwen3CheckpointTensors(const ModelConfig& c, bool a
   }
   t.push_back({"norm.weight", {h}, K::kNorm});
   return t;
+}
+
+std::vector<CheckpointTensor> Qwen3ConfigTensors(const ModelConfig& c) {
+  std::vector<CheckpointTensor> out;
+  for (Qwen3TensorSpec& s : Qwen3CheckpointTensors(c, c.attention_bias)) {
+    out.push_back({std::move(s.name), std::move(s.shape), s.kind == Qwen3TensorKind::kNorm});
+  }
+  return out;
 }
 
 namespace {
@@ -66,26 +74,45 @@ class NameResolver {
   std::string prefix_;
 };
 
-// Appends `name` (checked against `shape`) to `dst`; the fused tensors are built this way.
-Status ReadAppend(const NameResolver& r, const std::string& name, std::vector<int64_t> shape,
-                  std::vector<float>* dst) {
-  PETAL_ASSIGN_OR_RETURN(std::vector<float> v, r.Read(name, std::move(shape)));
-  if (dst->empty()) {
-    *dst = std::move(v);
-  } else {
-    dst->insert(dst->end(), v.begin(), v.end());
-  }
-  return Status::Ok();
-}
+// Where each per-layer table entry lands. Entries sharing a field are appended in table order,
+// which fuses q|k|v (weights and biases) and gate|up along the output dimension.
+struct LayerSlot {
+  const char* suffix;  // the name after "layers.N."
+  std::vector<float> Qwen3LayerWeights::*field;
+};
+using LW = Qwen3LayerWeights;
+constexpr LayerSlot kLayerSlots[] = {
+    {"input_layernorm.weight", &LW::input_norm},
+    {"self_attn.q_proj.weight", &LW::qkv},
+    {"self_attn.k_proj.weight", &LW::qkv},
+    {"self_attn.v_proj.weight", &LW::qkv},
+    {"self_attn.o_proj.weight", &LW::o_proj},
+    {"self_attn.q_proj.bias", &LW::qkv_bias},
+    {"self_attn.k_proj.bias", &LW::qkv_bias},
+    {"self_attn.v_proj.bias", &LW::qkv_bias},
+    {"self_attn.o_proj.bias", &LW::o_bias},
+    {"self_attn.q_norm.weight", &LW::q_norm},
+    {"self_attn.k_norm.weight", &LW::k_norm},
+    {"post_attention_layernorm.weight", &LW::post_attention_norm},
+    {"mlp.gate_proj.weight", &LW::gate_up},
+    {"mlp.up_proj.weight", &LW::gate_up},
+    {"mlp.down_proj.weight", &LW::down},
+};
 
-// Whether `dir`/config.json says attention_bias: true (the field ModelConfig does not carry).
-bool ConfigSaysAttentionBias(const std::string& dir) {
-  if (dir.empty()) return false;
-  auto text = ReadFile(JoinPath(dir, "config.json"));
-  if (!text.ok()) return false;
-  simdjson::dom::parser parser;
-  bool b = false;
-  return parser.parse(*text)["attention_bias"].get_bool().get(b) == simdjson::SUCCESS && b;
+// The field a table name lands in, or nullptr for a name the loader does not know.
+std::vector<float>* Destination(const std::string& name, Qwen3Weights& w) {
+  if (name == "embed_tokens.weight") return &w.embed_tokens;
+  if (name == "norm.weight") return &w.final_norm;
+  if (name.rfind("layers.", 0) != 0) return nullptr;
+  const size_t dot = name.find('.', 7);
+  if (dot == std::string::npos) return nullptr;
+  const size_t layer = std::stoul(name.substr(7, dot - 7));
+  if (layer >= w.layers.size()) return nullptr;
+  const std::string suffix = name.substr(dot + 1);
+  for (const LayerSlot& s : kLayerSlots) {
+    if (suffix == s.suffix) return &(w.layers[layer].*(s.field));
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -96,35 +123,18 @@ StatusOr<Qwen3Weights> LoadQwen3Weights(const ModelConfig& c, const WeightStore&
   }
   NameResolver r(store);
   Qwen3Weights w;
-  w.attention_bias =
-      r.Has("layers.0.self_attn.q_proj.bias") || ConfigSaysAttentionBias(c.model_dir);
-  const int64_t h = c.hidden_size, d = c.head_dim, inter = c.intermediate_size;
-  const int64_t q = c.num_heads * d, kv = c.num_kv_heads * d;
-  PETAL_ASSIGN_OR_RETURN(w.embed_tokens, r.Read("embed_tokens.weight", {c.vocab_size, h}));
+  w.attention_bias = c.attention_bias || r.Has("layers.0.self_attn.q_proj.bias");
   w.layers.resize(c.num_layers);
-  for (int l = 0; l < c.num_layers; ++l) {
-    Qwen3LayerWeights& L = w.layers[l];
-    const std::string p = "layers." + std::to_string(l) + ".";
-    PETAL_ASSIGN_OR_RETURN(L.input_norm, r.Read(p + "input_layernorm.weight", {h}));
-    PETAL_RETURN_IF_ERROR(ReadAppend(r, p + "self_attn.q_proj.weight", {q, h}, &L.qkv));
-    PETAL_RETURN_IF_ERROR(ReadAppend(r, p + "self_attn.k_proj.weight", {kv, h}, &L.qkv));
-    PETAL_RETURN_IF_ERROR(ReadAppend(r, p + "self_attn.v_proj.weight", {kv, h}, &L.qkv));
-    if (w.attention_bias) {
-      PETAL_RETURN_IF_ERROR(ReadAppend(r, p + "self_attn.q_proj.bias", {q}, &L.qkv_bias));
-      PETAL_RETURN_IF_ERROR(ReadAppend(r, p + "self_attn.k_proj.bias", {kv}, &L.qkv_bias));
-      PETAL_RETURN_IF_ERROR(ReadAppend(r, p + "self_attn.v_proj.bias", {kv}, &L.qkv_bias));
-      PETAL_ASSIGN_OR_RETURN(L.o_bias, r.Read(p + "self_attn.o_proj.bias", {h}));
+  for (Qwen3TensorSpec& spec : Qwen3CheckpointTensors(c, w.attention_bias)) {
+    std::vector<float>* dst = Destination(spec.name, w);
+    if (dst == nullptr) return Internal("Qwen3 table entry '" + spec.name + "' has no field");
+    PETAL_ASSIGN_OR_RETURN(std::vector<float> v, r.Read(spec.name, std::move(spec.shape)));
+    if (dst->empty()) {
+      *dst = std::move(v);
+    } else {
+      dst->insert(dst->end(), v.begin(), v.end());
     }
-    PETAL_ASSIGN_OR_RETURN(L.q_norm, r.Read(p + "self_attn.q_norm.weight", {d}));
-    PETAL_ASSIGN_OR_RETURN(L.k_norm, r.Read(p + "self_attn.k_norm.weight", {d}));
-    PETAL_ASSIGN_OR_RETURN(L.o_proj, r.Read(p + "self_attn.o_proj.weight", {h, q}));
-    PETAL_ASSIGN_OR_RETURN(L.post_attention_norm,
-                           r.Read(p + "post_attention_layernorm.weight", {h}));
-    PETAL_RETURN_IF_ERROR(ReadAppend(r, p + "mlp.gate_proj.weight", {inter, h}, &L.gate_up));
-    PETAL_RETURN_IF_ERROR(ReadAppend(r, p + "mlp.up_proj.weight", {inter, h}, &L.gate_up));
-    PETAL_ASSIGN_OR_RETURN(L.down, r.Read(p + "mlp.down_proj.weight", {h, inter}));
   }
-  PETAL_ASSIGN_OR_RETURN(w.final_norm, r.Read("norm.weight", {h}));
   return w;
 }
 
@@ -168,7 +178,7 @@ class Qwen3CpuModel final : public CpuModel {
                 qkv.data(), T, qkv_dim, H);
       // Qwen3's per-head RMSNorm on q and k (before rotary): each token row holds hq q-heads
       // then hkv k-heads, each head_dim wide, so one RmsNorm call per token covers a row.
-      for (int t = 0; t < T; ++t) {
+      for (int t = 0; t < T && c.qk_norm; ++t) {
         float* row = qkv.data() + static_cast<size_t>(t) * qkv_dim;
         cpu::RmsNorm(row, L.q_norm.data(), c.norm_eps, row, hq, d);
         cpu::RmsNorm(row + hq * d, L.k_norm.data(), c.norm_eps, row + hq * d, hkv, d);

@@ -1,4 +1,4 @@
-// BERT-family encoders on the GPU: the forward pass of model/bert.cc in bf16 with cuBLASLt GEMMs
+// BERT-family encoders on the GPU: the forward pass of bert.cc in bf16 with cuBLASLt GEMMs
 // and Petal's kernels. Post-LN: h = LN(h + attn(h)); h = LN(h + ffn(h)). The residual add is
 // folded into the output GEMMs (their addend), and exact (erf) GELU runs as its own kernel
 // because cuBLASLt's GELU epilogue is the tanh approximation.
@@ -9,7 +9,8 @@
 #include "engine/cuda/device_weights.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/ops.h"
-#include "model/bert.h"
+#include "model/bert/bert.h"
+#include "model/bert/bert_arch.h"
 
 namespace petal::cuda {
 namespace {
@@ -83,6 +84,7 @@ class BertCudaModel final : public CudaModel {
     ep.type = type_.get();
     ep.vocab = config_.vocab_size;
     ep.max_positions = config_.max_position_embeddings;
+    ep.position_offset = config_.position_offset;  // XLM-R: pad_token_id + 1
     ep.num_types = config_.type_vocab_size;
     ep.gamma = emb_g_.get();
     ep.beta = emb_b_.get();

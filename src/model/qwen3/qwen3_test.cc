@@ -1,6 +1,6 @@
 // Qwen3 CPU model tests: reference agreement (HF golden files from the GPU machine, and the fp64
 // numpy reference), ragged batching, loader errors, and the attention mask's visible effect.
-#include "model/qwen3.h"
+#include "model/qwen3/qwen3.h"
 
 #include <gtest/gtest.h>
 #include <simdjson.h>

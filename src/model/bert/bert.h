@@ -1,4 +1,5 @@
-// BERT-family encoders (all-MiniLM-L6-v2, bge-small and relatives): the weights as one struct,
+// BERT-family encoders (all-MiniLM-L6-v2, bge, e5, gte; XLM-RoBERTa: multilingual-e5, bge-m3
+// dense): the weights as one struct,
 // loaded from a Hugging Face checkpoint, and the fp32 CPU forward pass over a ragged batch.
 // BertWeights is public because the CUDA engine uploads the same struct (in bf16) to the GPU.
 // Thread-safety: BertWeights is a plain value; a loaded BertCpuModel is immutable and its
@@ -52,8 +53,9 @@ class BertCpuModel final : public CpuModel {
   BertCpuModel(ModelConfig config, BertWeights weights);
   const ModelConfig& config() const override { return config_; }
   const BertWeights& weights() const { return weights_; }
-  // Final hidden states [tokens, H]. Positions restart at 0 for every sequence; token types are
-  // batch.token_type_ids or 0. Fails if a sequence is longer than max_position_embeddings.
+  // Final hidden states [tokens, H]. Positions restart at position_offset (0 for BERT) for every
+  // sequence; token types are batch.token_type_ids or 0. Fails if a sequence is longer than
+  // max_position_embeddings - position_offset.
   Status Forward(const Batch& batch, std::vector<float>* hidden) const override;
 
  private:

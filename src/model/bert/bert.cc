@@ -1,10 +1,12 @@
-#include "model/bert.h"
+// BERT-family weights (the checkpoint table, Q/K/V fused at load) and the fp32 CPU forward pass.
+#include "model/bert/bert.h"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "kernels/cpu/ops.h"
+#include "model/bert/bert_arch.h"
 
 namespace petal {
 namespace {
@@ -84,8 +86,9 @@ std::string ReplaceSuffix(const std::string& s, const std::string& from, const s
   return s.substr(0, s.size() - from.size()) + to;
 }
 
-// The name under which `canonical` is stored: BertModel checkpoints have no prefix,
-// BertForXxx ones prefix "bert.", and TF-era conversions call LayerNorm's parameters gamma/beta.
+// The name under which `canonical` is stored: BertModel / XLMRobertaModel checkpoints have no
+// prefix, BertForXxx ones prefix "bert." (XLMRobertaForXxx "roberta."), and TF-era conversions
+// call LayerNorm's parameters gamma/beta.
 std::string Resolve(const WeightStore& store, const std::string& canonical) {
   std::vector<std::string> names = {canonical};
   for (const auto& [from, to] : {std::pair{"LayerNorm.weight", "LayerNorm.gamma"},
@@ -94,7 +97,9 @@ std::string Resolve(const WeightStore& store, const std::string& canonical) {
     if (!alias.empty()) names.push_back(alias);
   }
   const size_t n = names.size();
-  for (size_t i = 0; i < n; ++i) names.push_back("bert." + names[i]);
+  for (const char* prefix : {"bert.", "roberta."}) {
+    for (size_t i = 0; i < n; ++i) names.push_back(prefix + names[i]);
+  }
   for (const auto& name : names) {
     if (store.Find(name) != nullptr) return name;
   }
@@ -108,7 +113,8 @@ Status ReadInto(const ModelConfig& c, const WeightStore& store, const std::strin
   const std::string name = Resolve(store, canonical);
   if (name.empty()) {
     return NotFound("BERT checkpoint is missing tensor '" + canonical +
-                    "' (also looked for it with a 'bert.' prefix and LayerNorm gamma/beta names)");
+                    "' (also looked for it with a 'bert.' or 'roberta.' prefix and LayerNorm "
+                    "gamma/beta names)");
   }
   std::vector<int64_t> shape;
   for (Dim d : spec.shape) shape.push_back(DimSize(c, d));
@@ -124,6 +130,29 @@ Status ReadInto(const ModelConfig& c, const WeightStore& store, const std::strin
 }
 
 }  // namespace
+
+std::vector<CheckpointTensor> BertCheckpointTensors(const ModelConfig& c) {
+  auto shape = [&](const std::vector<Dim>& dims) {
+    std::vector<int64_t> s;
+    for (Dim d : dims) s.push_back(DimSize(c, d));
+    return s;
+  };
+  auto is_norm = [](const std::string& name) {
+    return name.size() > 16 && name.compare(name.size() - 16, 16, "LayerNorm.weight") == 0;
+  };
+  std::vector<CheckpointTensor> t;
+  for (const auto& spec : EmbeddingTable()) {
+    if (spec.field == &W::token_type_embeddings && c.type_vocab_size == 0) continue;
+    t.push_back({spec.name, shape(spec.shape), is_norm(spec.name)});
+  }
+  for (int l = 0; l < c.num_layers; ++l) {
+    const std::string prefix = "encoder.layer." + std::to_string(l) + ".";
+    for (const auto& spec : LayerTable()) {
+      t.push_back({prefix + spec.name, shape(spec.shape), is_norm(spec.name)});
+    }
+  }
+  return t;
+}
 
 StatusOr<BertWeights> LoadBertWeights(const ModelConfig& config, const WeightStore& store) {
   if (config.architecture != Architecture::kBert) {
@@ -160,10 +189,11 @@ Status BertCpuModel::Forward(const Batch& batch, std::vector<float>* hidden) con
   const int S = batch.num_seqs();
   const bool typed = !batch.token_type_ids.empty();
   for (int s = 0; s < S; ++s) {
-    if (batch.seq_len(s) > c.max_position_embeddings) {
+    if (batch.seq_len(s) > c.max_position_embeddings - c.position_offset) {
       return InvalidArgument("sequence " + std::to_string(s) + " has " +
                              std::to_string(batch.seq_len(s)) + " tokens; the model has " +
-                             std::to_string(c.max_position_embeddings) + " positions");
+                             std::to_string(c.max_position_embeddings - c.position_offset) +
+                             " positions");
     }
   }
 
@@ -180,7 +210,8 @@ Status BertCpuModel::Forward(const Batch& batch, std::vector<float>* hidden) con
   hidden->clear();
   if (T == 0) return Status::Ok();
 
-  // Embeddings: word + position (restarting per sequence) + token type, then LayerNorm.
+  // Embeddings: word + position (restarting per sequence, from position_offset) + token type,
+  // then LayerNorm.
   std::vector<float>& x = *hidden;
   x.assign(static_cast<size_t>(T) * H, 0.0f);
   for (int s = 0; s < S; ++s) {
@@ -188,7 +219,8 @@ Status BertCpuModel::Forward(const Batch& batch, std::vector<float>* hidden) con
     for (int t = begin; t < end; ++t) {
       const int type = typed ? batch.token_type_ids[t] : 0;
       const float* word = weights_.word_embeddings.data() + int64_t{batch.token_ids[t]} * H;
-      const float* pos = weights_.position_embeddings.data() + int64_t{t - begin} * H;
+      const float* pos =
+          weights_.position_embeddings.data() + int64_t{c.position_offset + t - begin} * H;
       const float* tt = weights_.token_type_embeddings.empty()
                             ? nullptr
                             : weights_.token_type_embeddings.data() + int64_t{type} * H;

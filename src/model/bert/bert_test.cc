@@ -1,7 +1,8 @@
 // Tests of the BERT CPU model on a tiny hand-written checkpoint: tensor-name table and aliases,
 // load errors that name the tensor, fused QKV layout, forward against a naive reference. Tests on
 // real weights are in bert_minilm_test.cc.
-#include "model/bert.h"
+#include "model/bert/bert.h"
+#include "model/bert/bert_arch.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

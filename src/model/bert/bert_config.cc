@@ -1,0 +1,82 @@
+// The BERT family's config.json keys: BERT (model_type "bert": all-MiniLM, bge, e5, gte) and
+// XLM-RoBERTa (model_type "xlm-roberta": multilingual-e5, bge-m3), which differ only in where
+// position ids start (XLM-R: pad_token_id + 1) and in their defaults. docs/models.md has the table.
+#include <string>
+
+#include "model/bert/bert_arch.h"
+#include "model/config_fields.h"
+
+namespace petal {
+namespace {
+
+bool IsXlmr(const ConfigFields& f) {
+  const std::string mt = f.StrOr("model_type", "");
+  if (!mt.empty()) return mt == "xlm-roberta";
+  return f.FirstArchitecture().rfind("XLMRoberta", 0) == 0;
+}
+
+// The checkpoint classes whose encoder is the embedder: the bare model, and the pre-training
+// heads around it (their extra tensors are ignored). Task heads (classification, ...) are other
+// models and are refused.
+bool KnownClass(const std::string& a, bool xlmr) {
+  if (xlmr) return a == "XLMRobertaModel" || a == "XLMRobertaForMaskedLM";
+  return a == "BertModel" || a == "BertForMaskedLM" || a == "BertForPreTraining";
+}
+
+}  // namespace
+
+bool DetectBert(const ConfigFields& f) {
+  const std::string mt = f.StrOr("model_type", "");
+  if (!mt.empty()) return mt == "bert" || mt == "xlm-roberta";
+  const std::string a = f.FirstArchitecture();
+  return KnownClass(a, false) || KnownClass(a, true);
+}
+
+Status ParseBertExtras(const ConfigFields& f, ModelConfig* c) {
+  const bool xlmr = IsXlmr(f);
+  const std::string arch = f.FirstArchitecture();
+  if (!arch.empty() && !KnownClass(arch, xlmr)) {
+    return f.Unsupported("architectures",
+                         xlmr ? "is not an XLM-RoBERTa encoder Petal runs (expected "
+                                "XLMRobertaModel or XLMRobertaForMaskedLM)"
+                              : "is not a BERT encoder Petal runs (expected BertModel, "
+                                "BertForMaskedLM or BertForPreTraining)");
+  }
+  // 64-bit: both factors may be up to 2^30 (found by fuzz_model_config; UB in int).
+  if (c->hidden_size != static_cast<int64_t>(c->num_heads) * c->head_dim) {
+    return InvalidArgument(f.file() +
+                           ": hidden_size must equal num_attention_heads * head_dim for BERT");
+  }
+  PETAL_ASSIGN_OR_RETURN(c->activation, ReadActivation(f, "gelu"));
+  if (c->activation != Activation::kGelu) {
+    return Unimplemented(f.file() + ": BERT with hidden_act '" + f.StrOr("hidden_act", "") +
+                         "' (only 'gelu' is supported)");
+  }
+  PETAL_ASSIGN_OR_RETURN(c->type_vocab_size, f.IntOr("type_vocab_size", xlmr ? 1 : 2));
+  PETAL_ASSIGN_OR_RETURN(c->norm_eps, ReadNormEps(f, "layer_norm_eps", xlmr ? 1e-5 : 1e-12));
+  std::string pos = f.StrOr("position_embedding_type", "absolute");
+  if (pos != "absolute") return Unimplemented(f.file() + ": position_embedding_type '" + pos + "'");
+  PETAL_ASSIGN_OR_RETURN(bool decoder, f.StrictBoolOr("is_decoder", false));
+  if (decoder) return f.Unsupported("is_decoder", "makes the encoder causal (not supported)");
+  if (xlmr) {
+    // XLM-R numbers the positions of a sequence padding_idx + 1, padding_idx + 2, ...
+    PETAL_ASSIGN_OR_RETURN(int pad, f.IntOr("pad_token_id", 1));
+    c->position_offset = pad + 1;
+  }
+  c->pooling = PoolingMode::kCls;
+  c->mask = AttentionMask::kBidirectional;
+  return Status::Ok();
+}
+
+double BertParameterCount(const ModelConfig& c) {
+  const double h = c.hidden_size, i = c.intermediate_size, L = c.num_layers;
+  // The pooler head is not used for embeddings and not counted.
+  const double emb =
+      (static_cast<double>(c.vocab_size) + c.max_position_embeddings + c.type_vocab_size) * h +
+      2 * h;
+  const double layer =
+      (h * 3 * h + 3 * h) + (h * h + h) + 2 * h + (h * i + i) + (i * h + h) + 2 * h;
+  return emb + L * layer;
+}
+
+}  // namespace petal

@@ -1,0 +1,52 @@
+// Test fixtures in the published config layouts (tests/fixtures/layouts/): builds a model folder
+// from a layout's committed config files, the real tokenizer it names, and seeded random weights
+// of the architecture's checkpoint table (the values scripts/gpu/golden_layouts.py writes too),
+// and reads the layout's golden (HF transformers / sentence-transformers output).
+// Thread-safety: functions are reentrant; folders are per process id.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace petal::testing {
+
+struct LayoutSpec {
+  std::string name;           // folder under tests/fixtures/layouts/
+  std::string tokenizer_dir;  // relative to the source tree; its tokenizer.json is copied
+  std::string append_eos;     // non-empty: rewrite the post-processor to append this token
+  std::string dtype;          // "float32" or "bfloat16": how the checkpoint stores tensors
+};
+
+struct GoldenCase {
+  std::string text, prompt_name, input;  // input = prompt text + text
+  std::vector<int32_t> ids;
+  std::vector<float> embedding;
+};
+
+struct Golden {
+  std::vector<GoldenCase> cases;
+  std::map<std::string, double> tensor_sums;
+};
+
+std::string SourceDir();
+// The layouts of tests/fixtures/layouts/layouts.json, and its weight seed.
+StatusOr<std::vector<LayoutSpec>> LoadLayouts(uint64_t* seed);
+StatusOr<Golden> LoadGolden(const std::string& layout_name);
+
+// Writes the folder to `out_dir` (created; replaced if present). `config_override`, when not
+// empty, is written as config.json instead of the committed one. `sums` receives each written
+// tensor's float64 sum of its stored values.
+Status BuildLayoutFolder(const LayoutSpec& layout, uint64_t seed, const std::string& out_dir,
+                         const std::string& config_override = "",
+                         std::map<std::string, double>* sums = nullptr);
+
+// A fresh folder name under the temporary directory for this process.
+std::string LayoutTempDir(const std::string& name);
+
+double Cosine(const float* a, const float* b, int n);
+
+}  // namespace petal::testing

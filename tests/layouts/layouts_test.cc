@@ -1,0 +1,232 @@
+// Each published config layout (tests/fixtures/layouts/) loads unchanged, tokenizes as HF does
+// and embeds like HF transformers / sentence-transformers on the CPU engine (fp32: cosine >=
+// 0.99999 per text); pplx-embed's bidirectional declaration equals the plain one.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "common/file_util.h"
+#include "engine/cpu_engine.h"
+#include "layout_fixture.h"
+#include "model/config.h"
+#include "tokenizer/tokenizer.h"
+
+namespace petal::testing {
+namespace {
+
+constexpr double kMinCosine = 0.99999;  // issue 16: CPU fp32 vs the golden
+
+struct Built {
+  LayoutSpec spec;
+  std::string dir;
+};
+
+// The folder of `name`, built once per process.
+const Built& Layout(const std::string& name) {
+  static std::map<std::string, Built> built;
+  auto it = built.find(name);
+  if (it != built.end()) return it->second;
+  uint64_t seed = 0;
+  auto layouts = LoadLayouts(&seed);
+  EXPECT_TRUE(layouts.ok()) << layouts.status().ToString();
+  Built b;
+  for (const LayoutSpec& s : *layouts) {
+    if (s.name == name) b.spec = s;
+  }
+  EXPECT_EQ(b.spec.name, name);
+  b.dir = LayoutTempDir(name);
+  std::map<std::string, double> sums;
+  Status st = BuildLayoutFolder(b.spec, seed, b.dir, "", &sums);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  // The generator here and in scripts/gpu/golden_layouts.py must agree tensor by tensor.
+  auto golden = LoadGolden(name);
+  EXPECT_TRUE(golden.ok()) << golden.status().ToString();
+  for (const auto& [tensor, sum] : sums) {
+    auto g = golden->tensor_sums.find(tensor);
+    if (g == golden->tensor_sums.end()) {
+      ADD_FAILURE() << name << ": golden has no tensor " << tensor;
+      continue;
+    }
+    EXPECT_NEAR(sum, g->second, 1e-9 * (1 + std::abs(sum))) << name << " " << tensor;
+  }
+  return built[name] = b;
+}
+
+Embeddings EmbedIds(Engine& e, const std::vector<std::vector<int32_t>>& ids) {
+  auto out = e.Embed(Batch::FromSequences(ids));
+  EXPECT_TRUE(out.ok()) << out.status().ToString();
+  return out.ok() ? *out : Embeddings{};
+}
+
+class LayoutTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LayoutTest, MatchesTheGoldenOnTheCpuEngine) {
+  const Built& b = Layout(GetParam());
+  auto golden = LoadGolden(GetParam());
+  ASSERT_TRUE(golden.ok()) << golden.status().ToString();
+  auto engine = CpuEngine::Load(b.dir);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  const ModelConfig& c = (*engine)->config();
+  // Without models/ (scripts/setup.sh), only the token ids are not checked.
+  const bool have_tokenizer = FileExists(b.dir + "/tokenizer.json");
+  if (!have_tokenizer)
+    std::printf("%s: no tokenizer (run scripts/setup.sh): ids not checked\n", GetParam().c_str());
+  auto tok = have_tokenizer ? Tokenizer::FromModelDir(b.dir)
+                            : StatusOr<std::unique_ptr<Tokenizer>>(NotFound(""));
+  ASSERT_TRUE(tok.ok() || !have_tokenizer) << tok.status().ToString();
+  EncodeOptions opts;
+  opts.max_length = c.max_seq_length;
+  std::vector<std::vector<int32_t>> ids;
+  for (const GoldenCase& g : golden->cases) {
+    // The prompt comes from ModelConfig (config_sentence_transformers.json).
+    std::string input = g.text;
+    if (!g.prompt_name.empty()) {
+      ASSERT_TRUE(c.prompts.count(g.prompt_name)) << g.prompt_name;
+      input = c.prompts.at(g.prompt_name) + g.text;
+    }
+    EXPECT_EQ(input, g.input);
+    if (have_tokenizer) {
+      auto got = tok->get()->Encode(input, opts);
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      EXPECT_EQ(*got, g.ids) << GetParam() << ": ids of '" << input << "'";
+    }
+    ids.push_back(g.ids);
+  }
+  // All texts in one ragged batch: a batch must give what each text gives alone.
+  Embeddings e = EmbedIds(**engine, ids);
+  ASSERT_EQ(e.rows, static_cast<int>(golden->cases.size()));
+  double worst = 1;
+  for (size_t i = 0; i < golden->cases.size(); ++i) {
+    const GoldenCase& g = golden->cases[i];
+    ASSERT_EQ(e.dim, static_cast<int>(g.embedding.size()));
+    const double cos = Cosine(e.row(i), g.embedding.data(), e.dim);
+    worst = std::min(worst, cos);
+    EXPECT_GE(cos, kMinCosine) << GetParam() << " case " << i << " '" << g.input << "'";
+  }
+  std::printf("%s: worst cosine to the golden 1 - %.1e over %zu texts\n", GetParam().c_str(),
+              1 - worst, golden->cases.size());
+}
+
+INSTANTIATE_TEST_SUITE_P(Published, LayoutTest,
+                         ::testing::Values("pplx-embed-v1", "qwen3-embedding", "bge", "e5", "gte",
+                                           "bge-m3", "multilingual-e5"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& ch : n) {
+                             if (ch == '-') ch = '_';
+                           }
+                           return n;
+                         });
+
+TEST(LayoutConfigTest, EachLayoutParsesAsPublished) {
+  struct Want {
+    const char* name;
+    Architecture arch;
+    AttentionMask mask;
+    PoolingMode pooling;
+    bool normalize;
+    int position_offset;
+    int max_seq_length;
+    Int8Mode int8;
+  };
+  const Want wants[] = {
+      {"pplx-embed-v1", Architecture::kQwen3, AttentionMask::kBidirectional, PoolingMode::kMean,
+       false, 0, 32768, Int8Mode::kTanh},
+      {"qwen3-embedding", Architecture::kQwen3, AttentionMask::kCausal, PoolingMode::kLastToken,
+       true, 0, 32768, Int8Mode::kLinear},
+      {"bge", Architecture::kBert, AttentionMask::kBidirectional, PoolingMode::kCls, true, 0, 512,
+       Int8Mode::kLinear},
+      {"e5", Architecture::kBert, AttentionMask::kBidirectional, PoolingMode::kMean, true, 0, 512,
+       Int8Mode::kLinear},
+      {"gte", Architecture::kBert, AttentionMask::kBidirectional, PoolingMode::kMean, false, 0, 512,
+       Int8Mode::kLinear},
+      {"bge-m3", Architecture::kBert, AttentionMask::kBidirectional, PoolingMode::kCls, true, 2,
+       8192, Int8Mode::kLinear},
+      {"multilingual-e5", Architecture::kBert, AttentionMask::kBidirectional, PoolingMode::kMean,
+       true, 2, 512, Int8Mode::kLinear},
+  };
+  for (const Want& w : wants) {
+    auto c = LoadModelConfig(SourceDir() + "/tests/fixtures/layouts/" + w.name);
+    ASSERT_TRUE(c.ok()) << w.name << ": " << c.status().ToString();
+    EXPECT_EQ(c->architecture, w.arch) << w.name;
+    EXPECT_EQ(c->mask, w.mask) << w.name;
+    EXPECT_EQ(c->pooling, w.pooling) << w.name;
+    EXPECT_EQ(c->normalize, w.normalize) << w.name;
+    EXPECT_EQ(c->position_offset, w.position_offset) << w.name;
+    EXPECT_EQ(c->max_seq_length, w.max_seq_length) << w.name;
+    EXPECT_EQ(c->int8_mode, w.int8) << w.name;
+  }
+  auto qe = LoadModelConfig(SourceDir() + "/tests/fixtures/layouts/qwen3-embedding");
+  ASSERT_TRUE(qe.ok());
+  ASSERT_TRUE(qe->prompts.count("query"));
+  EXPECT_EQ(qe->prompts.at("query").rfind("Instruct: ", 0), 0u);
+  EXPECT_EQ(qe->default_prompt_name, "");
+}
+
+// pplx-embed's config text with `from` replaced by `to` (the first occurrence).
+std::string EditedPplxConfig(const std::string& from, const std::string& to) {
+  auto text = ReadFile(SourceDir() + "/tests/fixtures/layouts/pplx-embed-v1/config.json");
+  EXPECT_TRUE(text.ok());
+  std::string s = *text;
+  const size_t at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) s.replace(at, from.size(), to);
+  return s;
+}
+
+std::vector<std::vector<int32_t>> PplxIds() {
+  auto golden = LoadGolden("pplx-embed-v1");
+  EXPECT_TRUE(golden.ok());
+  std::vector<std::vector<int32_t>> ids;
+  for (const GoldenCase& g : golden->cases) ids.push_back(g.ids);
+  return ids;
+}
+
+Embeddings EmbedWithConfig(const std::string& tag, const std::string& config_json) {
+  uint64_t seed = 0;
+  auto layouts = LoadLayouts(&seed);
+  EXPECT_TRUE(layouts.ok());
+  LayoutSpec spec;
+  for (const LayoutSpec& s : *layouts) {
+    if (s.name == "pplx-embed-v1") spec = s;
+  }
+  const std::string dir = LayoutTempDir("pplx_" + tag);
+  Status st = BuildLayoutFolder(spec, seed, dir, config_json);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  auto engine = CpuEngine::Load(dir);
+  EXPECT_TRUE(engine.ok()) << engine.status().ToString();
+  if (!engine.ok()) return {};
+  return EmbedIds(**engine, PplxIds());
+}
+
+TEST(LayoutPplxTest, PlainBidirectionalDeclarationGivesTheSameVectors) {
+  const Built& b = Layout("pplx-embed-v1");
+  auto engine = CpuEngine::Load(b.dir);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  const Embeddings pplx = EmbedIds(**engine, PplxIds());
+  // The same weights as a plain Qwen3 checkpoint declared bidirectional with Petal's key.
+  std::string plain = EditedPplxConfig("\"bidirectional_pplx_qwen3\"", "\"qwen3\"");
+  const size_t at = plain.find("\"PPLXQwen3Model\"");
+  ASSERT_NE(at, std::string::npos);
+  plain.replace(at, 16, "\"Qwen3Model\"");
+  const std::string key = "\"use_bidirectional_attention\": true";
+  const size_t bidir = plain.find(key);
+  ASSERT_NE(bidir, std::string::npos);
+  plain.replace(bidir, key.size(), "\"is_causal\": false");
+  const Embeddings same = EmbedWithConfig("plain", plain);
+  ASSERT_EQ(same.data.size(), pplx.data.size());
+  EXPECT_EQ(same.data, pplx.data);  // bit for bit: the same model
+  // use_bidirectional_attention: false makes it causal, and the vectors differ.
+  const Embeddings causal =
+      EmbedWithConfig("causal", EditedPplxConfig("\"use_bidirectional_attention\": true",
+                                                 "\"use_bidirectional_attention\": false"));
+  ASSERT_EQ(causal.data.size(), pplx.data.size());
+  for (int i = 1; i < pplx.rows; ++i) {  // row 0 is 3 tokens: still differs, but check all > 1
+    EXPECT_LT(Cosine(causal.row(i), pplx.row(i), pplx.dim), 0.9999) << "row " << i;
+  }
+}
+
+}  // namespace
+}  // namespace petal::testing
