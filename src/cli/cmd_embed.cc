@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/model_arg.h"
 #include "engine/engine_factory.h"
 
 #include "tokenizer/tokenizer.h"
@@ -273,7 +274,8 @@ int RunEmbed(const EmbedOptions& opts) {
 
 std::function<int()> SetupEmbed(CLI::App* sub) {
   auto opts = std::make_shared<EmbedOptions>();
-  sub->add_option("--model", opts->model_dir, "Model folder (Hugging Face layout)")
+  sub->add_option("--model", opts->model_dir,
+                  "Model folder (Hugging Face layout) or hub id ORG/NAME[@REV]")
       ->capture_default_str();
   sub->add_option(
       "--dimensions", opts->dimensions,
@@ -305,6 +307,7 @@ std::function<int()> SetupEmbed(CLI::App* sub) {
       }
       opts->texts.push_back(arg);
     }
+    if (!ResolveModelFlag("petal embed", &opts->model_dir)) return 1;
     return RunEmbed(*opts);
   };
 }

@@ -28,8 +28,7 @@ class HubCache {
 
   // The commit a revision points at: the revision itself when it is a commit sha, else the
   // content of refs/<revision>; NotFound when the ref is not cached.
-  StatusOr<std::string> ResolveRevision(const std::string& repo,
-                                        const std::string& revision) const;
+  StatusOr<std::string> ResolveRevision(const std::string& repo, const std::string& revision) const;
   // Writes refs/<revision> = commit (atomically; skipped when already so or when revision is
   // the commit itself).
   Status WriteRef(const std::string& repo, const std::string& revision,

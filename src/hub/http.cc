@@ -25,12 +25,12 @@ struct SlistDeleter {
 
 struct Transfer {
   HttpResponse* resp = nullptr;
-  std::string* body = nullptr;     // for GET into memory
+  std::string* body = nullptr;  // for GET into memory
   size_t max_body = 0;
-  std::FILE* file = nullptr;       // for downloads
-  bool file_ready = false;         // file positioned for this response's status
+  std::FILE* file = nullptr;  // for downloads
+  bool file_ready = false;    // file positioned for this response's status
   std::string path;
-  int64_t offset = 0;              // bytes already on disk when the transfer started
+  int64_t offset = 0;  // bytes already on disk when the transfer started
   int64_t written = 0;
   const ProgressFn* progress = nullptr;
   bool too_big = false;
@@ -197,8 +197,8 @@ StatusOr<HttpResponse> HttpHead(const HttpRequest& req) {
   return Finish(c.get(), rc, std::move(resp), t, req.url);
 }
 
-StatusOr<HttpResponse> HttpDownload(const HttpRequest& req, const std::string& path,
-                                    int64_t offset, const ProgressFn& progress) {
+StatusOr<HttpResponse> HttpDownload(const HttpRequest& req, const std::string& path, int64_t offset,
+                                    const ProgressFn& progress) {
   HttpRequest r = req;
   if (offset > 0) r.headers.push_back("Range: bytes=" + std::to_string(offset) + "-");
   curl_slist* raw = nullptr;
@@ -233,7 +233,8 @@ std::string UrlEncode(const std::string& s, bool keep_slash) {
   static const char* kHex = "0123456789ABCDEF";
   std::string out;
   for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/')) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' ||
+        (keep_slash && c == '/')) {
       out += static_cast<char>(c);
     } else {
       out += '%';

@@ -48,8 +48,8 @@ using ProgressFn = std::function<void(int64_t done, int64_t total)>;
 // file (the server ignored the range). Returns the HTTP response (body empty) on any status;
 // the file is written only for 200/206. A transfer cut off half-way is Unavailable, with the
 // bytes received so far kept in the file for the next attempt.
-StatusOr<HttpResponse> HttpDownload(const HttpRequest& req, const std::string& path,
-                                    int64_t offset, const ProgressFn& progress);
+StatusOr<HttpResponse> HttpDownload(const HttpRequest& req, const std::string& path, int64_t offset,
+                                    const ProgressFn& progress);
 
 // Percent-encodes everything but unreserved characters (and '/' when keep_slash).
 std::string UrlEncode(const std::string& s, bool keep_slash);

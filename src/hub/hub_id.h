@@ -12,8 +12,8 @@
 namespace petal::hub {
 
 struct HubId {
-  std::string repo;                // "ORG/NAME"
-  std::string revision = "main";   // branch, tag or 40-hex commit
+  std::string repo;               // "ORG/NAME"
+  std::string revision = "main";  // branch, tag or 40-hex commit
 };
 
 // Parses "ORG/NAME" or "ORG/NAME@REVISION". Both parts of the repo are 1-96 characters of
@@ -30,9 +30,9 @@ std::string RepoFolderName(std::string_view repo);
 
 struct HubSettings {
   std::string endpoint = "https://huggingface.co";  // no trailing '/'
-  std::string token;        // sent as `Authorization: Bearer` to the endpoint only
-  std::string cache_dir;    // the hub cache root (holds models--ORG--NAME folders)
-  bool offline = false;     // cache only, no network
+  std::string token;      // sent as `Authorization: Bearer` to the endpoint only
+  std::string cache_dir;  // the hub cache root (holds models--ORG--NAME folders)
+  bool offline = false;   // cache only, no network
   // Progress on stderr: a redrawn bar when stderr is a terminal, otherwise a few log lines.
   bool progress = true;
 

@@ -26,9 +26,9 @@ TEST(HubId, ParsesRepoAndRevision) {
 }
 
 TEST(HubId, RejectsMalformedIds) {
-  for (const char* bad : {"", "noslash", "a/b/c", "/name", "org/", "org/.hidden", "org/na me",
-                          "org/a..b", "-org/name", "org/name@", "org/name@/x", "org/name@a..b",
-                          "org/name@a b"}) {
+  for (const char* bad :
+       {"", "noslash", "a/b/c", "/name", "org/", "org/.hidden", "org/na me", "org/a..b",
+        "-org/name", "org/name@", "org/name@/x", "org/name@a..b", "org/name@a b"}) {
     auto r = ParseHubId(bad);
     EXPECT_FALSE(r.ok()) << bad;
     if (!r.ok()) {
@@ -69,10 +69,16 @@ class EnvGuard {
   }
 
  private:
-  static constexpr const char* kNames[] = {
-      "HF_ENDPOINT", "HF_TOKEN", "HF_TOKEN_PATH", "HF_HOME", "HF_HUB_CACHE",
-      "HUGGINGFACE_HUB_CACHE", "XDG_CACHE_HOME", "HF_HUB_OFFLINE", "HF_HUB_DISABLE_PROGRESS_BARS",
-      "HOME"};
+  static constexpr const char* kNames[] = {"HF_ENDPOINT",
+                                           "HF_TOKEN",
+                                           "HF_TOKEN_PATH",
+                                           "HF_HOME",
+                                           "HF_HUB_CACHE",
+                                           "HUGGINGFACE_HUB_CACHE",
+                                           "XDG_CACHE_HOME",
+                                           "HF_HUB_OFFLINE",
+                                           "HF_HUB_DISABLE_PROGRESS_BARS",
+                                           "HOME"};
   std::vector<std::pair<const char*, std::optional<std::string>>> saved_;
 };
 

@@ -1,6 +1,7 @@
 // Download progress on stderr: on a terminal, one line redrawn in place (file, bytes, percent,
 // rate) at most ten times a second; otherwise (logs, CI) a line at the end of each file, plus
-// one at the start from 1 MB and one per quarter from 10 MB. Thread-safety: one Progress per download, used from the downloading thread.
+// one at the start from 1 MB and one per quarter from 10 MB. Thread-safety: one Progress per
+// download, used from the downloading thread.
 #pragma once
 
 #include <chrono>

@@ -71,11 +71,10 @@ Status HttpError(const HttpResponse& r, const HubId& id, const HubSettings& s,
   const std::string token_note =
       s.token.empty() ? "HF_TOKEN is not set" : "the token in HF_TOKEN is not accepted for it";
   if (code == "GatedRepo" || r.status == 403) {
-    return FailedPrecondition(what + ": access refused by " + s.endpoint + " (HTTP " +
-                              std::to_string(r.status) +
-                              "): the repository is gated or private. Accept its conditions at " +
-                              page + ", then set HF_TOKEN to a token of that account (" +
-                              token_note + ")");
+    return FailedPrecondition(
+        what + ": access refused by " + s.endpoint + " (HTTP " + std::to_string(r.status) +
+        "): the repository is gated or private. Accept its conditions at " + page +
+        ", then set HF_TOKEN to a token of that account (" + token_note + ")");
   }
   if (r.status == 401) {
     if (code == "RepoNotFound") {
@@ -84,12 +83,17 @@ Status HttpError(const HttpResponse& r, const HubId& id, const HubSettings& s,
     }
     return FailedPrecondition(what + ": " + s.endpoint +
                               " requires authentication (HTTP 401): the repository is private "
-                              "or gated and " + token_note);
+                              "or gated and " +
+                              token_note);
   }
   if (r.status == 404) {
     if (code == "RevisionNotFound") {
       return NotFound(what + ": no revision '" + id.revision + "' in " + id.repo + " on " +
                       s.endpoint + " (HTTP 404)");
+    }
+    if (code == "RepoNotFound") {
+      return NotFound(what + ": no repository '" + id.repo + "' on " + s.endpoint +
+                      " (HTTP 404): check the id");
     }
     if (code == "EntryNotFound") {
       return NotFound(what + ": the file is listed but not found on " + s.endpoint + " (HTTP 404)");
@@ -352,7 +356,8 @@ StatusOr<ResolvedModel> ResolveHubModel(const HubId& id, const HubSettings& s) {
   }
   out.dir = cache.SnapshotDir(id.repo, out.commit);
   if (Status st = CheckModelFolder(out.dir); !st.ok()) {
-    return DataLoss(Name(id) + ": " + st.message() + " after download (the repo's index names "
+    return DataLoss(Name(id) + ": " + st.message() +
+                    " after download (the repo's index names "
                     "files it does not list)");
   }
   return out;

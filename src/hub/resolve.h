@@ -19,8 +19,8 @@
 namespace petal::hub {
 
 struct ResolvedModel {
-  std::string dir;      // absolute snapshot folder: a model folder as Petal loads it
-  std::string commit;   // the commit the revision pointed at
+  std::string dir;     // absolute snapshot folder: a model folder as Petal loads it
+  std::string commit;  // the commit the revision pointed at
   int files_downloaded = 0;
   int64_t bytes_downloaded = 0;
   bool offline = false;  // answered from the cache without asking the hub

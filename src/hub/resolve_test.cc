@@ -211,6 +211,7 @@ TEST_F(FakeHubTest, BadRepoAndRevisionAre404s) {
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
   EXPECT_NE(r.status().message().find("test-org/missing"), std::string::npos);
   EXPECT_NE(r.status().message().find("HTTP 404"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("no repository"), std::string::npos);
   r = ResolveHubModel(Id("no-such-branch"), settings_);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
