@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
@@ -76,11 +77,22 @@ Status HubCache::Link(const std::string& repo, const std::string& commit, const 
   fs::create_directories(link.parent_path(), ec);
   if (ec) return Internal("cannot create " + link.parent_path().string() + ": " + ec.message());
   // Relative to the link's folder: "../../blobs/E", one more "../" per folder level in `path`.
-  const fs::path target = fs::relative(blob, link.parent_path(), ec);
-  if (ec) return Internal("cannot relate " + blob.string() + ": " + ec.message());
-  fs::remove(link, ec);
-  fs::create_symlink(target, link, ec);
+  // Lexically, as os.path.relpath does (both paths are absolute and normalised).
+  const fs::path target =
+      blob.lexically_normal().lexically_relative(link.parent_path().lexically_normal());
+  if (target.empty()) return Internal("cannot relate " + blob.string() + " to " + link.string());
+  // Made under a unique name and renamed over the path: atomic, so concurrent resolvers of the
+  // same snapshot (threads or processes) never see it missing or fail on each other's link.
+  static std::atomic<uint64_t> counter{0};
+  const fs::path tmp = link.string() + ".tmp" + std::to_string(getpid()) + "-" +
+                       std::to_string(counter.fetch_add(1));
+  fs::create_symlink(target, tmp, ec);
   if (ec) return Internal("cannot link " + link.string() + ": " + ec.message());
+  fs::rename(tmp, link, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return Internal("cannot link " + link.string() + ": " + ec.message());
+  }
   return Status::Ok();
 }
 

@@ -274,6 +274,28 @@ TEST_F(FakeHubTest, WrongSha256IsRejected) {
   EXPECT_EQ(Slurp(ok->dir + "/model.safetensors"), weights_);
 }
 
+TEST_F(FakeHubTest, ConcurrentResolversShareOneDownload) {
+  std::vector<StatusOr<ResolvedModel>> results(4, Internal("not run"));
+  std::vector<std::thread> threads;
+  for (auto& r : results) {
+    threads.emplace_back([&r, this] { r = ResolveHubModel(Id(), settings_); });
+  }
+  for (auto& t : threads) t.join();
+  int downloads = 0;
+  for (auto& r : results) {
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(Slurp(r->dir + "/model.safetensors"), weights_);
+    downloads += r->files_downloaded;
+  }
+  EXPECT_EQ(downloads, 5);  // each file once, whoever took its lock first
+  const std::string log = Log();
+  size_t cdn_gets = 0;
+  for (size_t p = log.find("/_cdn/"); p != std::string::npos; p = log.find("/_cdn/", p + 1)) {
+    ++cdn_gets;
+  }
+  EXPECT_EQ(cdn_gets, 1u) << log;
+}
+
 TEST(IsModelFile, PicksWhatAModelNeeds) {
   for (const char* yes :
        {"config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
