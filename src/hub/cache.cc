@@ -20,6 +20,14 @@
 namespace petal::hub {
 namespace fs = std::filesystem;
 
+namespace {
+// ".tmp<pid>-<n>": unique across the threads and processes writing into one cache.
+std::string TmpSuffix() {
+  static std::atomic<uint64_t> counter{0};
+  return ".tmp" + std::to_string(getpid()) + "-" + std::to_string(counter.fetch_add(1));
+}
+}  // namespace
+
 std::string HubCache::RepoDir(const std::string& repo) const {
   return JoinPath(root_, RepoFolderName(repo));
 }
@@ -52,7 +60,7 @@ Status HubCache::WriteRef(const std::string& repo, const std::string& revision,
   if (auto cur = ReadFile(ref.string()); cur.ok() && *cur == commit) return Status::Ok();
   std::error_code ec;
   fs::create_directories(ref.parent_path(), ec);
-  const fs::path tmp = ref.string() + ".tmp" + std::to_string(getpid());
+  const fs::path tmp = ref.string() + TmpSuffix();
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     f << commit;
@@ -83,9 +91,7 @@ Status HubCache::Link(const std::string& repo, const std::string& commit, const 
   if (target.empty()) return Internal("cannot relate " + blob.string() + " to " + link.string());
   // Made under a unique name and renamed over the path: atomic, so concurrent resolvers of the
   // same snapshot (threads or processes) never see it missing or fail on each other's link.
-  static std::atomic<uint64_t> counter{0};
-  const fs::path tmp = link.string() + ".tmp" + std::to_string(getpid()) + "-" +
-                       std::to_string(counter.fetch_add(1));
+  const fs::path tmp = link.string() + TmpSuffix();
   fs::create_symlink(target, tmp, ec);
   if (ec) return Internal("cannot link " + link.string() + ": " + ec.message());
   fs::rename(tmp, link, ec);
