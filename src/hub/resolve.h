@@ -5,7 +5,7 @@
 // to the CDN for LFS files); the bytes land in blobs/<etag>.incomplete, resumed with HTTP Range
 // after a cut-off, verified against the stated size and sha256 (or git blob sha1), then renamed
 // and linked from snapshots/<commit>/. Offline ($HF_HUB_OFFLINE) or when the hub cannot be
-// reached: the cached snapshot of refs/<rev>, if complete. See docs/models.md "Models by hub id".
+// reached: the cached snapshot of refs/<rev>, if complete. See docs/hub.md.
 // Thread-safety: safe to call from several threads or processes at once (blob writes are
 // serialised by lock files); it blocks for the whole download.
 #pragma once
