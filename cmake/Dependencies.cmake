@@ -9,6 +9,10 @@ find_package(CLI11 QUIET)
 # (protobuf-compiler comes with them). Debian's gRPC ships a CMake config in lib/cmake/grpc.
 find_package(Protobuf REQUIRED)
 find_package(gRPC CONFIG REQUIRED)
+# Models by hub id (src/hub): libcurl (Debian libcurl4-openssl-dev) for HTTP(S), OpenSSL's
+# libcrypto (libssl-dev) for sha256 / sha1.
+find_package(CURL REQUIRED)
+find_package(OpenSSL REQUIRED)
 # HTTP gateway: Boost.Beast/Asio, header-only (Debian libboost-dev).
 find_package(Boost REQUIRED)
 if(PETAL_TESTS)

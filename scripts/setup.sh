@@ -35,6 +35,8 @@ APT_PACKAGES=(
   # server and gateway: gRPC + protobuf, Boost.Beast (header-only, in libboost-dev)
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libboost-dev
   libssl-dev zlib1g-dev
+  # models by hub id (src/hub): HTTP(S) downloads
+  libcurl4-openssl-dev
   # tools
   clang-format python3 python3-venv xz-utils
   # fuzzing (scripts/fuzz.sh): clang 14 with libFuzzer (libclang_rt.fuzzer is in libclang-rt-14-dev)

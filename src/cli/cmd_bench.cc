@@ -13,6 +13,7 @@
 #include "cli/bench_json.h"
 #include "cli/command.h"
 #include "cli/engine_flags.h"
+#include "cli/model_arg.h"
 #include "common/git_sha.h"
 #include "engine/cpu_engine.h"
 #include "wire/codec.h"
@@ -125,7 +126,7 @@ std::function<int()> SetupBench(CLI::App* app) {
   app->require_subcommand(1);
   CLI::App* eng =
       app->add_subcommand("engine", "In-process engine scenarios (latency and throughput)");
-  eng->add_option("--model", args->model, "Model folder")->required();
+  eng->add_option("--model", args->model, "Model folder or hub id ORG/NAME[@REV]")->required();
   eng->add_option("--out", args->out, "Write results JSON here");
   eng->add_option("--scenarios", args->scenarios, "Comma-separated subset (default: all)");
   eng->add_option("--seconds", args->seconds, "Time per scenario")->capture_default_str();
@@ -146,6 +147,7 @@ std::function<int()> SetupBench(CLI::App* app) {
   return [=] {
     if (grpc->parsed()) return RunBenchGrpc(*grpc_args);
     if (http->parsed()) return RunBenchHttp(*http_args);
+    if (!ResolveModelFlag("petal bench engine", &args->model)) return 1;
     return RunBenchEngine(*args);
   };
 }

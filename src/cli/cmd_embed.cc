@@ -17,6 +17,7 @@
 
 #include "cli/command.h"
 #include "cli/engine_flags.h"
+#include "cli/model_arg.h"
 #include "engine/engine_factory.h"
 #include "tokenizer/prompts.h"
 #include "tokenizer/tokenizer.h"
@@ -285,7 +286,8 @@ int RunEmbed(const EmbedOptions& opts) {
 
 std::function<int()> SetupEmbed(CLI::App* sub) {
   auto opts = std::make_shared<EmbedOptions>();
-  sub->add_option("--model", opts->model_dir, "Model folder (Hugging Face layout)")
+  sub->add_option("--model", opts->model_dir,
+                  "Model folder (Hugging Face layout) or hub id ORG/NAME[@REV]")
       ->capture_default_str();
   sub->add_option(
       "--dimensions", opts->dimensions,
@@ -321,6 +323,7 @@ std::function<int()> SetupEmbed(CLI::App* sub) {
       }
       opts->texts.push_back(arg);
     }
+    if (!ResolveModelFlag("petal embed", &opts->model_dir)) return 1;
     return RunEmbed(*opts);
   };
 }

@@ -5,6 +5,7 @@
 
 #include "cli/command.h"
 #include "cli/gateway_flags.h"
+#include "cli/model_arg.h"
 #include "common/log.h"
 #include "gateway/gateway.h"
 
@@ -21,6 +22,7 @@ std::function<int()> SetupGateway(CLI::App* app) {
       std::fprintf(stderr, "error: --model is required\n");
       return 2;
     }
+    if (!ResolveModelFlag("petal gateway", &o->model_dir, &o->model_name)) return 1;
     // Signals are taken synchronously by this thread; block them before any thread starts.
     sigset_t signals;
     sigemptyset(&signals);

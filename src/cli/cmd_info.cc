@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/model_arg.h"
 #include "model/config.h"
 #include "model/safetensors.h"
 
@@ -108,10 +109,14 @@ int RunInfo(const InfoOptions& opts) {
 
 std::function<int()> SetupInfo(CLI::App* sub) {
   auto opts = std::make_shared<InfoOptions>();
-  sub->add_option("--model", opts->model_dir, "Model folder (Hugging Face layout)")
+  sub->add_option("--model", opts->model_dir,
+                  "Model folder (Hugging Face layout) or hub id ORG/NAME[@REV]")
       ->capture_default_str();
   sub->add_flag("--json", opts->json, "Print one JSON object instead of aligned text");
-  return [opts] { return RunInfo(*opts); };
+  return [opts] {
+    if (!ResolveModelFlag("petal info", &opts->model_dir)) return 1;
+    return RunInfo(*opts);
+  };
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "cli/command.h"
 #include "cli/gateway_flags.h"
 #include "cli/gpu_select.h"
+#include "cli/model_arg.h"
 #include "common/log.h"
 #include "engine/cuda/cuda_engine.h"
 #include "gateway/gateway.h"
@@ -286,6 +287,8 @@ std::function<int()> SetupServe(CLI::App* app) {
       const std::string& l = a->gateway.listen;
       a->gateway.listen = l.substr(0, l.rfind(':')) + ":" + std::to_string(a->port);
     }
+    // The gateway tokenizes from this folder even in front of fake replicas.
+    if (!ResolveModelFlag("petal serve", &a->gateway.model_dir, &a->gateway.model_name)) return 1;
     return RunServe(*a);
   };
 }

@@ -11,6 +11,7 @@
 #include "cli/bench_commands.h"
 #include "cli/command.h"
 #include "cli/engine_flags.h"
+#include "cli/model_arg.h"
 #include "common/log.h"
 #include "server/fake_engine.h"
 #include "server/server.h"
@@ -112,7 +113,8 @@ int RunServer(const ServerArgs& a) {
 
 std::function<int()> SetupServer(CLI::App* app) {
   auto a = std::make_shared<ServerArgs>();
-  app->add_option("--model", a->model, "Model folder (config.json + safetensors)");
+  app->add_option("--model", a->model,
+                  "Model folder (config.json + safetensors) or hub id ORG/NAME[@REV]");
   app->add_option("--listen", a->listen, "Address to listen on, host:port (port 0 picks one)")
       ->capture_default_str();
   AddEngineFlags(app, &a->engine);
@@ -143,6 +145,7 @@ std::function<int()> SetupServer(CLI::App* app) {
       std::fprintf(stderr, "error: --model is required (or --fake-engine)\n");
       return 2;
     }
+    if (!a->fake && !ResolveModelFlag("petal server", &a->model)) return 1;
     return RunServer(*a);
   };
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/model_arg.h"
 #include "tokenizer/json_text.h"
 #include "tokenizer/tokenizer.h"
 
@@ -91,7 +92,8 @@ int RunTokenize(const TokenizeArgs& a) {
 
 std::function<int()> SetupTokenize(CLI::App* sub) {
   auto args = std::make_shared<TokenizeArgs>();
-  sub->add_option("--model", args->model, "Model folder holding tokenizer.json (or the file)");
+  sub->add_option("--model", args->model,
+                  "Model folder holding tokenizer.json (or the file), or hub id ORG/NAME[@REV]");
   sub->add_option("text", args->texts, "Texts; with none, JSON Lines are read from stdin");
   sub->add_flag("--ids-only", args->ids_only, "Print one JSON array of ids per text");
   sub->add_flag("--no-special", args->no_special, "Leave out the post-processor's special tokens");
@@ -99,7 +101,10 @@ std::function<int()> SetupTokenize(CLI::App* sub) {
   sub->add_flag("--truncate-left", args->truncate_left, "Truncate from the left");
   sub->add_flag("--split-special-tokens", args->split_special,
                 "Treat special-token strings in the text as plain text");
-  return [args] { return RunTokenize(*args); };
+  return [args] {
+    if (!petal::cli::ResolveModelFlag("petal tokenize", &args->model)) return 1;
+    return RunTokenize(*args);
+  };
 }
 
 }  // namespace
