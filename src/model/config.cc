@@ -78,6 +78,13 @@ StatusOr<PoolingMode> ParsePooling(const std::string& s, const std::string& wher
 StatusOr<ModelConfig> ParseConfigObject(object obj, const std::string& file) {
   ConfigFields f(obj, file);
   PETAL_ASSIGN_OR_RETURN(const ArchitectureEntry* arch, DetectArchitecture(f));
+  // Pre-quantised checkpoints (compressed-tensors, fbgemm_fp8, ...): their tensors are not the
+  // float weights every loader here expects. Petal quantises float checkpoints itself at load.
+  if (f.Has("quantization_config")) {
+    return f.Unsupported("quantization_config",
+                         "marks a pre-quantised checkpoint (not supported: load the float "
+                         "checkpoint and serve it with --quantize fp8)");
+  }
   ModelConfig c;
   c.architecture = arch->id;
   c.model_type = f.StrOr("model_type", "");

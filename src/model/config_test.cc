@@ -143,6 +143,9 @@ TEST(ConfigTest, LookalikesAndUnknownMathsKeysFailWithTheirExactMessage) {
       {Bert(R"(,"architectures":["BertForSequenceClassification"])"),
        "config.json: key 'architectures' = 'BertForSequenceClassification' is not a BERT encoder "
        "Petal runs (expected BertModel, BertForMaskedLM or BertForPreTraining)"},
+      {Qwen3Like("qwen3", "Qwen3Model", R"(,"quantization_config":{"quant_method":"fp8"})"),
+       R"(config.json: key 'quantization_config' = {"quant_method":"fp8"} marks a pre-quantised )"
+       "checkpoint (not supported: load the float checkpoint and serve it with --quantize fp8)"},
       {Bert(R"(,"is_decoder":true)"),
        "config.json: key 'is_decoder' = true makes the encoder causal (not supported)"},
   };

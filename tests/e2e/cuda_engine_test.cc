@@ -205,13 +205,13 @@ TEST_F(CudaEngineTest, Fp8KeepsFidelityAndFallsBackBelowThreshold) {
       ASSERT_TRUE(got.ok()) << got.status().ToString();
       for (int r = 0; r < got->rows; ++r) {
         if (batch.seq_len(r) == 0) continue;
-        const double c = CosineSimilarity(got->row(r), ref->row(r), got->dim);
+        const double c = wire::CosineSimilarity(got->row(r), ref->row(r), got->dim);
         worst = std::min(worst, c);
         EXPECT_GE(c, 0.99) << "run " << run << " row " << r;
-        worst_vs_bf16 = std::min(worst_vs_bf16, CosineSimilarity(got->row(r), b->row(r), got->dim));
+        worst_vs_bf16 = std::min(worst_vs_bf16, wire::CosineSimilarity(got->row(r), b->row(r), got->dim));
         for (int i = 0; i < got->dim; ++i)
           max_diff = std::max(max_diff, double(std::fabs(got->row(r)[i] - b->row(r)[i])));
-        EXPECT_GE(CosineSimilarity(off->row(r), b->row(r), got->dim), 0.99999) << r;
+        EXPECT_GE(wire::CosineSimilarity(off->row(r), b->row(r), got->dim), 0.99999) << r;
       }
     }
     EXPECT_GT(max_diff, 0.0) << "fp8 gave bit-identical results to bf16: did it run?";
