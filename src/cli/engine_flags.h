@@ -14,7 +14,8 @@ inline void AddQuantizeFlags(CLI::App* app, CudaEngineOptions* cuda) {
       ->check(CLI::IsMember({"none", "fp8"}))
       ->capture_default_str();
   app->add_option("--fp8-min-tokens", cuda->fp8_min_tokens,
-                  "--quantize fp8: smallest batch (tokens) that runs in fp8; smaller ones use bf16")
+                  "--quantize fp8: smallest batch (tokens) that runs in fp8 (at least 2048); "
+                  "smaller ones use bf16")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app->add_option("--fp8-layers", cuda->fp8_layers,

@@ -1,13 +1,15 @@
 // FP8 tests (label gpu): the quantisation kernels of fp8_ops.h against QuantizeRowsFp8Host (the
 // formula on the CPU), and the fp8 GEMM (gemm.h with a8/w8) against a float64 product of the
-// dequantised operands, for the Qwen3 0.6B and 4B dense shapes at M = 1, 7, 128, 2048 tokens,
-// plain, + bias and + c in place; plus a CUDA-graph replay that reads new scales.
+// dequantised operands (every 16th row), for the Qwen3 0.6B and 4B dense shapes at M = 2048 and
+// 2304 tokens (fp8 GEMMs refuse M < kFp8MinM: cuBLASLt's kernels failed this test at M <= 128 on
+// the H200), plain, + bias and + c in place; plus a CUDA-graph replay that reads new scales.
 // Tolerances: quantisers must give the same e4m3 bytes as the host formula on the same fp32 values
 // (exact where the kernel's fp32 inputs equal the host's: plain rows and SwiGLU) and at most one
 // e4m3 step apart for RMSNorm (its sum of squares is reduced in another order); the GEMM has only
 // accumulation and bf16-output rounding left, so max_rel <= 1e-2 (2e-2 with an addend), as for bf16.
 #include <cuda_fp8.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -196,12 +198,19 @@ Problem MakeProblem(int m, int n, int k, bool bias, bool c, uint64_t seed) {
   return p;
 }
 
-std::vector<float> Reference(const Problem& p, int m, int n, int k) {
+// The float64 product on every `step`-th row (keeps the reference quick at M = 2048).
+std::vector<float> RowsEvery(const std::vector<float>& v, int m, int n, int step = 16) {
+  std::vector<float> out;
+  for (int r = 0; r < m; r += step) out.insert(out.end(), v.begin() + size_t(r) * n, v.begin() + size_t(r + 1) * n);
+  return out;
+}
+
+std::vector<float> Reference(const Problem& p, int m, int n, int k, int step = 16) {
   std::vector<double> a(p.a8.size()), w(p.w8.size());
   for (size_t i = 0; i < a.size(); ++i) a[i] = Fp8ToFloatHost(p.a8[i]);
   for (size_t i = 0; i < w.size(); ++i) w[i] = Fp8ToFloatHost(p.w8[i]);
-  std::vector<float> out(size_t(m) * n);
-  for (int r = 0; r < m; ++r)
+  std::vector<float> out;
+  for (int r = 0; r < m; r += step)
     for (int j = 0; j < n; ++j) {
       double acc = 0;
       const double* ar = &a[size_t(r) * k];
@@ -210,7 +219,7 @@ std::vector<float> Reference(const Problem& p, int m, int n, int k) {
       double v = acc * p.sa[r] * p.sw[j];
       if (!p.bias.empty()) v += p.bias[j];
       if (!p.c.empty()) v += p.c[size_t(r) * n + j];
-      out[size_t(r) * n + j] = float(v);
+      out.push_back(float(v));
     }
   return out;
 }
@@ -225,8 +234,7 @@ TEST_F(Fp8GpuTest, GemmMatchesFloat64OnModelShapes) {
                           {"q4b.qkv", 6144, 2560}, {"q4b.down", 2560, 9728}};
   ASSERT_OK_AND_ASSIGN(auto gemm, Gemm::Create());
   for (const Shape& sh : shapes) {
-    for (int m : {1, 7, 128, 2048}) {
-      if (m == 2048 && sh.k > 4096) continue;  // keeps the float64 reference quick
+    for (int m : {kFp8MinM, kFp8MinM + 256}) {
       for (int variant = 0; variant < 3; ++variant) {
         const bool bias = variant == 1, c = variant == 2;
         const std::string name = std::string(sh.name) + " m=" + std::to_string(m) +
@@ -257,8 +265,10 @@ TEST_F(Fp8GpuTest, GemmMatchesFloat64OnModelShapes) {
         ASSERT_OK(SyncDevice());
         ASSERT_OK_AND_ASSIGN(auto got, DownloadBf16(out.get(), out.n));
         EXPECT_TRUE(out.GuardIntact());
-        EXPECT_TRUE(CheckClose("GemmFp8", name, got, Reference(p, m, sh.n, sh.k), m, sh.n,
-                               c ? Tolerance{2e-2, 0.9999} : Tolerance{1e-2, 0.9999}));
+        const int rows = (m + 15) / 16;
+        EXPECT_EQ(std::count_if(got.begin(), got.end(), [](float x) { return !std::isfinite(x); }), 0);
+        EXPECT_TRUE(CheckClose("GemmFp8", name, RowsEvery(got, m, sh.n), Reference(p, m, sh.n, sh.k),
+                               rows, sh.n, c ? Tolerance{2e-2, 0.9999} : Tolerance{1e-2, 0.9999}));
       }
     }
   }
@@ -266,7 +276,7 @@ TEST_F(Fp8GpuTest, GemmMatchesFloat64OnModelShapes) {
 }
 
 TEST_F(Fp8GpuTest, GemmGraphReplayReadsNewScales) {
-  const int m = 64, n = 1024, k = 1024;
+  const int m = kFp8MinM, n = 1024, k = 1024;
   Problem p = MakeProblem(m, n, k, false, false, 3);
   ASSERT_OK_AND_ASSIGN(auto gemm, Gemm::Create());
   ASSERT_OK_AND_ASSIGN(auto a8, UploadFp8(p.a8));
@@ -297,8 +307,8 @@ TEST_F(Fp8GpuTest, GemmGraphReplayReadsNewScales) {
   ASSERT_CUDA(cudaGraphLaunch(exec, s));
   ASSERT_CUDA(cudaStreamSynchronize(s));
   ASSERT_OK_AND_ASSIGN(auto got, DownloadBf16(out.get(), out.n));
-  EXPECT_TRUE(CheckClose("GemmFp8", "graph replay, new scales", got, Reference(p, m, n, k), m, n,
-                         Tolerance{1e-2, 0.9999}));
+  EXPECT_TRUE(CheckClose("GemmFp8", "graph replay, new scales", RowsEvery(got, m, n),
+                         Reference(p, m, n, k), (m + 15) / 16, n, Tolerance{1e-2, 0.9999}));
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(s);
@@ -310,6 +320,12 @@ TEST_F(Fp8GpuTest, RejectsBadArguments) {
   g.a8 = reinterpret_cast<const fp8*>(16);
   g.m = 4, g.n = 32, g.k = 32;
   EXPECT_FALSE(gemm->Run(g, nullptr).ok());  // missing w8 / scales / out
+  g.w8 = g.a8;
+  g.a_scale = g.w_scale = reinterpret_cast<const float*>(16);
+  g.out = reinterpret_cast<bf16*>(16);
+  const Status small = gemm->Run(g, nullptr);  // m = 4 < kFp8MinM: refused before any launch
+  EXPECT_FALSE(small.ok());
+  EXPECT_NE(small.ToString().find("m >="), std::string::npos) << small.ToString();
   QuantizeRowsFp8Params q;
   q.rows = 1, q.dim = 24;  // not a multiple of 16
   EXPECT_FALSE(LaunchQuantizeRowsFp8(q, nullptr).ok());

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+
+#include "kernels/cuda/gemm.h"
 #include <string>
 
 namespace petal {
@@ -92,7 +94,9 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
     if (opt.fp8_layers != "all" && opt.fp8_layers != "mlp")
       return InvalidArgument("--fp8-layers must be all or mlp, not '" + opt.fp8_layers + "'");
     cap.fp8 = true;
-    cap.fp8_min_tokens = opt.fp8_min_tokens;
+    // cuBLASLt's fp8 GEMMs are only trusted from kFp8MinM rows up (gemm.h): smaller batches keep
+    // the bf16 path whatever the option says.
+    cap.fp8_min_tokens = std::max(opt.fp8_min_tokens, kFp8MinM);
     cap.fp8_mlp_only = opt.fp8_layers == "mlp";
   } else if (opt.quantize != "none") {
     return InvalidArgument("quantize must be none or fp8, not '" + opt.quantize + "'");
@@ -228,7 +232,7 @@ std::map<std::string, double> CudaEngine::Stats() const {
   st["padded_tokens"] = double(padded_tokens_);
   st["device_bytes"] = double(model_->DeviceBytes());
   if (model_->fp8_enabled()) {
-    st["fp8_min_tokens"] = double(options_.fp8_min_tokens);
+    st["fp8_min_tokens"] = double(std::max(options_.fp8_min_tokens, kFp8MinM));
     if (options_.fp8_gate) st["fp8_gate_min_cosine"] = fp8_gate_.min_cosine;
   }
   return st;

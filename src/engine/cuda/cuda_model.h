@@ -33,7 +33,7 @@ struct Capacity {
   // (cuBLASLt's fp8 kernels are slower than bf16 at small M: bench/results/*fp8-probe*). Only
   // architectures that implement it accept it (Qwen3); others fail at creation.
   bool fp8 = false;
-  int fp8_min_tokens = 1024;
+  int fp8_min_tokens = 2048;  // >= kFp8MinM (gemm.h): the engine raises it
   bool fp8_mlp_only = false;  // QKV and O stay bf16 (less quantisation noise, less speed-up)
 };
 

@@ -51,8 +51,6 @@ StatusOr<std::unique_ptr<Gemm>> Gemm::Create(const GemmOptions& options) {
   g->options_ = options;
   PETAL_CUBLAS_CHECK(cublasLtCreate(&g->handle_));
   PETAL_RETURN_IF_ERROR(g->workspace_.Allocate(options.workspace_bytes));
-  PETAL_RETURN_IF_ERROR(g->zero_bias_.Allocate(kZeroBiasLen));
-  PETAL_CUDA_CHECK(cudaMemset(g->zero_bias_.get(), 0, g->zero_bias_.bytes()));
   return g;
 }
 
@@ -67,6 +65,9 @@ Status Gemm::Validate(const GemmParams& p) const {
     if (!p.a8 || !p.w8 || !p.a_scale || !p.w_scale || !p.out)
       return InvalidArgument("Gemm: fp8 needs a8, w8, a_scale, w_scale and out, " + Shape(p));
     if (p.gelu_tanh) return InvalidArgument("Gemm: no GELU epilogue with fp8, " + Shape(p));
+    if (p.m > 0 && p.m < kFp8MinM)
+      return InvalidArgument("Gemm: fp8 needs m >= " + std::to_string(kFp8MinM) +
+                             " (see kFp8MinM), " + Shape(p));
     // e4m3 rows must be 16-byte aligned for the tensor-core kernels, as bf16 rows are below.
     if (p.k % 16 != 0 || p.n % 16 != 0)
       return InvalidArgument("Gemm: fp8 needs n and k multiples of 16, " + Shape(p));
@@ -206,14 +207,7 @@ Status Gemm::SetScales(const Plan& plan, const GemmParams& p) {
   return Status::Ok();
 }
 
-GemmParams Gemm::WithFp8Bias(const GemmParams& p) const {
-  GemmParams q = p;
-  if (p.fp8() && p.bias == nullptr && p.n <= kZeroBiasLen) q.bias = zero_bias_.get();
-  return q;
-}
-
-Status Gemm::Prepare(const GemmParams& given, cudaStream_t stream) {
-  const GemmParams p = WithFp8Bias(given);
+Status Gemm::Prepare(const GemmParams& p, cudaStream_t stream) {
   PETAL_RETURN_IF_ERROR(Validate(p));
   if (p.m == 0) return Status::Ok();
   const Key key = MakeKey(p);
@@ -221,8 +215,7 @@ Status Gemm::Prepare(const GemmParams& given, cudaStream_t stream) {
   return MaybeTune(*plan, key, p, stream);
 }
 
-Status Gemm::Run(const GemmParams& given, cudaStream_t stream) {
-  const GemmParams p = WithFp8Bias(given);
+Status Gemm::Run(const GemmParams& p, cudaStream_t stream) {
   PETAL_RETURN_IF_ERROR(Validate(p));
   if (p.m == 0) return Status::Ok();
   const Key key = MakeKey(p);
