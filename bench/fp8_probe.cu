@@ -17,13 +17,13 @@
 #include <cstdlib>
 #include <vector>
 
-#define CK(x)                                                                  \
-  do {                                                                         \
-    cudaError_t e_ = (x);                                                      \
-    if (e_ != cudaSuccess) {                                                   \
+#define CK(x)                                                                         \
+  do {                                                                                \
+    cudaError_t e_ = (x);                                                             \
+    if (e_ != cudaSuccess) {                                                          \
       std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(1);                                                            \
-    }                                                                          \
+      std::exit(1);                                                                   \
+    }                                                                                 \
   } while (0)
 
 namespace {
@@ -83,8 +83,7 @@ float Run(cublasLtHandle_t h, const Mode& md, int m, int n, int k, void* ws, siz
                                        sizeof(wsb));
   cublasLtMatmulHeuristicResult_t res[8];
   int got = 0;
-  cublasStatus_t st =
-      cublasLtMatmulAlgoGetHeuristic(h, desc, lw, la, lo, lo, pref, 8, res, &got);
+  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(h, desc, lw, la, lo, lo, pref, 8, res, &got);
   *why = st;
   *nalgo = got;
   float best = -1.f;
@@ -165,15 +164,15 @@ int main() {
       {"fp8_outer+bias", true, true, false, true}, {"fp8_outer+c+bias", true, true, true, true},
   };
   // (n, k): 0.6b qkv, o, gate_up, down; 4b qkv, o, gate_up, down.
-  const int shapes[][2] = {{4096, 1024}, {1024, 2048}, {6144, 1024}, {1024, 3072},
+  const int shapes[][2] = {{4096, 1024}, {1024, 2048}, {6144, 1024},  {1024, 3072},
                            {6144, 2560}, {2560, 4096}, {19456, 2560}, {2560, 9728}};
   const int ms[] = {1, 16, 128, 512, 2048, 8192, 32768};
   for (auto& sh : shapes) {
     for (int m : ms) {
       for (const Mode& md : modes) {
         int why = 0, nalgo = 0;
-        const float us = Run(h, md, m, sh[0], sh[1], ws, ws_bytes, a, w, c, out, sa, sw, bias,
-                             &why, &nalgo);
+        const float us =
+            Run(h, md, m, sh[0], sh[1], ws, ws_bytes, a, w, c, out, sa, sw, bias, &why, &nalgo);
         const double flops = 2.0 * m * sh[0] * sh[1];
         std::printf(
             "{\"n\": %d, \"k\": %d, \"m\": %d, \"mode\": \"%s\", \"status\": %d, \"algos\": %d, "

@@ -12,10 +12,12 @@
 namespace petal::cli {
 
 inline void AddGatewayFlags(CLI::App* app, gateway::GatewayOptions* o) {
-  app->add_option("--model", o->model_dir, "Model folder (tokenizer.json, config.json) or hub id ORG/NAME[@REV]")
+  app->add_option("--model", o->model_dir,
+                  "Model folder (tokenizer.json, config.json) or hub id ORG/NAME[@REV]")
       ->capture_default_str();
-  app->add_option("--model-name", o->model_name,
-                  "Name reported as `model` (default: the folder's name, or ORG/NAME for a hub id)");
+  app->add_option(
+      "--model-name", o->model_name,
+      "Name reported as `model` (default: the folder's name, or ORG/NAME for a hub id)");
   app->add_option("--listen", o->listen, "HTTP address host:port (port 0 picks one)")
       ->capture_default_str();
   app->add_option("--http-threads", o->http_threads, "HTTP I/O threads")

@@ -5,7 +5,6 @@
 #include "model/config_fields.h"
 #include "model/qwen3/qwen3_arch.h"
 
-
 namespace petal {
 
 const std::vector<ArchitectureEntry>& Architectures() {

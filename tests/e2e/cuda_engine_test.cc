@@ -211,7 +211,8 @@ TEST_F(CudaEngineTest, Fp8KeepsFidelityAndFallsBackBelowThreshold) {
         const double c = wire::CosineSimilarity(got->row(r), ref->row(r), got->dim);
         worst = std::min(worst, c);
         EXPECT_GE(c, 0.99) << "run " << run << " row " << r;
-        worst_vs_bf16 = std::min(worst_vs_bf16, wire::CosineSimilarity(got->row(r), b->row(r), got->dim));
+        worst_vs_bf16 =
+            std::min(worst_vs_bf16, wire::CosineSimilarity(got->row(r), b->row(r), got->dim));
         for (int i = 0; i < got->dim; ++i)
           max_diff = std::max(max_diff, double(std::fabs(got->row(r)[i] - b->row(r)[i])));
         EXPECT_GE(wire::CosineSimilarity(off->row(r), b->row(r), got->dim), 0.99999) << r;
@@ -233,7 +234,8 @@ TEST_F(CudaEngineTest, Fp8RejectsBadOptions) {
   opt.fp8_min_tokens = 1024;  // capacity too small for the gate batch: the fp8 path never runs
   auto e = CreateCudaEngine(dir, opt);
   ASSERT_FALSE(e.ok());
-  EXPECT_NE(e.status().ToString().find("fp8-min-tokens"), std::string::npos) << e.status().ToString();
+  EXPECT_NE(e.status().ToString().find("fp8-min-tokens"), std::string::npos)
+      << e.status().ToString();
 }
 
 }  // namespace

@@ -10,8 +10,8 @@
 
 #include "common/file_util.h"
 #include "model/config.h"
-#include "model/make_model.h"
 #include "model/factory.h"
+#include "model/make_model.h"
 #include "model/safetensors.h"
 #include "model/safetensors_writer.h"
 
@@ -165,8 +165,7 @@ Status BuildLayoutFolder(const LayoutSpec& layout, uint64_t seed, const std::str
   PETAL_ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(out_dir));
   const bool bf16 = layout.dtype == "bfloat16";
   std::vector<TensorToWrite> tensors;
-  for (const CheckpointTensor& spec :
-       FindFactory(config.architecture).checkpoint_tensors(config)) {
+  for (const CheckpointTensor& spec : FindFactory(config.architecture).checkpoint_tensors(config)) {
     int64_t n = 1;
     for (int64_t d : spec.shape) n *= d;
     // As scripts/gpu/golden_layouts.py: chunk c of tensor `name` is the stream "name#c".

@@ -6,7 +6,8 @@
 // Tolerances: quantisers must give the same e4m3 bytes as the host formula on the same fp32 values
 // (exact where the kernel's fp32 inputs equal the host's: plain rows and SwiGLU) and at most one
 // e4m3 step apart for RMSNorm (its sum of squares is reduced in another order); the GEMM has only
-// accumulation and bf16-output rounding left, so max_rel <= 1e-2 (2e-2 with an addend), as for bf16.
+// accumulation and bf16-output rounding left, so max_rel <= 1e-2 (2e-2 with an addend), as for
+// bf16.
 #include <cuda_fp8.h>
 
 #include <algorithm>
@@ -56,7 +57,8 @@ QuantDiff DiffQuant(const std::vector<float>& v, int rows, int dim, const std::v
   for (size_t i = 0; i < hq.size(); ++i) {
     if (hq[i] == q[i]) continue;
     ++d.bytes_differ;
-    const int steps = (hq[i] & 0x80) != (q[i] & 0x80) ? 99 : std::abs(int(hq[i] & 0x7f) - int(q[i] & 0x7f));
+    const int steps =
+        (hq[i] & 0x80) != (q[i] & 0x80) ? 99 : std::abs(int(hq[i] & 0x7f) - int(q[i] & 0x7f));
     d.max_steps = std::max(d.max_steps, steps);
   }
   for (int r = 0; r < rows; ++r)
@@ -73,7 +75,8 @@ StatusOr<std::vector<uint8_t>> FetchBytes(const Guarded<fp8>& g) {
 TEST_F(Fp8GpuTest, QuantizeRowsMatchesHostFormula) {
   for (auto [rows, dim] : {std::pair{1, 16}, {7, 1024}, {300, 2048}, {64, 9728}}) {
     for (bool from_bf16 : {false, true}) {
-      SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(dim) + (from_bf16 ? " bf16" : " f32"));
+      SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(dim) +
+                   (from_bf16 ? " bf16" : " f32"));
       // Rows of very different magnitudes (outlier channels are what per-row scales are for).
       std::vector<float> v = RandomBf16(size_t(rows) * dim, 11 + dim, -1.f, 1.f);
       for (int r = 0; r < rows; ++r)
@@ -113,14 +116,17 @@ TEST_F(Fp8GpuTest, AddRmsNormFp8MatchesReference) {
   for (auto [rows, dim] : {std::pair{1, 1024}, {33, 1024}, {130, 2560}}) {
     for (bool with_x : {false, true}) {
       const size_t n = size_t(rows) * dim;
-      std::vector<float> res = RandomBf16(n, 5, -2.f, 2.f), x = RandomBf16(n, 6), w = RandomBf16(dim, 7, 0.5f, 1.5f);
+      std::vector<float> res = RandomBf16(n, 5, -2.f, 2.f), x = RandomBf16(n, 6),
+                         w = RandomBf16(dim, 7, 0.5f, 1.5f);
       std::vector<float> sum(n), v(n);
       for (size_t i = 0; i < n; ++i) sum[i] = with_x ? RoundBf16(res[i] + x[i]) : res[i];
       for (int r = 0; r < rows; ++r) {
         double ss = 0;
-        for (int i = 0; i < dim; ++i) ss += double(sum[size_t(r) * dim + i]) * sum[size_t(r) * dim + i];
+        for (int i = 0; i < dim; ++i)
+          ss += double(sum[size_t(r) * dim + i]) * sum[size_t(r) * dim + i];
         const float inv = float(1.0 / std::sqrt(ss / dim + 1e-6));
-        for (int i = 0; i < dim; ++i) v[size_t(r) * dim + i] = sum[size_t(r) * dim + i] * inv * w[i];
+        for (int i = 0; i < dim; ++i)
+          v[size_t(r) * dim + i] = sum[size_t(r) * dim + i] * inv * w[i];
       }
       ASSERT_OK_AND_ASSIGN(DeviceBuffer<bf16> d_res, UploadBf16(res));
       ASSERT_OK_AND_ASSIGN(DeviceBuffer<bf16> d_x, UploadBf16(x));
@@ -142,10 +148,10 @@ TEST_F(Fp8GpuTest, AddRmsNormFp8MatchesReference) {
       EXPECT_LE(d.bytes_differ, int64_t(n / 100) + 1);
       EXPECT_LE(d.max_scale_rel, 1e-5);
       EXPECT_EQ(new_res, sum);  // residual stream written back in bf16
-      EXPECT_TRUE(RecordExact("AddRmsNormFp8", std::to_string(rows) + "x" + std::to_string(dim) +
-                                                   (with_x ? "+x" : ""),
-                              d.max_steps > 1 ? d.bytes_differ : 0,
-                              std::to_string(d.bytes_differ) + " bytes 1 step apart"));
+      EXPECT_TRUE(RecordExact(
+          "AddRmsNormFp8", std::to_string(rows) + "x" + std::to_string(dim) + (with_x ? "+x" : ""),
+          d.max_steps > 1 ? d.bytes_differ : 0,
+          std::to_string(d.bytes_differ) + " bytes 1 step apart"));
     }
   }
 }
@@ -201,7 +207,8 @@ Problem MakeProblem(int m, int n, int k, bool bias, bool c, uint64_t seed) {
 // The float64 product on every `step`-th row (keeps the reference quick at M = 2048).
 std::vector<float> RowsEvery(const std::vector<float>& v, int m, int n, int step = 16) {
   std::vector<float> out;
-  for (int r = 0; r < m; r += step) out.insert(out.end(), v.begin() + size_t(r) * n, v.begin() + size_t(r + 1) * n);
+  for (int r = 0; r < m; r += step)
+    out.insert(out.end(), v.begin() + size_t(r) * n, v.begin() + size_t(r + 1) * n);
   return out;
 }
 
@@ -229,9 +236,9 @@ TEST_F(Fp8GpuTest, GemmMatchesFloat64OnModelShapes) {
     const char* name;
     int n, k;
   };
-  const Shape shapes[] = {{"q0.6b.qkv", 4096, 1024}, {"q0.6b.o", 1024, 2048},
+  const Shape shapes[] = {{"q0.6b.qkv", 4096, 1024},     {"q0.6b.o", 1024, 2048},
                           {"q0.6b.gate_up", 6144, 1024}, {"q0.6b.down", 1024, 3072},
-                          {"q4b.qkv", 6144, 2560}, {"q4b.down", 2560, 9728}};
+                          {"q4b.qkv", 6144, 2560},       {"q4b.down", 2560, 9728}};
   ASSERT_OK_AND_ASSIGN(auto gemm, Gemm::Create());
   for (const Shape& sh : shapes) {
     for (int m : {kFp8MinM, kFp8MinM + 256}) {
@@ -266,9 +273,11 @@ TEST_F(Fp8GpuTest, GemmMatchesFloat64OnModelShapes) {
         ASSERT_OK_AND_ASSIGN(auto got, DownloadBf16(out.get(), out.n));
         EXPECT_TRUE(out.GuardIntact());
         const int rows = (m + 15) / 16;
-        EXPECT_EQ(std::count_if(got.begin(), got.end(), [](float x) { return !std::isfinite(x); }), 0);
-        EXPECT_TRUE(CheckClose("GemmFp8", name, RowsEvery(got, m, sh.n), Reference(p, m, sh.n, sh.k),
-                               rows, sh.n, c ? Tolerance{2e-2, 0.9999} : Tolerance{1e-2, 0.9999}));
+        EXPECT_EQ(std::count_if(got.begin(), got.end(), [](float x) { return !std::isfinite(x); }),
+                  0);
+        EXPECT_TRUE(CheckClose("GemmFp8", name, RowsEvery(got, m, sh.n),
+                               Reference(p, m, sh.n, sh.k), rows, sh.n,
+                               c ? Tolerance{2e-2, 0.9999} : Tolerance{1e-2, 0.9999}));
       }
     }
   }

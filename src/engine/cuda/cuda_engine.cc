@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "kernels/cuda/gemm.h"
 #include <string>
+#include "kernels/cuda/gemm.h"
 
 namespace petal {
 namespace cuda {
@@ -103,8 +103,8 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
   }
   PETAL_ASSIGN_OR_RETURN(model_, CreateCudaModel(config_, *store, cap));
   if (cap.fp8 && opt.fp8_gate) {
-    const int max_len = config_.max_seq_length > 0 ? config_.max_seq_length
-                                                   : config_.max_position_embeddings;
+    const int max_len =
+        config_.max_seq_length > 0 ? config_.max_seq_length : config_.max_position_embeddings;
     PETAL_ASSIGN_OR_RETURN(fp8_gate_, RunFp8Gate(*model_, cap, max_len, stream_));
     std::fprintf(stderr,
                  "[engine] fp8 fidelity gate: worst cosine %.6f against the bf16 path over %d "

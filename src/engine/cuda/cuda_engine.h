@@ -38,7 +38,7 @@ struct CudaEngineOptions {
   // only; see cuda_model.h's Capacity), checked at start-up against the bf16 path (fp8_gate.h)
   // unless fp8_gate is false.
   std::string quantize = "none";
-  int fp8_min_tokens = 2048;  // raised to kFp8MinM (gemm.h) if lower
+  int fp8_min_tokens = 2048;       // raised to kFp8MinM (gemm.h) if lower
   std::string fp8_layers = "all";  // "all" (QKV, O, gate/up, down) or "mlp" (gate/up, down)
   bool fp8_gate = true;
 };

@@ -12,8 +12,7 @@ StatusOr<std::unique_ptr<CudaModel>> CreateCudaModel(const ModelConfig& config,
   const ArchitectureFactory& arch = FindFactory(config.architecture);
   if (arch.create_cuda == nullptr) {
     return Unimplemented(std::string("no CUDA implementation for architecture '") +
-                         ArchitectureName(config.architecture) +
-                         "'");
+                         ArchitectureName(config.architecture) + "'");
   }
   return arch.create_cuda(config, store, cap);
 }

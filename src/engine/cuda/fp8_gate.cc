@@ -83,7 +83,8 @@ StatusOr<Fp8GateResult> RunFp8Gate(CudaModel& model, const Capacity& cap, int ma
   r.sequences = S;
   r.tokens = total;
   for (int i = 0; i < S; ++i)
-    r.min_cosine = std::min(r.min_cosine, Cosine(&fp8_out[size_t(i) * H], &bf16_out[size_t(i) * H], H));
+    r.min_cosine =
+        std::min(r.min_cosine, Cosine(&fp8_out[size_t(i) * H], &bf16_out[size_t(i) * H], H));
   return r;
 }
 

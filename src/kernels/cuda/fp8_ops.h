@@ -1,7 +1,8 @@
 // FP8 (e4m3) quantisation ops of the CUDA engine's `--quantize fp8` path (docs/kernels.md, "FP8").
 // Every op writes rows of e4m3 values plus one fp32 dequantisation scale per row, computed
 // dynamically inside the kernel that produces the row, so no extra pass over memory:
-//   scale[r] = max(amax_r, kFp8MinAmax) / 448,   q[r, i] = e4m3_rn_satfinite(v[r, i] * 448 / amax_r)
+//   scale[r] = max(amax_r, kFp8MinAmax) / 448,   q[r, i] = e4m3_rn_satfinite(v[r, i] * 448 /
+//   amax_r)
 // where v is the op's fp32 result (before any bf16 rounding) and amax_r = max_i |v[r, i]|. The
 // GEMM (gemm.h, fp8 operands) multiplies by scale[r] of each side. QuantizeRowsFp8Host is the CPU
 // reference of the formula (bit-exact for the same fp32 inputs). Launch rules as in ops.h: one
@@ -23,8 +24,8 @@ namespace petal::cuda {
 using fp8 = __nv_fp8_e4m3;
 using bf16 = __nv_bfloat16;
 
-inline constexpr float kFp8Max = 448.f;        // largest finite e4m3
-inline constexpr float kFp8MinAmax = 1e-12f;   // all-zero rows get scale 1e-12/448, q = 0
+inline constexpr float kFp8Max = 448.f;       // largest finite e4m3
+inline constexpr float kFp8MinAmax = 1e-12f;  // all-zero rows get scale 1e-12/448, q = 0
 
 // q[r, :] and scale[r] from fp32 or bf16 rows (exactly one input non-null). Weights at load time
 // (per output channel) and the attention output before the O projection (per token).

@@ -54,8 +54,8 @@ __device__ __forceinline__ void WriteRow(const float* row, float amax, int dim, 
   }
 }
 
-__global__ void QuantizeRowsKernel(const float* in_f32, const bf16* in_bf16, fp8* out,
-                                   float* scale, int dim) {
+__global__ void QuantizeRowsKernel(const float* in_f32, const bf16* in_bf16, fp8* out, float* scale,
+                                   int dim) {
   extern __shared__ float row[];
   __shared__ float scratch[32];
   const int64_t base = static_cast<int64_t>(blockIdx.x) * dim;
@@ -137,8 +137,7 @@ __global__ void SiluMulFp8Kernel(SiluMulFp8Params p) {
     }
   }
   amax = BlockMax(amax, scratch);
-  WriteRow(row, amax, dim, p.out + static_cast<int64_t>(blockIdx.x) * dim,
-           p.scale + blockIdx.x);
+  WriteRow(row, amax, dim, p.out + static_cast<int64_t>(blockIdx.x) * dim, p.scale + blockIdx.x);
 }
 
 Status CheckRows(const char* op, int rows, int dim, std::initializer_list<const void*> ptrs) {
@@ -146,7 +145,8 @@ Status CheckRows(const char* op, int rows, int dim, std::initializer_list<const 
     return BadArg(op, "need rows >= 0 and dim a multiple of 16 in (0, 12288], got rows=" +
                           std::to_string(rows) + " dim=" + std::to_string(dim));
   for (const void* ptr : ptrs)
-    if (ptr != nullptr && !IsAligned(ptr, 16)) return BadArg(op, "pointers must be 16-byte aligned");
+    if (ptr != nullptr && !IsAligned(ptr, 16))
+      return BadArg(op, "pointers must be 16-byte aligned");
   return Status::Ok();
 }
 
@@ -155,8 +155,7 @@ size_t RowBytes(int dim) { return static_cast<size_t>(dim) * sizeof(float); }
 }  // namespace
 
 Status LaunchQuantizeRowsFp8(const QuantizeRowsFp8Params& p, cudaStream_t stream) {
-  PETAL_RETURN_IF_ERROR(
-      CheckRows("QuantizeRowsFp8", p.rows, p.dim, {p.in_f32, p.in_bf16, p.out}));
+  PETAL_RETURN_IF_ERROR(CheckRows("QuantizeRowsFp8", p.rows, p.dim, {p.in_f32, p.in_bf16, p.out}));
   if ((p.in_f32 == nullptr) == (p.in_bf16 == nullptr) || !p.out || !p.scale)
     return BadArg("QuantizeRowsFp8", "need exactly one input, out and scale");
   if (p.rows == 0) return Status::Ok();
@@ -195,7 +194,8 @@ void QuantizeRowsFp8Host(const float* in, int rows, int dim, uint8_t* q, float* 
     const float inv = kFp8Max / amax;
     scale[r] = amax / kFp8Max;
     for (int i = 0; i < dim; ++i)
-      q[static_cast<int64_t>(r) * dim + i] = __nv_cvt_float_to_fp8(v[i] * inv, __NV_SATFINITE, __NV_E4M3);
+      q[static_cast<int64_t>(r) * dim + i] =
+          __nv_cvt_float_to_fp8(v[i] * inv, __NV_SATFINITE, __NV_E4M3);
   }
 }
 

@@ -200,10 +200,10 @@ Status Gemm::Enqueue(const Plan& plan, const cublasLtMatmulAlgo_t& algo, const G
 }
 
 Status Gemm::SetScales(const Plan& plan, const GemmParams& p) {
-  PETAL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
-      plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &p.w_scale, sizeof(p.w_scale)));
-  PETAL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
-      plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &p.a_scale, sizeof(p.a_scale)));
+  PETAL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                                                    &p.w_scale, sizeof(p.w_scale)));
+  PETAL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                                                    &p.a_scale, sizeof(p.a_scale)));
   return Status::Ok();
 }
 
@@ -232,9 +232,8 @@ std::string GemmPlanInfo::ToString() const {
                 "m=%d n=%d k=%d%s%s%s%s %s algo=%d tile=%d stages=%d splitk=%d red=%d swz=%d "
                 "custom=%d cluster=%d cand=%d first=%.1fus chosen=%.1fus",
                 m, n, k, bias ? " +bias" : "", gelu ? " +gelu" : "", c ? " +c" : "",
-                fp8 ? " fp8" : "", state.c_str(),
-                algo_id, tile_id, stages_id, split_k, reduction, swizzle, custom, cluster_id,
-                candidates, first_us, chosen_us);
+                fp8 ? " fp8" : "", state.c_str(), algo_id, tile_id, stages_id, split_k, reduction,
+                swizzle, custom, cluster_id, candidates, first_us, chosen_us);
   return buf;
 }
 

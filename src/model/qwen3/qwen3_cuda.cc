@@ -101,8 +101,8 @@ class Qwen3CudaModel final : public CudaModel {
       }
       PETAL_RETURN_IF_ERROR(UploadFp8Rows(s.gate_up, 2 * I, H, &d.gate_up8, &d.gate_up_s));
       PETAL_RETURN_IF_ERROR(UploadFp8Rows(s.down, H, I, &d.down8, &d.down_s));
-      bytes_ += TotalBytes(d.qkv8, d.o8, d.gate_up8, d.down8, d.qkv_s, d.o_s, d.gate_up_s,
-                           d.down_s);
+      bytes_ +=
+          TotalBytes(d.qkv8, d.o8, d.gate_up8, d.down8, d.qkv_s, d.o_s, d.gate_up_s, d.down_s);
     }
     PETAL_RETURN_IF_ERROR(q8_.Allocate(T * std::max({H, I, Q})));
     PETAL_RETURN_IF_ERROR(q8_scale_.Allocate(T));
@@ -136,10 +136,9 @@ class Qwen3CudaModel final : public CudaModel {
       PETAL_RETURN_IF_ERROR(gemm_->Run(
           {x_.get(), L.qkv.get(), L.qkv_b.get(), nullptr, qkv_.get(), T, QKV, H}, stream));
     } else {
-      PETAL_RETURN_IF_ERROR(LaunchAddRmsNormFp8({nullptr, r_.get(), L.in_norm.get(),
-                                                 config_.norm_eps, q8_.get(), q8_scale_.get(), T,
-                                                 H},
-                                                stream));
+      PETAL_RETURN_IF_ERROR(LaunchAddRmsNormFp8(
+          {nullptr, r_.get(), L.in_norm.get(), config_.norm_eps, q8_.get(), q8_scale_.get(), T, H},
+          stream));
       PETAL_RETURN_IF_ERROR(gemm8(L.qkv8, L.qkv_s, L.qkv_b, nullptr, qkv_.get(), QKV, H));
     }
     rp.q_norm_weight = L.q_norm.get();
@@ -147,16 +146,15 @@ class Qwen3CudaModel final : public CudaModel {
     PETAL_RETURN_IF_ERROR(LaunchQkNormRope(rp, stream));
     PETAL_RETURN_IF_ERROR(attention_.Run(ap, stream));
     if (cap_.fp8_mlp_only) {
-      PETAL_RETURN_IF_ERROR(gemm_->Run(
-          {attn_.get(), L.o.get(), L.o_b.get(), r_.get(), r_.get(), T, H, Q}, stream));
+      PETAL_RETURN_IF_ERROR(
+          gemm_->Run({attn_.get(), L.o.get(), L.o_b.get(), r_.get(), r_.get(), T, H, Q}, stream));
     } else {
-      PETAL_RETURN_IF_ERROR(LaunchQuantizeRowsFp8(
-          {nullptr, attn_.get(), q8_.get(), q8_scale_.get(), T, Q}, stream));
+      PETAL_RETURN_IF_ERROR(
+          LaunchQuantizeRowsFp8({nullptr, attn_.get(), q8_.get(), q8_scale_.get(), T, Q}, stream));
       PETAL_RETURN_IF_ERROR(gemm8(L.o8, L.o_s, L.o_b, r_.get(), r_.get(), H, Q));
     }
     PETAL_RETURN_IF_ERROR(LaunchAddRmsNormFp8(
-        {nullptr, r_.get(), L.post_norm.get(), config_.norm_eps, q8_.get(), q8_scale_.get(), T,
-         H},
+        {nullptr, r_.get(), L.post_norm.get(), config_.norm_eps, q8_.get(), q8_scale_.get(), T, H},
         stream));
     PETAL_RETURN_IF_ERROR(gemm8(L.gate_up8, L.gate_up_s, {}, nullptr, gate_up_.get(), 2 * I, H));
     PETAL_RETURN_IF_ERROR(
@@ -257,8 +255,8 @@ class Qwen3CudaModel final : public CudaModel {
   int rope_rows_ = 0;
   AttentionRunner attention_;
   std::unique_ptr<Gemm> gemm_;
-  DeviceBuffer<fp8> q8_;           // fp8 path: the current GEMM input, [T, max(H, I, Q)]
-  DeviceBuffer<float> q8_scale_;   // its per-token scales, [T]
+  DeviceBuffer<fp8> q8_;          // fp8 path: the current GEMM input, [T, max(H, I, Q)]
+  DeviceBuffer<float> q8_scale_;  // its per-token scales, [T]
   bool fp8_on_ = true;
 };
 
