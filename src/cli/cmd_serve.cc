@@ -37,6 +37,7 @@ struct ServeArgs {
   std::vector<int> devices;  // replica i gets devices[i % size] (none: the server's default)
   std::string gpus;          // --gpus: one replica per GPU (empty: as without)
   std::vector<std::string> server_args;
+  std::string quantize = "none";  // passed to every replica as --quantize
   bool fake = false;
   int start_timeout_s = 600;
   int grace_ms = 30000;
@@ -192,7 +193,8 @@ int RunServe(ServeArgs& a) {
     if (a.fake) {
       c.argv.push_back("--fake-engine");
     } else {
-      c.argv.insert(c.argv.end(), {"--model", a.gateway.model_dir, "--backend", a.backend});
+      c.argv.insert(c.argv.end(), {"--model", a.gateway.model_dir, "--backend", a.backend,
+                                   "--quantize", a.quantize});
     }
     if (!a.devices.empty()) {
       c.argv.insert(c.argv.end(), {"--device", std::to_string(a.devices[i % a.devices.size()])});
@@ -271,6 +273,11 @@ std::function<int()> SetupServe(CLI::App* app) {
   app->add_option(
       "--server-arg", a->server_args,
       "Extra argument for every `petal server` (repeat, e.g. --server-arg=--no-graphs)");
+  app->add_option("--quantize", a->quantize,
+                  "Replicas' dense layers: none (bf16) or fp8 (CUDA, Qwen3; more fp8 options via "
+                  "--server-arg, e.g. --server-arg=--fp8-layers=mlp)")
+      ->check(CLI::IsMember({"none", "fp8"}))
+      ->capture_default_str();
   app->add_flag("--fake-engine", a->fake, "Replicas serve the FakeEngine (for tests)");
   app->add_option("--start-timeout-s", a->start_timeout_s, "Longest wait for replicas to serve")
       ->capture_default_str();
