@@ -89,7 +89,17 @@ int RunInfo(const InfoOptions& opts) {
       {"normalize", c.normalize ? "true" : "false", false},
       {"attention_mask", AttentionMaskName(c.mask), true},
       {"weights_dtype", dtype_list, true},
+      {"model_type", c.model_type, true},
+      {"int8_mode", Int8ModeName(c.int8_mode), true},
+      {"default_prompt_name", c.default_prompt_name, true},
   };
+  // Prompts: a JSON object with --json, `name="text"` pairs otherwise.
+  std::string prompts_json = "{", prompts_text;
+  for (const auto& [name, text] : c.prompts) {
+    prompts_json += (prompts_json.size() > 1 ? "," : "") + JsonString(name) + ":" + JsonString(text);
+    prompts_text += (prompts_text.empty() ? "" : ", ") + name + "=" + JsonString(text);
+  }
+  fields.push_back({"prompts", opts.json ? prompts_json + "}" : prompts_text, false});
   if (opts.json) {
     std::string out = "{";
     for (size_t i = 0; i < fields.size(); ++i) {

@@ -213,13 +213,14 @@ void Gateway::Embed(const HttpRequest& req, bool openai, Reply reply) {
           if (openai) {
             o.Raw("{\"object\":\"list\",\"data\":[");
             const bool scaled = p->output == OutputType::kInt8 || p->output == OutputType::kUint8;
-            ForEachRow(*r, [&](std::string_view row, float scale, const v1::EmbedResponse&) {
+            ForEachRow(*r, [&](std::string_view row, float scale, const v1::EmbedResponse& resp) {
               if (index) o.Raw(",");
               o.Raw("{\"object\":\"embedding\",\"index\":").Int(static_cast<int64_t>(index++));
               o.Raw(",\"embedding\":");
               WriteRow(&o, row, p->output, p->base64);
-              // The int8 types are per-row scaled: x ~= q * scale (uint8: (u - 128) * scale).
-              if (scaled) o.Raw(",\"scale\":").Float(scale);
+              // Linear int8 is per-row scaled: x ~= q * scale (uint8: (u - 128) * scale). A model
+              // with tanh int8 (pplx-embed-v1) answers round(127 tanh(x)), which has no scale.
+              if (scaled && resp.dtype() == v1::DTYPE_INT8) o.Raw(",\"scale\":").Float(scale);
               o.Raw("}");
             });
             o.Raw("],\"model\":").Str(p->model.empty() ? options_.model_name : p->model);

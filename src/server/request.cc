@@ -31,6 +31,11 @@ StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig
 
   // Options first: they are cheap to check and independent of the payload.
   PETAL_ASSIGN_OR_RETURN(job.format.dtype, wire::DTypeFromProto(opts.dtype()));
+  // A model whose own int8 is round(127 tanh(x)) (pplx-embed-v1) answers INT8 in that form; the
+  // response's dtype says which one was used, and INT8_TANH can also be asked for by name.
+  if (job.format.dtype == wire::OutputDType::kInt8 && config.int8_mode == Int8Mode::kTanh) {
+    job.format.dtype = wire::OutputDType::kInt8Tanh;
+  }
   const uint32_t hidden = static_cast<uint32_t>(config.hidden_size);
   if (opts.dimensions() > hidden) {
     return InvalidArgument("options.dimensions: " + Num(opts.dimensions()) +

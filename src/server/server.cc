@@ -141,6 +141,7 @@ class EmbedServer::Impl final : public v1::Embedder::CallbackService {
     resp->set_vocab_size(c.vocab_size);
     resp->set_pooling(PoolingModeName(c.pooling));
     resp->set_normalize(c.normalize);
+    resp->set_int8_mode(Int8ModeName(c.int8_mode));
     resp->set_backend(backend->engine->backend());
     const auto& lo = backend->loop->options();
     resp->set_max_batch_tokens(lo.limits.max_batch_tokens);

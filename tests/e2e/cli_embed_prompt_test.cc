@@ -62,5 +62,26 @@ TEST(CliEmbed, AppliesTheModelsPromptsLikeTheGateway) {
   fs::remove_all(dir);
 }
 
+TEST(CliInfo, ReportsModelTypeInt8ModeAndPrompts) {
+  const std::string src = "models/all-MiniLM-L6-v2";
+  if (!FileExists(src + "/model.safetensors")) GTEST_SKIP() << src << " is missing";
+  const fs::path dir = fs::temp_directory_path() / ("petal_cli_info_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  for (const auto& e : fs::directory_iterator(src)) {
+    if (e.path().filename() == "config_sentence_transformers.json") continue;
+    fs::create_symlink(fs::absolute(e.path()), dir / e.path().filename());
+  }
+  std::ofstream(dir / "config_sentence_transformers.json")
+      << R"({"prompts": {"query": "query: ", "doc": "passage: "}, "default_prompt_name": "query"})";
+  std::string json;
+  ASSERT_EQ(RunShell(std::string(PETAL_BIN) + " info --json --model " + dir.string(), &json), 0);
+  EXPECT_NE(json.find(R"("model_type":"bert")"), std::string::npos) << json;
+  EXPECT_NE(json.find(R"("int8_mode":"linear")"), std::string::npos) << json;
+  EXPECT_NE(json.find(R"("default_prompt_name":"query")"), std::string::npos) << json;
+  EXPECT_NE(json.find(R"("prompts":{"doc":"passage: ","query":"query: "})"), std::string::npos)
+      << json;
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace petal

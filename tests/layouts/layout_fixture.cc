@@ -99,8 +99,9 @@ StatusOr<std::vector<LayoutSpec>> LoadLayouts(uint64_t* seed) {
   return out;
 }
 
-StatusOr<Golden> LoadGolden(const std::string& name) {
-  const std::string path = LayoutsDir() + "/golden_" + name + ".json";
+StatusOr<Golden> LoadGolden(const std::string& name, const std::string& suffix,
+                            const std::string& dir) {
+  const std::string path = (dir.empty() ? LayoutsDir() : dir) + "/golden_" + name + suffix + ".json";
   PETAL_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   simdjson::dom::parser parser;
   simdjson::dom::element doc;

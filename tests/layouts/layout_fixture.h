@@ -35,7 +35,10 @@ struct Golden {
 std::string SourceDir();
 // The layouts of tests/fixtures/layouts/layouts.json, and its weight seed.
 StatusOr<std::vector<LayoutSpec>> LoadLayouts(uint64_t* seed);
-StatusOr<Golden> LoadGolden(const std::string& layout_name);
+// golden_<layout_name><suffix>.json from `dir` (default: tests/fixtures/layouts). The suffix
+// "_bfloat16" names HF's own bf16 run on the GPU (scripts/gpu/golden_layouts.py --dtype bfloat16).
+StatusOr<Golden> LoadGolden(const std::string& layout_name, const std::string& suffix = "",
+                            const std::string& dir = "");
 
 // Writes the folder to `out_dir` (created; replaced if present). `config_override`, when not
 // empty, is written as config.json instead of the committed one. `sums` receives each written
