@@ -96,7 +96,8 @@ int RunInfo(const InfoOptions& opts) {
   // Prompts: a JSON object with --json, `name="text"` pairs otherwise.
   std::string prompts_json = "{", prompts_text;
   for (const auto& [name, text] : c.prompts) {
-    prompts_json += (prompts_json.size() > 1 ? "," : "") + JsonString(name) + ":" + JsonString(text);
+    prompts_json +=
+        (prompts_json.size() > 1 ? "," : "") + JsonString(name) + ":" + JsonString(text);
     prompts_text += (prompts_text.empty() ? "" : ", ") + name + "=" + JsonString(text);
   }
   fields.push_back({"prompts", opts.json ? prompts_json + "}" : prompts_text, false});

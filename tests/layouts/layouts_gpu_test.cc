@@ -92,8 +92,8 @@ TEST_P(LayoutGpuTest, NotWorseThanHfBf16) {
                                                       << "differently";
     const int dim = static_cast<int>(golden_.cases[i].embedding.size());
     ASSERT_EQ(static_cast<int>(hf->cases[i].embedding.size()), dim);
-    hf_worst = std::min(hf_worst, Cosine(hf->cases[i].embedding.data(),
-                                         golden_.cases[i].embedding.data(), dim));
+    hf_worst = std::min(
+        hf_worst, Cosine(hf->cases[i].embedding.data(), golden_.cases[i].embedding.data(), dim));
   }
   const auto passes = PetalCosines();
   ASSERT_EQ(passes.size(), 2u);

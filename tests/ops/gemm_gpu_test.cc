@@ -336,7 +336,8 @@ TEST_F(GemmGpuTest, EveryCandidateIsCorrect) {
       {16, 1024, 3072, false, false, true},  // 0.6b down, small M, residual in place
       {7, 1152, 384, true, true, false},     // MiniLM QKV shape with bias + GELU
       {128, 4096, 1024, true, false, false}, {1, 2560, 9728, false, false, true},  // 4b down, M = 1
-      {77, 1536, 384, true, false, true},  // partial token tiles, bias + residual in place
+      {77, 1536, 384, true, false, true},     // partial token tiles, bias + residual in place
+      {300, 1024, 2048, false, false, true},  // cluster kernel only: M > 128, 0.6b O + residual
   };
   uint64_t seed = 500;
   for (const Spec& spec : cases) {
@@ -348,7 +349,7 @@ TEST_F(GemmGpuTest, EveryCandidateIsCorrect) {
     ASSERT_OK(SyncDevice());
     const int n_cand = probe->Stats().per_plan.at(0).candidates;
     EXPECT_GT(n_cand, 0);
-    int split_k = 0, ours = 0;
+    int split_k = 0, ours = 0, cluster = 0;
     for (int i = 0; i < n_cand; ++i) {
       GemmOptions o;
       o.force_candidate = i;
@@ -360,13 +361,17 @@ TEST_F(GemmGpuTest, EveryCandidateIsCorrect) {
       ASSERT_OK(SyncDevice());
       const GemmPlanInfo info = g->Stats().per_plan.at(0);
       split_k += info.split_k > 1;
-      ours += info.algo_id == -1;
+      ours += info.algo_id < 0;
+      cluster += info.algo_id == -2;
       EXPECT_TRUE(pr.Check("candidate " + std::to_string(i) + " " + info.ToString()));
     }
-    std::printf("%s: %d candidates checked, %d with split-K, %d of them our small-M kernel\n",
-                pr.Name("").c_str(), n_cand, split_k, ours);
+    std::printf("%s: %d candidates checked, %d with split-K, %d of them ours (%d cluster)\n",
+                pr.Name("").c_str(), n_cand, split_k, ours, cluster);
     if (spec.m <= 128) {
-      EXPECT_GT(ours, 0) << "small-M kernel not among the candidates";
+      EXPECT_GT(ours - cluster, 0) << "small-M kernel not among the candidates";
+    }
+    if (spec.m <= 512) {
+      EXPECT_GT(cluster, 0) << "cluster kernel not among the candidates";
     }
   }
 }

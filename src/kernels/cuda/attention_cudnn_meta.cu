@@ -3,6 +3,7 @@
 // graph-safe (nothing per batch is read on the host). Thread-safety: see attention_cudnn.h.
 #include "kernels/cuda/attention_cudnn.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/pdl.cuh"
 
 namespace petal::cuda {
 namespace {
@@ -10,6 +11,8 @@ namespace {
 __global__ void CudnnMetaKernel(const int32_t* __restrict__ cu_seqlens,
                                 const int32_t* __restrict__ num_seqs, int max_seqs,
                                 int32_t qkv_stride, int32_t out_stride, CudnnAttentionMeta m) {
+  PdlWait();  // see pdl.cuh: before any global memory access
+  PdlLaunchDependents();
   const int n = num_seqs ? min(max(*num_seqs, 0), max_seqs) : max_seqs;
   const int32_t end = cu_seqlens[n];
   for (int i = threadIdx.x + blockIdx.x * blockDim.x; i <= max_seqs; i += blockDim.x * gridDim.x) {
@@ -34,9 +37,8 @@ Status LaunchCudnnAttentionMeta(const AttentionParams& p, const CudnnAttentionMe
     return InvalidArgument("cuDNN attention: offsets overflow int32");
   }
   const int threads = 256, blocks = (p.max_seqs + threads) / threads;
-  CudnnMetaKernel<<<blocks, threads, 0, stream>>>(p.cu_seqlens, p.num_seqs, p.max_seqs,
-                                                  static_cast<int32_t>(p.q_stride),
-                                                  p.num_heads * p.head_dim, meta);
+  (void)LaunchPdl(CudnnMetaKernel, blocks, threads, 0, stream, p.cu_seqlens, p.num_seqs, p.max_seqs,
+                  static_cast<int32_t>(p.q_stride), p.num_heads * p.head_dim, meta);
   PETAL_CUDA_CHECK_LAUNCH("CudnnMetaKernel");
   return Status::Ok();
 }

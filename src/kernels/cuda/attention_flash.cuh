@@ -18,6 +18,7 @@
 #include "kernels/cuda/attention_common.cuh"
 #include "kernels/cuda/attention_fragments.h"
 #include "kernels/cuda/attention_ptx.cuh"
+#include "kernels/cuda/pdl.cuh"
 
 namespace petal::cuda::attn {
 
@@ -49,6 +50,8 @@ __device__ __forceinline__ void LoadRows(bf16* smem, const bf16* gmem, int64_t s
 template <class Cfg, bool kCausal>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     FlashAttentionKernel(const FlashArgs args) {
+  PdlWait();  // see pdl.cuh: before any global memory access
+  PdlLaunchDependents();
   constexpr int D = Cfg::kHeadDim;
   constexpr int BM = Cfg::kBlockM;
   constexpr int BN = Cfg::kBlockN;

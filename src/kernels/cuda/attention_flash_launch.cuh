@@ -9,6 +9,7 @@
 #include "kernels/cuda/attention_common.cuh"
 #include "kernels/cuda/attention_flash.cuh"
 #include "kernels/cuda/attention_variants.h"
+#include "kernels/cuda/pdl.cuh"
 
 namespace petal::cuda::attn {
 
@@ -26,7 +27,8 @@ Status LaunchFlash(const AttentionParams& p, const void* workspace, cudaStream_t
   }
   if (blocks == 0) return Status::Ok();
   const FlashArgs args = MakeFlashArgs(p, workspace);
-  kernel<<<static_cast<unsigned>(blocks), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(args);
+  (void)LaunchPdl(kernel, static_cast<unsigned>(blocks), Cfg::kThreads, Cfg::kSmemBytes, stream,
+                  args);
   PETAL_ATTN_CUDA_CHECK(cudaGetLastError());
   return Status::Ok();
 }

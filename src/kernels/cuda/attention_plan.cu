@@ -4,6 +4,7 @@
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/attention_common.cuh"
 #include "kernels/cuda/attention_plan.cuh"
+#include "kernels/cuda/pdl.cuh"
 
 namespace petal::cuda {
 namespace attn {
@@ -11,10 +12,9 @@ namespace attn {
 Status EnqueuePlan(const AttentionParams& p, void* workspace, int block_m, cudaStream_t stream) {
   if (workspace == nullptr) return InvalidArgument("attention: null workspace");
   auto* ws = static_cast<char*>(workspace);
-  PlanKernel<<<1, kPlanThreads, 0, stream>>>(
-      p.cu_seqlens, p.num_seqs, p.max_seqs, p.max_tokens, block_m, p.causal,
-      MaxWorkItems(p.max_tokens, p.max_seqs, block_m), reinterpret_cast<int*>(ws),
-      reinterpret_cast<WorkItem*>(ws + kItemsOffset));
+  (void)LaunchPdl(PlanKernel, 1, kPlanThreads, 0, stream, p.cu_seqlens, p.num_seqs, p.max_seqs,
+                  p.max_tokens, block_m, p.causal, MaxWorkItems(p.max_tokens, p.max_seqs, block_m),
+                  reinterpret_cast<int*>(ws), reinterpret_cast<WorkItem*>(ws + kItemsOffset));
   PETAL_ATTN_CUDA_CHECK(cudaGetLastError());
   return Status::Ok();
 }

@@ -6,6 +6,7 @@
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/launch_utils.h"
 #include "kernels/cuda/ops.h"
+#include "kernels/cuda/pdl.cuh"
 
 namespace petal::cuda {
 namespace {
@@ -21,6 +22,8 @@ int GridFor(int64_t work_items) {
 
 __global__ void SeqInfoKernel(const int32_t* __restrict__ cu, int num_seqs, int rows,
                               int32_t* __restrict__ seq_ids, int32_t* __restrict__ positions) {
+  PdlWait();  // see pdl.cuh: before any global memory access
+  PdlLaunchDependents();
   const int t = blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= rows) return;
   int sid = -1, pos = 0;
@@ -46,6 +49,8 @@ __global__ void SeqInfoKernel(const int32_t* __restrict__ cu, int num_seqs, int 
 template <int kVec>
 __global__ void EmbeddingKernel(const int32_t* __restrict__ ids, const bf16* __restrict__ table,
                                 int vocab, bf16* __restrict__ out, int rows, int dim) {
+  PdlWait();  // see pdl.cuh: before any global memory access
+  PdlLaunchDependents();
   using Raw = typename VecRaw<kVec>::Type;
   const int vecs_per_row = dim / kVec;
   const int64_t total = static_cast<int64_t>(rows) * vecs_per_row;
@@ -66,6 +71,8 @@ __device__ __forceinline__ float Silu(float g) { return g / (1.f + expf(-g)); }
 template <int kVec>
 __global__ void SiluMulKernel(const bf16* __restrict__ gate_up, bf16* __restrict__ out, int rows,
                               int inter) {
+  PdlWait();  // see pdl.cuh: before any global memory access
+  PdlLaunchDependents();
   const int vecs_per_row = inter / kVec;
   const int64_t total = static_cast<int64_t>(rows) * vecs_per_row;
   for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < total;
@@ -84,6 +91,8 @@ __global__ void SiluMulKernel(const bf16* __restrict__ gate_up, bf16* __restrict
 
 template <int kVec>
 __global__ void GeluKernel(const bf16* x, bf16* out, int64_t n) {
+  PdlWait();  // see pdl.cuh: before any global memory access
+  PdlLaunchDependents();
   const int64_t total = n / kVec;
   for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < total;
        v += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -113,8 +122,8 @@ Status LaunchSeqInfo(const SeqInfoParams& p, cudaStream_t stream) {
   if (p.rows < 0 || p.num_seqs < 0) return BadArg("SeqInfo", "negative size");
   if (p.num_seqs > 0 && !p.cu_seqlens) return BadArg("SeqInfo", "null cu_seqlens");
   if (p.rows == 0 || (!p.seq_ids && !p.positions)) return Status::Ok();
-  SeqInfoKernel<<<(p.rows + kThreads - 1) / kThreads, kThreads, 0, stream>>>(
-      p.cu_seqlens, p.num_seqs, p.rows, p.seq_ids, p.positions);
+  (void)LaunchPdl(SeqInfoKernel, (p.rows + kThreads - 1) / kThreads, kThreads, 0, stream,
+                  p.cu_seqlens, p.num_seqs, p.rows, p.seq_ids, p.positions);
   PETAL_CUDA_CHECK_LAUNCH("SeqInfo");
   return Status::Ok();
 }
@@ -127,11 +136,11 @@ Status LaunchEmbedding(const EmbeddingParams& p, cudaStream_t stream) {
   if (vec == 0) return BadArg("Embedding", "dim must be even and pointers 4-byte aligned");
   const int64_t work = static_cast<int64_t>(p.rows) * (p.dim / vec);
   if (vec == 8) {
-    EmbeddingKernel<8>
-        <<<GridFor(work), kThreads, 0, stream>>>(p.ids, p.table, p.vocab, p.out, p.rows, p.dim);
+    (void)LaunchPdl(EmbeddingKernel<8>, GridFor(work), kThreads, 0, stream, p.ids, p.table, p.vocab,
+                    p.out, p.rows, p.dim);
   } else {
-    EmbeddingKernel<2>
-        <<<GridFor(work), kThreads, 0, stream>>>(p.ids, p.table, p.vocab, p.out, p.rows, p.dim);
+    (void)LaunchPdl(EmbeddingKernel<2>, GridFor(work), kThreads, 0, stream, p.ids, p.table, p.vocab,
+                    p.out, p.rows, p.dim);
   }
   PETAL_CUDA_CHECK_LAUNCH("Embedding");
   return Status::Ok();
@@ -145,9 +154,11 @@ Status LaunchSiluMul(const SiluMulParams& p, cudaStream_t stream) {
   if (vec == 0) return BadArg("SiluMul", "inter must be even and pointers 4-byte aligned");
   const int64_t work = static_cast<int64_t>(p.rows) * (p.inter / vec);
   if (vec == 8) {
-    SiluMulKernel<8><<<GridFor(work), kThreads, 0, stream>>>(p.gate_up, p.out, p.rows, p.inter);
+    (void)LaunchPdl(SiluMulKernel<8>, GridFor(work), kThreads, 0, stream, p.gate_up, p.out, p.rows,
+                    p.inter);
   } else {
-    SiluMulKernel<2><<<GridFor(work), kThreads, 0, stream>>>(p.gate_up, p.out, p.rows, p.inter);
+    (void)LaunchPdl(SiluMulKernel<2>, GridFor(work), kThreads, 0, stream, p.gate_up, p.out, p.rows,
+                    p.inter);
   }
   PETAL_CUDA_CHECK_LAUNCH("SiluMul");
   return Status::Ok();
@@ -160,9 +171,9 @@ Status LaunchGelu(const GeluParams& p, cudaStream_t stream) {
   const int vec = ChooseVec({p.n}, {p.x, p.out});
   if (vec == 0) return BadArg("Gelu", "n must be even and pointers 4-byte aligned");
   if (vec == 8) {
-    GeluKernel<8><<<GridFor(p.n / 8), kThreads, 0, stream>>>(p.x, p.out, p.n);
+    (void)LaunchPdl(GeluKernel<8>, GridFor(p.n / 8), kThreads, 0, stream, p.x, p.out, p.n);
   } else {
-    GeluKernel<2><<<GridFor(p.n / 2), kThreads, 0, stream>>>(p.x, p.out, p.n);
+    (void)LaunchPdl(GeluKernel<2>, GridFor(p.n / 2), kThreads, 0, stream, p.x, p.out, p.n);
   }
   PETAL_CUDA_CHECK_LAUNCH("Gelu");
   return Status::Ok();

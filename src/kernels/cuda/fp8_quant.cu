@@ -10,6 +10,7 @@
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/fp8_ops.h"
 #include "kernels/cuda/launch_utils.h"
+#include "kernels/cuda/pdl.cuh"
 
 namespace petal::cuda {
 namespace {
@@ -56,6 +57,8 @@ __device__ __forceinline__ void WriteRow(const float* row, float amax, int dim, 
 
 __global__ void QuantizeRowsKernel(const float* in_f32, const bf16* in_bf16, fp8* out, float* scale,
                                    int dim) {
+  PdlWait();  // see pdl.cuh: before any global memory access
+  PdlLaunchDependents();
   extern __shared__ float row[];
   __shared__ float scratch[32];
   const int64_t base = static_cast<int64_t>(blockIdx.x) * dim;
@@ -81,6 +84,8 @@ __global__ void QuantizeRowsKernel(const float* in_f32, const bf16* in_bf16, fp8
 }
 
 __global__ void AddRmsNormFp8Kernel(AddRmsNormFp8Params p) {
+  PdlWait();  // see pdl.cuh: before any global memory access
+  PdlLaunchDependents();
   extern __shared__ float row[];
   __shared__ float scratch[32];
   const int dim = p.dim;
@@ -119,6 +124,8 @@ __global__ void AddRmsNormFp8Kernel(AddRmsNormFp8Params p) {
 }
 
 __global__ void SiluMulFp8Kernel(SiluMulFp8Params p) {
+  PdlWait();  // see pdl.cuh: before any global memory access
+  PdlLaunchDependents();
   extern __shared__ float row[];
   __shared__ float scratch[32];
   const int dim = p.inter;
@@ -159,8 +166,8 @@ Status LaunchQuantizeRowsFp8(const QuantizeRowsFp8Params& p, cudaStream_t stream
   if ((p.in_f32 == nullptr) == (p.in_bf16 == nullptr) || !p.out || !p.scale)
     return BadArg("QuantizeRowsFp8", "need exactly one input, out and scale");
   if (p.rows == 0) return Status::Ok();
-  QuantizeRowsKernel<<<p.rows, RowThreads(p.dim, kVec), RowBytes(p.dim), stream>>>(
-      p.in_f32, p.in_bf16, p.out, p.scale, p.dim);
+  (void)LaunchPdl(QuantizeRowsKernel, p.rows, RowThreads(p.dim, kVec), RowBytes(p.dim), stream,
+                  p.in_f32, p.in_bf16, p.out, p.scale, p.dim);
   PETAL_CUDA_CHECK(cudaGetLastError());
   return Status::Ok();
 }
@@ -171,7 +178,7 @@ Status LaunchAddRmsNormFp8(const AddRmsNormFp8Params& p, cudaStream_t stream) {
   if (!p.residual || !p.weight || !p.out || !p.scale)
     return BadArg("AddRmsNormFp8", "need residual, weight, out and scale");
   if (p.rows == 0) return Status::Ok();
-  AddRmsNormFp8Kernel<<<p.rows, RowThreads(p.dim, kVec), RowBytes(p.dim), stream>>>(p);
+  (void)LaunchPdl(AddRmsNormFp8Kernel, p.rows, RowThreads(p.dim, kVec), RowBytes(p.dim), stream, p);
   PETAL_CUDA_CHECK(cudaGetLastError());
   return Status::Ok();
 }
@@ -180,7 +187,8 @@ Status LaunchSiluMulFp8(const SiluMulFp8Params& p, cudaStream_t stream) {
   PETAL_RETURN_IF_ERROR(CheckRows("SiluMulFp8", p.rows, p.inter, {p.gate_up, p.out}));
   if (!p.gate_up || !p.out || !p.scale) return BadArg("SiluMulFp8", "need gate_up, out, scale");
   if (p.rows == 0) return Status::Ok();
-  SiluMulFp8Kernel<<<p.rows, RowThreads(p.inter, kVec), RowBytes(p.inter), stream>>>(p);
+  (void)LaunchPdl(SiluMulFp8Kernel, p.rows, RowThreads(p.inter, kVec), RowBytes(p.inter), stream,
+                  p);
   PETAL_CUDA_CHECK(cudaGetLastError());
   return Status::Ok();
 }

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <string>
 
+#include "kernels/cuda/gemm_cluster.h"
 #include "kernels/cuda/gemm_plan.h"
 #include "kernels/cuda/gemm_smallm.h"
 
@@ -221,8 +222,11 @@ Status Gemm::Run(const GemmParams& p, cudaStream_t stream) {
   const Key key = MakeKey(p);
   PETAL_ASSIGN_OR_RETURN(Plan * plan, GetPlan(key, p));
   PETAL_RETURN_IF_ERROR(MaybeTune(*plan, key, p, stream));
-  if (plan->petal_splits > 0)  // the plan's key fixes sizes and alignments, so it still applies
+  // The plan's key fixes sizes and alignments, so our kernel's choice still applies.
+  if (plan->petal_kernel == PetalKernel::kSmallM)
     return LaunchSmallMGemm(p, plan->petal_splits, workspace_.get(), stream);
+  if (plan->petal_kernel == PetalKernel::kCluster)
+    return LaunchClusterGemm(p, plan->petal_config, plan->petal_splits, stream);
   return Enqueue(*plan, plan->algo, p, stream);
 }
 
@@ -259,10 +263,13 @@ GemmStats Gemm::Stats() const {
     i.fp8 = key.fp8;
     i.state = StateName(static_cast<int>(plan->state));
     const cublasLtMatmulAlgo_t& a = plan->algo;
-    i.algo_id = plan->petal_splits > 0 ? -1 : AlgoId(a);
-    i.tile_id = AlgoConfig<uint32_t>(a, CUBLASLT_ALGO_CONFIG_TILE_ID);
+    const bool ours = plan->petal_kernel != PetalKernel::kNone;
+    i.algo_id = plan->petal_kernel == PetalKernel::kSmallM    ? -1
+                : plan->petal_kernel == PetalKernel::kCluster ? -2
+                                                              : AlgoId(a);
+    i.tile_id = ours ? plan->petal_config : AlgoConfig<uint32_t>(a, CUBLASLT_ALGO_CONFIG_TILE_ID);
     i.stages_id = AlgoConfig<uint32_t>(a, CUBLASLT_ALGO_CONFIG_STAGES_ID);
-    i.split_k = plan->petal_splits > 0 ? plan->petal_splits : AlgoSplitK(a);
+    i.split_k = ours ? plan->petal_splits : AlgoSplitK(a);
     i.reduction = AlgoReduction(a);
     i.swizzle = AlgoConfig<uint32_t>(a, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING);
     i.custom = AlgoConfig<uint32_t>(a, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION);

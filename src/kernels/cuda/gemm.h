@@ -82,6 +82,8 @@ struct GemmOptions {
   // Also time our own small-M tensor-core kernel (M <= 128; gemm_smallm.h). It is used only where
   // it is faster and its output agrees with cuBLASLt's on the tuning operands.
   bool small_m_kernel = true;
+  // Also time our cluster split-K kernel (M <= 512; gemm_cluster.h), under the same rule.
+  bool cluster_kernel = true;
   // Per candidate; the median of the timed runs counts. Events resolve ~0.5 us, a fair fraction
   // of a small-M GEMM (3-10 us), hence an odd count larger than the usual 3-5.
   int warmup_runs = 1, timed_runs = 7;
@@ -95,6 +97,9 @@ struct GemmOptions {
   int force_candidate = -1;
 };
 
+// Which of our own kernels a plan uses instead of cuBLASLt.
+enum class PetalKernel { kNone, kSmallM, kCluster };
+
 // What one plan uses, for logs and benchmarks.
 struct GemmPlanInfo {
   int m = 0, n = 0, k = 0;
@@ -103,7 +108,8 @@ struct GemmPlanInfo {
   // used outside capture since); "too_large" (see tune_scratch_bytes); "failed" (scratch allocation
   // failed).
   std::string state;
-  // cuBLASLt's configuration; algo_id -1: our small-M kernel, split_k its K splits.
+  // cuBLASLt's configuration; algo_id -1: our small-M kernel, -2: our cluster kernel (tile_id
+  // its configuration, gemm_cluster.h), split_k their K splits.
   int algo_id = -1, tile_id = 0, stages_id = 0, split_k = 1, reduction = 0, swizzle = 0, custom = 0,
       cluster_id = 0;
   int candidates = 0;     // candidates enumerated (0 if not tuned); cuBLASLt may refuse some

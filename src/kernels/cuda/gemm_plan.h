@@ -14,7 +14,11 @@ struct Gemm::Plan {
   cublasLtMatrixLayout_t layout_w = nullptr, layout_a = nullptr, layout_out = nullptr;
   cublasLtMatmulAlgo_t algo{};   // what Run enqueues
   cublasLtMatmulAlgo_t first{};  // the heuristic's first choice (the fallback)
-  int petal_splits = 0;          // > 0: our small-M kernel (gemm_smallm.h) with this many K splits
+  // One of our kernels instead of cuBLASLt (gemm_smallm.h, gemm_cluster.h), with its K splits and
+  // (cluster kernel) tile configuration.
+  PetalKernel petal_kernel = PetalKernel::kNone;
+  int petal_splits = 0;
+  int petal_config = 0;
   State state = State::kUntuned;
   int candidates = 0;
   float first_us = 0.f, chosen_us = 0.f;

@@ -1,7 +1,8 @@
 // Gemm's autotuner (policy in gemm.h and docs/kernels.md): candidates are the heuristic's top
 // results plus split-K variants of the best few for small M (where one wave of output tiles
 // leaves most SMs idle and the problem is streaming the weights) and our small-M kernel
-// (gemm_smallm.h; kept only if its output agrees with cuBLASLt's), each timed on the caller's
+// (gemm_smallm.h) and cluster split-K kernel (gemm_cluster.h; ours are kept only if their output
+// agrees with cuBLASLt's), each timed on the caller's
 // stream with events (warm-up, then the median of timed runs, the L2 evicted before each), the
 // output going to a private scratch with the real output's alignment. All candidates are enqueued
 // first and the stream is synchronised once.
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "kernels/cuda/gemm.h"
+#include "kernels/cuda/gemm_cluster.h"
 #include "kernels/cuda/gemm_flush.h"
 #include "kernels/cuda/gemm_plan.h"
 #include "kernels/cuda/gemm_smallm.h"
@@ -20,15 +22,19 @@ namespace {
 
 using Algo = cublasLtMatmulAlgo_t;
 
-// A cuBLASLt algorithm, or (splits > 0) our small-M kernel with that many K splits.
+// A cuBLASLt algorithm, or one of our kernels with `splits` K splits (and, for the cluster
+// kernel, a tile configuration).
 struct Cand {
   Algo algo{};
   int splits = 0;
+  PetalKernel kernel = PetalKernel::kNone;
+  int config = 0;
+  bool ours() const { return kernel != PetalKernel::kNone; }
 };
 
 bool Contains(const std::vector<Cand>& v, const Algo& a) {
   for (const Cand& x : v)
-    if (x.splits == 0 && std::memcmp(&x.algo, &a, sizeof(Algo)) == 0) return true;
+    if (!x.ours() && std::memcmp(&x.algo, &a, sizeof(Algo)) == 0) return true;
   return false;
 }
 
@@ -97,7 +103,7 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
   if (p.c == p.out) t.c = t.out;
 
   // Candidates: the current choice first, then the heuristic's list, then split-K variants.
-  std::vector<Cand> cands{{plan.first, 0}};
+  std::vector<Cand> cands{{plan.first}};
   std::vector<cublasLtMatmulHeuristicResult_t> heur;
   PETAL_RETURN_IF_ERROR(Heuristic(plan, key, options_.max_candidates, &heur));
   for (const auto& r : heur) {
@@ -113,7 +119,7 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
           check.workspaceSize > workspace_.bytes())
         continue;
     }
-    if (!Contains(cands, a)) cands.push_back({a, 0});
+    if (!Contains(cands, a)) cands.push_back({a});
   }
   // No split-K for fp8: cuBLASLt 13.1 accepts split-K configurations with outer-vector scales but
   // writes wrong results with them on the H200 (fp8_gpu_test caught it: only the first 256
@@ -148,7 +154,7 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
                                     &check) != CUBLAS_STATUS_SUCCESS ||
             check.workspaceSize > workspace_.bytes())
           continue;
-        if (!Contains(cands, a)) cands.push_back({a, 0});
+        if (!Contains(cands, a)) cands.push_back({a});
       }
     }
   }
@@ -156,11 +162,26 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
   // (bf16 operands only: fp8 problems are cuBLASLt's alone.)
   if (options_.small_m_kernel && !p.fp8() && 2 * out_bytes + 1024 <= scratch_.bytes()) {
     for (int splits : {1, 2, 4, 8, 16})
-      if (SmallMSupported(t, splits, workspace_.bytes())) cands.push_back({Algo{}, splits});
+      if (SmallMSupported(t, splits, workspace_.bytes()))
+        cands.push_back({Algo{}, splits, PetalKernel::kSmallM});
+  }
+  if (options_.cluster_kernel && !p.fp8() && 2 * out_bytes + 1024 <= scratch_.bytes()) {
+    int configs[2];
+    ClusterGemmConfigsFor(p.m, configs);
+    for (int config : configs)
+      for (int splits : {1, 2, 4, 8})
+        if (ClusterGemmSupported(t, config, splits))
+          cands.push_back({Algo{}, splits, PetalKernel::kCluster, config});
   }
   auto run = [&](const Cand& c, const GemmParams& q) {
-    return c.splits > 0 ? LaunchSmallMGemm(q, c.splits, workspace_.get(), stream)
-                        : Enqueue(plan, c.algo, q, stream);
+    switch (c.kernel) {
+      case PetalKernel::kSmallM:
+        return LaunchSmallMGemm(q, c.splits, workspace_.get(), stream);
+      case PetalKernel::kCluster:
+        return LaunchClusterGemm(q, c.config, c.splits, stream);
+      default:
+        return Enqueue(plan, c.algo, q, stream);
+    }
   };
 
   // Enqueue everything, then synchronise once. A candidate that cuBLASLt refuses at enqueue time
@@ -207,7 +228,7 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
   auto pick = [&](bool allow_ours) {
     size_t best = 0;
     for (size_t i = 1; i < cands.size(); ++i)
-      if (med[i] >= 0 && (allow_ours || cands[i].splits == 0) && med[i] < med[best] &&
+      if (med[i] >= 0 && (allow_ours || !cands[i].ours()) && med[i] < med[best] &&
           med[i] < (1.f - options_.min_gain) * med[0])
         best = i;
     return best;
@@ -216,7 +237,7 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
   const size_t forced = static_cast<size_t>(options_.force_candidate);
   if (options_.force_candidate >= 0 && forced < cands.size() && med[forced] >= 0) {
     best = forced;  // tests check the result against the CPU themselves
-  } else if (cands[best].splits > 0) {
+  } else if (cands[best].ours()) {
     // Our kernel must agree with cuBLASLt's first choice on these very operands (the caller's
     // addend is only read here), else it is not used and the rejection is counted.
     GemmParams ref = t, ours = t;
@@ -236,7 +257,9 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
     }
   }
   plan.algo = cands[best].algo;
+  plan.petal_kernel = cands[best].kernel;
   plan.petal_splits = cands[best].splits;
+  plan.petal_config = cands[best].config;
   plan.state = Plan::State::kTuned;
   plan.candidates = static_cast<int>(cands.size());
   plan.first_us = med[0];

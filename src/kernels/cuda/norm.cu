@@ -4,6 +4,7 @@
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/launch_utils.h"
 #include "kernels/cuda/ops.h"
+#include "kernels/cuda/pdl.cuh"
 
 namespace petal::cuda {
 namespace {
@@ -54,6 +55,8 @@ __device__ __forceinline__ void NormalizeRow(const float* row, float sum, float 
 template <int kVec, bool kLayerNorm>
 __global__ void AddNormKernel(const bf16* a, const bf16* b, bf16* sum_out, const bf16* gamma,
                               const bf16* beta, float eps, bf16* out, int dim) {
+  PdlWait();  // see pdl.cuh: before any global memory access
+  PdlLaunchDependents();
   extern __shared__ float row[];
   __shared__ float scratch[32];
   const int64_t base = static_cast<int64_t>(blockIdx.x) * dim;
@@ -82,6 +85,8 @@ __device__ __forceinline__ int Clamp(int v, int n) { return v < 0 ? 0 : (v >= n 
 
 template <int kVec>
 __global__ void BertEmbeddingKernel(BertEmbeddingParams p) {
+  PdlWait();  // see pdl.cuh: before any global memory access
+  PdlLaunchDependents();
   extern __shared__ float row[];
   __shared__ float scratch[32];
   const int t = blockIdx.x;
@@ -123,11 +128,11 @@ Status LaunchAddNorm(const char* op, const bf16* a, const bf16* b, bf16* sum_out
   const int threads = RowThreads(dim, vec);
   const size_t smem = static_cast<size_t>(dim) * sizeof(float);
   if (vec == 8) {
-    AddNormKernel<8, kLayerNorm>
-        <<<rows, threads, smem, stream>>>(a, b, sum_out, gamma, beta, eps, out, dim);
+    (void)LaunchPdl(AddNormKernel<8, kLayerNorm>, rows, threads, smem, stream, a, b, sum_out, gamma,
+                    beta, eps, out, dim);
   } else {
-    AddNormKernel<2, kLayerNorm>
-        <<<rows, threads, smem, stream>>>(a, b, sum_out, gamma, beta, eps, out, dim);
+    (void)LaunchPdl(AddNormKernel<2, kLayerNorm>, rows, threads, smem, stream, a, b, sum_out, gamma,
+                    beta, eps, out, dim);
   }
   PETAL_CUDA_CHECK_LAUNCH(op);
   return Status::Ok();
@@ -162,9 +167,9 @@ Status LaunchBertEmbedding(const BertEmbeddingParams& p, cudaStream_t stream) {
   const int threads = RowThreads(p.dim, vec);
   const size_t smem = static_cast<size_t>(p.dim) * sizeof(float);
   if (vec == 8) {
-    BertEmbeddingKernel<8><<<p.rows, threads, smem, stream>>>(p);
+    (void)LaunchPdl(BertEmbeddingKernel<8>, p.rows, threads, smem, stream, p);
   } else {
-    BertEmbeddingKernel<2><<<p.rows, threads, smem, stream>>>(p);
+    (void)LaunchPdl(BertEmbeddingKernel<2>, p.rows, threads, smem, stream, p);
   }
   PETAL_CUDA_CHECK_LAUNCH(op);
   return Status::Ok();

@@ -8,6 +8,7 @@
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/launch_utils.h"
 #include "kernels/cuda/ops.h"
+#include "kernels/cuda/pdl.cuh"
 
 namespace petal::cuda {
 namespace {
@@ -17,6 +18,8 @@ constexpr size_t kMaxSmemBytes = 48 * 1024;
 
 template <int kVec>
 __global__ void PoolKernel(PoolParams p, int lanes, int groups) {
+  PdlWait();  // see pdl.cuh: before any global memory access
+  PdlLaunchDependents();
   extern __shared__ float part[];  // [groups][out_dims]
   __shared__ float scratch[32];
   const int s = blockIdx.x;
@@ -76,9 +79,9 @@ Status LaunchPool(const PoolParams& p_in, cudaStream_t stream) {
   if (smem > kMaxSmemBytes) return BadArg(op, "out_dims too large (max 12288)");
   const int threads = lanes * groups;
   if (vec == 8) {
-    PoolKernel<8><<<p.num_seqs, threads, smem, stream>>>(p, lanes, groups);
+    (void)LaunchPdl(PoolKernel<8>, p.num_seqs, threads, smem, stream, p, lanes, groups);
   } else {
-    PoolKernel<2><<<p.num_seqs, threads, smem, stream>>>(p, lanes, groups);
+    (void)LaunchPdl(PoolKernel<2>, p.num_seqs, threads, smem, stream, p, lanes, groups);
   }
   PETAL_CUDA_CHECK_LAUNCH(op);
   return Status::Ok();

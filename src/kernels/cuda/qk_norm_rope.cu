@@ -12,6 +12,7 @@
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/launch_utils.h"
 #include "kernels/cuda/ops.h"
+#include "kernels/cuda/pdl.cuh"
 
 namespace petal::cuda {
 namespace {
@@ -26,6 +27,8 @@ struct RopeArgs {
 };
 
 __global__ void __launch_bounds__(kWarpsPerBlock * 32) QkNormRopeKernel(RopeArgs args) {
+  PdlWait();  // see pdl.cuh: before any global memory access
+  PdlLaunchDependents();
   extern __shared__ float smem[];
   const QkNormRopeParams& p = args.p;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -91,6 +94,8 @@ constexpr int kVecWarpsPerBlock = 8;
 
 template <int E>
 __global__ void __launch_bounds__(kVecWarpsPerBlock * 32) QkNormRopeVecKernel(QkNormRopeParams p) {
+  PdlWait();  // see pdl.cuh: before any global memory access
+  PdlLaunchDependents();
   constexpr int kDim = 32 * E, kHalf = kDim / 2;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int heads = p.num_q_heads + p.num_kv_heads;
@@ -181,9 +186,9 @@ Status LaunchQkNormRope(const QkNormRopeParams& p, cudaStream_t stream) {
     const int64_t vblocks = (items + kVecWarpsPerBlock - 1) / kVecWarpsPerBlock;
     if (vblocks > 0x7fffffff) return BadArg(op, "too many rows");
     const dim3 grid(static_cast<unsigned>(vblocks)), block(kVecWarpsPerBlock * 32);
-    if (e == 2) QkNormRopeVecKernel<2><<<grid, block, 0, stream>>>(p);
-    if (e == 4) QkNormRopeVecKernel<4><<<grid, block, 0, stream>>>(p);
-    if (e == 8) QkNormRopeVecKernel<8><<<grid, block, 0, stream>>>(p);
+    if (e == 2) (void)LaunchPdl(QkNormRopeVecKernel<2>, grid, block, 0, stream, p);
+    if (e == 4) (void)LaunchPdl(QkNormRopeVecKernel<4>, grid, block, 0, stream, p);
+    if (e == 8) (void)LaunchPdl(QkNormRopeVecKernel<8>, grid, block, 0, stream, p);
     PETAL_CUDA_CHECK_LAUNCH(op);
     return Status::Ok();
   }
@@ -191,7 +196,8 @@ Status LaunchQkNormRope(const QkNormRopeParams& p, cudaStream_t stream) {
   if (blocks > 0x7fffffff) return BadArg(op, "too many rows");
   RopeArgs args{p, p.positions ? std::log2(p.theta) : 0.0};
   const size_t smem = static_cast<size_t>(kWarpsPerBlock) * p.head_dim * sizeof(float);
-  QkNormRopeKernel<<<static_cast<unsigned>(blocks), kWarpsPerBlock * 32, smem, stream>>>(args);
+  (void)LaunchPdl(QkNormRopeKernel, static_cast<unsigned>(blocks), kWarpsPerBlock * 32, smem,
+                  stream, args);
   PETAL_CUDA_CHECK_LAUNCH(op);
   return Status::Ok();
 }

@@ -1,0 +1,58 @@
+// Programmatic dependent launch (PDL, Hopper+) for our kernels: a kernel launched with
+// LaunchPdl may be scheduled while the kernel before it on the stream is still finishing, so its
+// launch latency overlaps that kernel's tail (also inside CUDA graphs, where capture records a
+// programmatic edge). Every kernel launched this way MUST call PdlWait() before it touches global
+// memory (reads or writes): the wait returns once the previous kernel has completed and its
+// writes are visible. PdlLaunchDependents() lets the next PDL kernel start early (its CTAs then
+// sit in their own PdlWait). Both are no-ops below sm_90 and when the launch had no PDL attribute.
+//
+// PDL is on by default; PETAL_PDL=0 in the environment turns it off for the whole process (an
+// A/B switch for benchmarks, read once). Thread-safety: LaunchPdl is as thread-safe as a kernel
+// launch; PdlEnabled's first call initialises a function-local static.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdlib>
+#include <utility>
+
+namespace petal::cuda {
+
+__device__ __forceinline__ void PdlWait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void PdlLaunchDependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+inline bool PdlEnabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("PETAL_PDL");
+    return !(v && v[0] == '0');
+  }();
+  return on;
+}
+
+// kernel<<<grid, block, smem, stream>>>(args...) with the PDL attribute when PdlEnabled().
+template <typename... Params, typename... Args>
+cudaError_t LaunchPdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                      cudaStream_t stream, Args&&... args) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = PdlEnabled() ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
+}  // namespace petal::cuda
