@@ -291,9 +291,11 @@ std::vector<std::string> WeightStore::Names() const {
   return names;
 }
 
-StatusOr<std::vector<float>> WeightStore::ReadF32(
-    const std::string& name, const std::vector<int64_t>& expected_shape) const {
-  const TensorView* v = Find(name);
+namespace {
+
+StatusOr<const TensorView*> FindShaped(const WeightStore& store, const std::string& name,
+                                       const std::vector<int64_t>& expected_shape) {
+  const TensorView* v = store.Find(name);
   if (!v) return NotFound("tensor '" + name + "' is missing from the checkpoint");
   if (v->shape != expected_shape) {
     TensorView want;
@@ -301,6 +303,43 @@ StatusOr<std::vector<float>> WeightStore::ReadF32(
     return InvalidArgument("tensor '" + name + "' has shape " + v->ShapeString() + ", expected " +
                            want.ShapeString());
   }
+  return v;
+}
+
+}  // namespace
+
+Status WeightStore::ReadBf16(const std::string& name, const std::vector<int64_t>& expected_shape,
+                             uint16_t* dst, size_t begin, size_t count) const {
+  PETAL_ASSIGN_OR_RETURN(const TensorView* v, FindShaped(*this, name, expected_shape));
+  const size_t numel = static_cast<size_t>(v->numel());
+  if (begin >= numel) return Status::Ok();
+  const size_t n = std::min(count, numel - begin);
+  const uint8_t* p = v->data + begin * DTypeSize(v->dtype);
+  switch (v->dtype) {
+    case DType::kBF16:
+      std::memcpy(dst, p, 2 * n);
+      break;
+    case DType::kF32:
+      for (size_t i = 0; i < n; ++i) {
+        float f;
+        std::memcpy(&f, p + 4 * i, 4);
+        dst[i] = FloatToBFloat16(f);
+      }
+      break;
+    case DType::kF16:
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        dst[i] = FloatToBFloat16(HalfToFloat(h));
+      }
+      break;
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::vector<float>> WeightStore::ReadF32(
+    const std::string& name, const std::vector<int64_t>& expected_shape) const {
+  PETAL_ASSIGN_OR_RETURN(const TensorView* v, FindShaped(*this, name, expected_shape));
   std::vector<float> out(static_cast<size_t>(v->numel()));
   const uint8_t* p = v->data;
   switch (v->dtype) {

@@ -69,6 +69,12 @@ class WeightStore {
 
   const TensorView* Find(const std::string& name) const;
   // Copies a tensor into fp32, checking its shape; the error names the tensor and both shapes.
+  // Writes values [begin, begin + count) (row-major, clamped to numel) of tensor `name` (of
+  // `expected_shape`) as bf16 bits into `dst`: stored bf16 is copied, f32 rounded to nearest
+  // even, f16 widened then rounded (the same values as rounding ReadF32's result). No fp32 copy
+  // is made; safe to call from several threads.
+  Status ReadBf16(const std::string& name, const std::vector<int64_t>& expected_shape,
+                  uint16_t* dst, size_t begin = 0, size_t count = SIZE_MAX) const;
   StatusOr<std::vector<float>> ReadF32(const std::string& name,
                                        const std::vector<int64_t>& expected_shape) const;
   std::vector<std::string> Names() const;

@@ -43,6 +43,46 @@ TEST(SafetensorsTest, ReadsValidFile) {
   EXPECT_FALSE(store->ReadF32("b", {1}).ok());
 }
 
+// ReadBf16 (the CUDA loader's path, no fp32 copy) gives exactly the bf16 rounding of ReadF32's
+// values, for every stored dtype, whole and in slices.
+TEST(SafetensorsTest, ReadBf16MatchesRoundedReadF32) {
+  const int n = 37;
+  std::vector<float> f(n);
+  std::vector<uint16_t> h(n), b(n);
+  uint32_t state = 12345;
+  for (int i = 0; i < n; ++i) {
+    state = state * 1664525u + 1013904223u;
+    f[i] = (static_cast<float>(state >> 8) / 16777216.0f - 0.5f) * 7.3f;
+    b[i] = FloatToBFloat16(f[i] * 1.37f);
+    h[i] = 0x3c00 + static_cast<uint16_t>(state % 997);  // assorted finite halves
+  }
+  std::string data(reinterpret_cast<const char*>(f.data()), 4 * n);
+  data.append(reinterpret_cast<const char*>(h.data()), 2 * n);
+  data.append(reinterpret_cast<const char*>(b.data()), 2 * n);
+  const std::string header =
+      "{\"f\":{\"dtype\":\"F32\",\"shape\":[37],\"data_offsets\":[0,148]},"
+      "\"h\":{\"dtype\":\"F16\",\"shape\":[37],\"data_offsets\":[148,222]},"
+      "\"b\":{\"dtype\":\"BF16\",\"shape\":[37],\"data_offsets\":[222,296]}}";
+  auto file = SafetensorsFile::FromBytes(Build(header, data), "t");
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  std::vector<std::unique_ptr<SafetensorsFile>> files;
+  files.push_back(std::move(file).value());
+  auto store = WeightStore::FromFiles(std::move(files));
+  for (const char* name : {"f", "h", "b"}) {
+    auto ref = store->ReadF32(name, {n});
+    ASSERT_TRUE(ref.ok());
+    std::vector<uint16_t> whole(n, 0xffff);
+    ASSERT_TRUE(store->ReadBf16(name, {n}, whole.data()).ok());
+    for (int i = 0; i < n; ++i) EXPECT_EQ(whole[i], FloatToBFloat16((*ref)[i])) << name << i;
+    std::vector<uint16_t> part(10, 0xffff);
+    ASSERT_TRUE(store->ReadBf16(name, {n}, part.data(), 30, 10).ok());  // clamped to 7 values
+    for (int i = 0; i < 7; ++i) EXPECT_EQ(part[i], whole[30 + i]) << name << i;
+    EXPECT_EQ(part[7], 0xffff);
+  }
+  EXPECT_FALSE(store->ReadBf16("f", {36}, h.data()).ok());
+  EXPECT_FALSE(store->ReadBf16("missing", {1}, h.data()).ok());
+}
+
 struct BadCase {
   const char* what;
   std::string bytes;

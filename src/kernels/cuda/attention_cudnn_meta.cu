@@ -12,7 +12,6 @@ __global__ void CudnnMetaKernel(const int32_t* __restrict__ cu_seqlens,
                                 const int32_t* __restrict__ num_seqs, int max_seqs,
                                 int32_t qkv_stride, int32_t out_stride, CudnnAttentionMeta m) {
   PdlWait();  // see pdl.cuh: before any global memory access
-  PdlLaunchDependents();
   const int n = num_seqs ? min(max(*num_seqs, 0), max_seqs) : max_seqs;
   const int32_t end = cu_seqlens[n];
   for (int i = threadIdx.x + blockIdx.x * blockDim.x; i <= max_seqs; i += blockDim.x * gridDim.x) {

@@ -51,7 +51,6 @@ template <class Cfg, bool kCausal>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     FlashAttentionKernel(const FlashArgs args) {
   PdlWait();  // see pdl.cuh: before any global memory access
-  PdlLaunchDependents();
   constexpr int D = Cfg::kHeadDim;
   constexpr int BM = Cfg::kBlockM;
   constexpr int BN = Cfg::kBlockN;

@@ -23,8 +23,7 @@ __global__ void __launch_bounds__(kPlanThreads)
     PlanKernel(const int32_t* __restrict__ cu_seqlens, const int32_t* __restrict__ num_seqs_ptr,
                int max_seqs, int max_tokens, int block_m, bool causal, int64_t max_items,
                int* __restrict__ count, WorkItem* __restrict__ items) {
-  PdlWait();  // see pdl.cuh: before any global memory access
-  PdlLaunchDependents();
+  PdlWait();                                 // see pdl.cuh: before any global memory access
   static __shared__ int key[kPlanThreads];   // length of the pass's sequence i, -1 if none
   static __shared__ int scan[kPlanThreads];  // tile counts in ranked order, then their prefix sums
   const int tid = static_cast<int>(threadIdx.x);

@@ -23,7 +23,6 @@ int GridFor(int64_t work_items) {
 __global__ void SeqInfoKernel(const int32_t* __restrict__ cu, int num_seqs, int rows,
                               int32_t* __restrict__ seq_ids, int32_t* __restrict__ positions) {
   PdlWait();  // see pdl.cuh: before any global memory access
-  PdlLaunchDependents();
   const int t = blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= rows) return;
   int sid = -1, pos = 0;
@@ -50,7 +49,6 @@ template <int kVec>
 __global__ void EmbeddingKernel(const int32_t* __restrict__ ids, const bf16* __restrict__ table,
                                 int vocab, bf16* __restrict__ out, int rows, int dim) {
   PdlWait();  // see pdl.cuh: before any global memory access
-  PdlLaunchDependents();
   using Raw = typename VecRaw<kVec>::Type;
   const int vecs_per_row = dim / kVec;
   const int64_t total = static_cast<int64_t>(rows) * vecs_per_row;
@@ -72,7 +70,6 @@ template <int kVec>
 __global__ void SiluMulKernel(const bf16* __restrict__ gate_up, bf16* __restrict__ out, int rows,
                               int inter) {
   PdlWait();  // see pdl.cuh: before any global memory access
-  PdlLaunchDependents();
   const int vecs_per_row = inter / kVec;
   const int64_t total = static_cast<int64_t>(rows) * vecs_per_row;
   for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < total;
@@ -92,7 +89,6 @@ __global__ void SiluMulKernel(const bf16* __restrict__ gate_up, bf16* __restrict
 template <int kVec>
 __global__ void GeluKernel(const bf16* x, bf16* out, int64_t n) {
   PdlWait();  // see pdl.cuh: before any global memory access
-  PdlLaunchDependents();
   const int64_t total = n / kVec;
   for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < total;
        v += static_cast<int64_t>(gridDim.x) * blockDim.x) {

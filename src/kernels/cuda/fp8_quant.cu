@@ -58,7 +58,6 @@ __device__ __forceinline__ void WriteRow(const float* row, float amax, int dim, 
 __global__ void QuantizeRowsKernel(const float* in_f32, const bf16* in_bf16, fp8* out, float* scale,
                                    int dim) {
   PdlWait();  // see pdl.cuh: before any global memory access
-  PdlLaunchDependents();
   extern __shared__ float row[];
   __shared__ float scratch[32];
   const int64_t base = static_cast<int64_t>(blockIdx.x) * dim;
@@ -85,7 +84,6 @@ __global__ void QuantizeRowsKernel(const float* in_f32, const bf16* in_bf16, fp8
 
 __global__ void AddRmsNormFp8Kernel(AddRmsNormFp8Params p) {
   PdlWait();  // see pdl.cuh: before any global memory access
-  PdlLaunchDependents();
   extern __shared__ float row[];
   __shared__ float scratch[32];
   const int dim = p.dim;
@@ -125,7 +123,6 @@ __global__ void AddRmsNormFp8Kernel(AddRmsNormFp8Params p) {
 
 __global__ void SiluMulFp8Kernel(SiluMulFp8Params p) {
   PdlWait();  // see pdl.cuh: before any global memory access
-  PdlLaunchDependents();
   extern __shared__ float row[];
   __shared__ float scratch[32];
   const int dim = p.inter;

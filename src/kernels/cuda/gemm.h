@@ -115,6 +115,10 @@ struct GemmPlanInfo {
   int candidates = 0;     // candidates enumerated (0 if not tuned); cuBLASLt may refuse some
   float first_us = 0.f;   // median of the heuristic's first choice while tuning
   float chosen_us = 0.f;  // median of the chosen algorithm while tuning
+  // The fastest of our own kernels among the candidates (whether chosen or not), for benchmarks:
+  // its median and name ("smallm/s4", "cluster128x64/s8"; empty if none was timed).
+  float ours_us = 0.f;
+  std::string ours;
   std::string ToString() const;
 };
 

@@ -212,9 +212,9 @@ std::string Obj(std::initializer_list<std::string> fields) {
 // One row per (layer, M): heuristic-first vs tuned. Appends JSON objects to `rows`.
 void ShapeBench(const Args& args, Gemm& first, Gemm& tuned, Buffers& b, cudaStream_t st,
                 std::vector<std::string>* rows) {
-  std::printf("%-7s %-8s %6s %6s %6s %10s %10s %6s %8s %8s %8s  %-10s %s\n", "model", "layer", "M",
-              "N", "K", "first_us", "tuned_us", "gain", "TFLOP/s", "GB/s", "tune_ms", "state",
-              "algo(id/tile/stages/splitk/red/custom/cluster)");
+  std::printf("%-7s %-8s %6s %6s %6s %10s %10s %6s %8s %8s %8s  %-10s %-28s %s\n", "model", "layer",
+              "M", "N", "K", "first_us", "tuned_us", "gain", "TFLOP/s", "GB/s", "tune_ms", "state",
+              "algo(id/tile/stages/splitk/red/custom/cluster)", "best_of_ours us");
   const int max_m = *std::max_element(args.ms.begin(), args.ms.end());
   for (const char* model : {"minilm", "0.6b", "4b"}) {
     if (args.models.find(model) == std::string::npos) continue;
@@ -248,10 +248,11 @@ void ShapeBench(const Args& args, Gemm& first, Gemm& tuned, Buffers& b, cudaStre
         const double flops = 2.0 * m * l.n * l.k;
         const double bytes =
             2.0 * (double(m) * l.k + double(l.n) * l.k + double(m) * l.n * (p.c ? 2 : 1));
-        std::printf("%-7s %-8s %6d %6d %6d %10.2f %10.2f %6.3f %8.1f %8.0f %8.2f  %-10s %s\n",
-                    model, l.name, m, l.n, l.k, first_us, tuned_us, first_us / tuned_us,
-                    flops / tuned_us / 1e6, bytes / tuned_us / 1e3, tune_ms, info.state.c_str(),
-                    AlgoStr(info).c_str());
+        std::printf(
+            "%-7s %-8s %6d %6d %6d %10.2f %10.2f %6.3f %8.1f %8.0f %8.2f  %-10s %-28s %s %.2f\n",
+            model, l.name, m, l.n, l.k, first_us, tuned_us, first_us / tuned_us,
+            flops / tuned_us / 1e6, bytes / tuned_us / 1e3, tune_ms, info.state.c_str(),
+            AlgoStr(info).c_str(), info.ours.empty() ? "-" : info.ours.c_str(), info.ours_us);
         std::fflush(stdout);
         rows->push_back(
             Obj({Json("model", model), Json("layer", l.name), Json("m", m), Json("n", l.n),
@@ -259,7 +260,8 @@ void ShapeBench(const Args& args, Gemm& first, Gemm& tuned, Buffers& b, cudaStre
                  Json("first_us", first_us), Json("tuned_us", tuned_us),
                  Json("tflops", flops / tuned_us / 1e6), Json("gbps", bytes / tuned_us / 1e3),
                  Json("tune_ms", tune_ms), Json("state", info.state), Json("algo", AlgoStr(info)),
-                 Json("candidates", info.candidates)}));
+                 Json("candidates", info.candidates), Json("ours", info.ours),
+                 Json("ours_us", info.ours_us)}));
       }
     }
   }

@@ -92,7 +92,6 @@ __global__ void __launch_bounds__(32 * WN * WM, 1) ClusterGemmKernel(const Args 
   constexpr int BN = C::BN, MT = C::MT;
   extern __shared__ __align__(128) uint8_t smem[];
   PdlWait();  // see pdl.cuh: before any global memory access
-  PdlLaunchDependents();
   cg::cluster_group cluster = cg::this_cluster();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int wn = warp % WN, wm = warp / WN;

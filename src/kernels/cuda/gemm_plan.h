@@ -21,7 +21,8 @@ struct Gemm::Plan {
   int petal_config = 0;
   State state = State::kUntuned;
   int candidates = 0;
-  float first_us = 0.f, chosen_us = 0.f;
+  float first_us = 0.f, chosen_us = 0.f, ours_us = 0.f;
+  std::string ours;  // see GemmPlanInfo::ours
   ~Plan() {
     if (layout_out) cublasLtMatrixLayoutDestroy(layout_out);
     if (layout_a) cublasLtMatrixLayoutDestroy(layout_a);

@@ -263,6 +263,15 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
   plan.state = Plan::State::kTuned;
   plan.candidates = static_cast<int>(cands.size());
   plan.first_us = med[0];
+  plan.ours_us = 0.f;
+  plan.ours.clear();
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (!cands[i].ours() || med[i] < 0 || (plan.ours_us > 0 && med[i] >= plan.ours_us)) continue;
+    plan.ours_us = med[i];
+    plan.ours = (cands[i].kernel == PetalKernel::kSmallM ? std::string("smallm")
+                                                         : ClusterGemmName(cands[i].config)) +
+                "/s" + std::to_string(cands[i].splits);
+  }
   plan.chosen_us = med[best];
   return Status::Ok();
 }

@@ -56,7 +56,6 @@ template <int kVec, bool kLayerNorm>
 __global__ void AddNormKernel(const bf16* a, const bf16* b, bf16* sum_out, const bf16* gamma,
                               const bf16* beta, float eps, bf16* out, int dim) {
   PdlWait();  // see pdl.cuh: before any global memory access
-  PdlLaunchDependents();
   extern __shared__ float row[];
   __shared__ float scratch[32];
   const int64_t base = static_cast<int64_t>(blockIdx.x) * dim;
@@ -86,7 +85,6 @@ __device__ __forceinline__ int Clamp(int v, int n) { return v < 0 ? 0 : (v >= n 
 template <int kVec>
 __global__ void BertEmbeddingKernel(BertEmbeddingParams p) {
   PdlWait();  // see pdl.cuh: before any global memory access
-  PdlLaunchDependents();
   extern __shared__ float row[];
   __shared__ float scratch[32];
   const int t = blockIdx.x;

@@ -3,8 +3,10 @@
 // launch latency overlaps that kernel's tail (also inside CUDA graphs, where capture records a
 // programmatic edge). Every kernel launched this way MUST call PdlWait() before it touches global
 // memory (reads or writes): the wait returns once the previous kernel has completed and its
-// writes are visible. PdlLaunchDependents() lets the next PDL kernel start early (its CTAs then
-// sit in their own PdlWait). Both are no-ops below sm_90 and when the launch had no PDL attribute.
+// writes are visible. It is a no-op below sm_90 and when the launch had no PDL attribute. Our
+// kernels do not trigger their dependents early (griddepcontrol.launch_dependents at the start of
+// every kernel measured 4-8% slower at batch 1 on the H200, bench/results/2026-12-01-latency/), so
+// the next kernel is released as each CTA exits.
 //
 // PDL is on by default; PETAL_PDL=0 in the environment turns it off for the whole process (an
 // A/B switch for benchmarks, read once). Thread-safety: LaunchPdl is as thread-safe as a kernel
@@ -21,12 +23,6 @@ namespace petal::cuda {
 __device__ __forceinline__ void PdlWait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void PdlLaunchDependents() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
 

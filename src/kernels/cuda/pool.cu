@@ -18,8 +18,7 @@ constexpr size_t kMaxSmemBytes = 48 * 1024;
 
 template <int kVec>
 __global__ void PoolKernel(PoolParams p, int lanes, int groups) {
-  PdlWait();  // see pdl.cuh: before any global memory access
-  PdlLaunchDependents();
+  PdlWait();                       // see pdl.cuh: before any global memory access
   extern __shared__ float part[];  // [groups][out_dims]
   __shared__ float scratch[32];
   const int s = blockIdx.x;

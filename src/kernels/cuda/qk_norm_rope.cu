@@ -28,7 +28,6 @@ struct RopeArgs {
 
 __global__ void __launch_bounds__(kWarpsPerBlock * 32) QkNormRopeKernel(RopeArgs args) {
   PdlWait();  // see pdl.cuh: before any global memory access
-  PdlLaunchDependents();
   extern __shared__ float smem[];
   const QkNormRopeParams& p = args.p;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -95,7 +94,6 @@ constexpr int kVecWarpsPerBlock = 8;
 template <int E>
 __global__ void __launch_bounds__(kVecWarpsPerBlock * 32) QkNormRopeVecKernel(QkNormRopeParams p) {
   PdlWait();  // see pdl.cuh: before any global memory access
-  PdlLaunchDependents();
   constexpr int kDim = 32 * E, kHalf = kDim / 2;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int heads = p.num_q_heads + p.num_kv_heads;

@@ -5,6 +5,8 @@
 // The residual adds are folded into the o_proj and down_proj GEMMs (their addend, in place).
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <thread>
 
 #include "engine/cuda/attention_runner.h"
 #include "engine/cuda/cuda_model.h"
@@ -65,10 +67,90 @@ class Qwen3CudaModel final : public CudaModel {
         PETAL_RETURN_IF_ERROR(up(dst, *src));
       }
     }
+    return InitBuffers(&w);
+  }
+
+  // The bf16 weights straight from the checkpoint (no fp32 host copy), converted and uploaded on
+  // several threads; then the activation buffers. Not for --quantize fp8 (that quantises from
+  // the fp32 values: Init).
+  Status InitFromStore(const WeightStore& store) {
+    const std::string prefix = store.Find("embed_tokens.weight") == nullptr &&
+                                       store.Find("model.embed_tokens.weight") != nullptr
+                                   ? "model."
+                                   : "";
+    const bool bias =
+        config_.attention_bias || store.Find(prefix + "layers.0.self_attn.q_proj.bias") != nullptr;
+    layers_.resize(config_.num_layers);
+    // Pass 1: each destination's size (fused tensors are concatenated in table order); pass 2:
+    // each tensor's offset in it.
+    struct Part {
+      Qwen3TensorSpec spec;
+      DeviceBuffer<bf16>* dst;
+      size_t numel;
+    };
+    std::vector<Part> parts;
+    std::map<DeviceBuffer<bf16>*, size_t> sizes;
+    for (Qwen3TensorSpec& spec : Qwen3CheckpointTensors(config_, bias)) {
+      DeviceBuffer<bf16>* dst = Destination(spec.name);
+      if (dst == nullptr) return Internal("Qwen3 table entry '" + spec.name + "' has no buffer");
+      size_t n = 1;
+      for (int64_t d : spec.shape) n *= static_cast<size_t>(d);
+      sizes[dst] += n;
+      parts.push_back({std::move(spec), dst, n});
+    }
+    for (auto& [dst, n] : sizes) {
+      PETAL_RETURN_IF_ERROR(dst->Allocate(n));
+      bytes_ += dst->bytes();
+    }
+    std::map<DeviceBuffer<bf16>*, size_t> offsets;
+    std::vector<UploadJob> jobs;
+    for (Part& p : parts) {
+      jobs.push_back({prefix + p.spec.name, p.spec.shape, p.dst->get() + offsets[p.dst]});
+      offsets[p.dst] += p.numel;
+    }
+    const int threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+    PETAL_RETURN_IF_ERROR(UploadTensorsBf16(store, jobs, threads));
+    return InitBuffers(nullptr);
+  }
+
+  // The device buffer a checkpoint tensor (named without the "model." prefix) lands in.
+  DeviceBuffer<bf16>* Destination(const std::string& name) {
+    if (name == "embed_tokens.weight") return &embed_;
+    if (name == "norm.weight") return &final_norm_;
+    if (name.rfind("layers.", 0) != 0) return nullptr;
+    const size_t dot = name.find('.', 7);
+    if (dot == std::string::npos) return nullptr;
+    const size_t layer = std::stoul(name.substr(7, dot - 7));
+    if (layer >= layers_.size()) return nullptr;
+    const std::string suffix = name.substr(dot + 1);
+    Qwen3LayerDev& d = layers_[layer];
+    // The same fused layout as LoadQwen3Weights (qwen3.cc): q|k|v, gate|up.
+    const std::pair<const char*, DeviceBuffer<bf16>*> slots[] = {
+        {"input_layernorm.weight", &d.in_norm}, {"self_attn.q_proj.weight", &d.qkv},
+        {"self_attn.k_proj.weight", &d.qkv},    {"self_attn.v_proj.weight", &d.qkv},
+        {"self_attn.o_proj.weight", &d.o},      {"self_attn.q_proj.bias", &d.qkv_b},
+        {"self_attn.k_proj.bias", &d.qkv_b},    {"self_attn.v_proj.bias", &d.qkv_b},
+        {"self_attn.o_proj.bias", &d.o_b},      {"self_attn.q_norm.weight", &d.q_norm},
+        {"self_attn.k_norm.weight", &d.k_norm}, {"post_attention_layernorm.weight", &d.post_norm},
+        {"mlp.gate_proj.weight", &d.gate_up},   {"mlp.up_proj.weight", &d.gate_up},
+        {"mlp.down_proj.weight", &d.down},
+    };
+    for (const auto& [s, buf] : slots) {
+      if (suffix == s) return buf;
+    }
+    return nullptr;
+  }
+
+  // Activation buffers, rotary table, attention and GEMM state; fp8 weights from `w` (required
+  // with --quantize fp8).
+  Status InitBuffers(const Qwen3Weights* w) {
     const size_t T = cap_.max_tokens, H = config_.hidden_size, I = config_.intermediate_size;
     const size_t Q = static_cast<size_t>(config_.num_heads) * config_.head_dim;
     const size_t QKV = Q + 2 * static_cast<size_t>(config_.num_kv_heads) * config_.head_dim;
-    if (cap_.fp8) PETAL_RETURN_IF_ERROR(InitFp8(w, T, H, I, Q, QKV));
+    if (cap_.fp8) {
+      if (w == nullptr) return Internal("fp8 needs the fp32 weights");
+      PETAL_RETURN_IF_ERROR(InitFp8(*w, T, H, I, Q, QKV));
+    }
     PETAL_RETURN_IF_ERROR(r_.Allocate(T * H));
     PETAL_RETURN_IF_ERROR(x_.Allocate(T * H));
     PETAL_RETURN_IF_ERROR(qkv_.Allocate(T * QKV));
@@ -267,9 +349,13 @@ StatusOr<std::unique_ptr<CudaModel>> CreateQwen3CudaModel(const ModelConfig& con
   if (!config.qk_norm) {
     return Unimplemented("the CUDA Qwen3 forward needs q/k norms (qk_norm); use the CPU engine");
   }
-  PETAL_ASSIGN_OR_RETURN(Qwen3Weights w, LoadQwen3Weights(config, store));
   auto m = std::make_unique<Qwen3CudaModel>(config, cap);
-  PETAL_RETURN_IF_ERROR(m->Init(w));
+  if (cap.fp8) {
+    PETAL_ASSIGN_OR_RETURN(Qwen3Weights w, LoadQwen3Weights(config, store));
+    PETAL_RETURN_IF_ERROR(m->Init(w));
+  } else {
+    PETAL_RETURN_IF_ERROR(m->InitFromStore(store));
+  }
   return std::unique_ptr<CudaModel>(std::move(m));
 }
 
