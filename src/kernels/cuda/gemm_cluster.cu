@@ -38,6 +38,9 @@ struct Args {
   bool gelu;
 };
 
+// Device code for Hopper and newer only (clusters, distributed shared memory); on older devices
+// the kernel is empty and ClusterGemmSupported is false.
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
 __device__ __forceinline__ uint32_t Swz(int row, int chunk) {
   return static_cast<uint32_t>(row * 128 + ((chunk ^ (row & 7)) << 4));
 }
@@ -75,6 +78,7 @@ __device__ __forceinline__ float Epilogue(const Args& p, float x, int tok, int n
   if (p.gelu) x = 0.5f * x * (1.f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
   return x;
 }
+#endif
 
 template <int WN, int WM, int JB>
 struct Cfg {
@@ -88,6 +92,7 @@ struct Cfg {
 
 template <int WN, int WM, int JB>
 __global__ void __launch_bounds__(32 * WN * WM, 1) ClusterGemmKernel(const Args p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900  // clusters are Hopper+ (see Supported)
   using C = Cfg<WN, WM, JB>;
   constexpr int BN = C::BN, MT = C::MT;
   extern __shared__ __align__(128) uint8_t smem[];
@@ -199,6 +204,7 @@ __global__ void __launch_bounds__(32 * WN * WM, 1) ClusterGemmKernel(const Args 
         *reinterpret_cast<const uint2*>(o);
   }
   cluster.sync();  // no CTA leaves while another still reads its shared memory
+#endif
 }
 
 struct ConfigInfo {
@@ -252,7 +258,7 @@ void ClusterGemmConfigsFor(int m, int out[2]) {
 }
 
 bool ClusterGemmSupported(const GemmParams& p, int config, int splits) {
-  if (config < 0 || config >= kNumConfigs || p.fp8()) return false;
+  if (config < 0 || config >= kNumConfigs || p.fp8() || !DeviceIsHopperOrNewer()) return false;
   if (splits != 1 && splits != 2 && splits != 4 && splits != 8) return false;
   const int bn = 32 * kConfigs[config].wn;
   if (p.m < 1 || p.m > kClusterGemmMaxM || p.n % bn != 0 || p.k % (kKC * splits) != 0) return false;

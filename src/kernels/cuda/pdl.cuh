@@ -26,10 +26,25 @@ __device__ __forceinline__ void PdlWait() {
 #endif
 }
 
+// Whether the device current at the first call has compute capability >= 9.0 (PDL, clusters).
+// Cached for the process: Petal does not mix GPU generations in one process.
+inline bool DeviceIsHopperOrNewer() {
+  static const bool yes = [] {
+    int dev = 0, major = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    return major >= 9;
+  }();
+  return yes;
+}
+
 inline bool PdlEnabled() {
   static const bool on = [] {
     const char* v = std::getenv("PETAL_PDL");
-    return !(v && v[0] == '0');
+    return !(v && v[0] == '0') && DeviceIsHopperOrNewer();
   }();
   return on;
 }
