@@ -32,17 +32,19 @@ def main():
         k = kernels.setdefault(r[ii], [r[ki], 0.0, 0.0])
         v = float(r[vi].replace(",", "") or 0)
         unit = r[ui]
-        if r[mi] == "gpu__time_duration.sum":
-            k[1] = v / 1000.0 if unit == "nsecond" else v * 1000.0 if unit == "msecond" else v
+        if r[mi] == "gpu__time_duration.sum":  # -> microseconds
+            k[1] = v * {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3,
+                        "msecond": 1e3}.get(unit, 1.0)
         elif r[mi] == "dram__bytes_read.sum":
-            scale = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9}.get(unit, 1)
-            k[2] = v * scale
+            k[2] = v * {"byte": 1, "Kbyte": 1e3, "KB": 1e3, "Mbyte": 1e6, "MB": 1e6, "Gbyte": 1e9,
+                        "GB": 1e9}.get(unit, 1)
     seq = list(kernels.values())
     starts = [i for i, k in enumerate(seq) if "Embedding" in k[0]]
     seq = seq[starts[-1]:] if starts else seq
     fam = collections.OrderedDict()
     for name, us, b in seq:
-        key = re.sub(r"[<(].*", "", name).replace("void ", "")[:64]
+        key = name.replace("(anonymous namespace)::", "").replace("<unnamed>::", "").replace("void ", "")
+        key = re.sub(r"[<(].*", "", key)[:64]
         f = fam.setdefault(key, [0, 0.0, 0.0])
         f[0] += 1
         f[1] += us

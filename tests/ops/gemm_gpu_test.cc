@@ -343,7 +343,9 @@ TEST_F(GemmGpuTest, EveryCandidateIsCorrect) {
   for (const Spec& spec : cases) {
     Problem pr(spec);
     ASSERT_OK(pr.Init(seed += 10));
-    ASSERT_OK_AND_ASSIGN(auto probe, Gemm::Create());
+    GemmOptions all;
+    all.cluster_kernel = true;  // off by default (slower on the H200), still must be right
+    ASSERT_OK_AND_ASSIGN(auto probe, Gemm::Create(all));
     ASSERT_OK(pr.ResetOut(0));
     ASSERT_OK(probe->Run(pr.Params(), 0));
     ASSERT_OK(SyncDevice());
@@ -351,7 +353,7 @@ TEST_F(GemmGpuTest, EveryCandidateIsCorrect) {
     EXPECT_GT(n_cand, 0);
     int split_k = 0, ours = 0, cluster = 0;
     for (int i = 0; i < n_cand; ++i) {
-      GemmOptions o;
+      GemmOptions o = all;
       o.force_candidate = i;
       o.timed_runs = 1;
       o.cold_l2 = false;

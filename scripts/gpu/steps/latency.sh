@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU step: online latency (issue 20), in one run.
 #  1. engine p50/p99 on the 0.6b shape (bidirectional) with programmatic dependent launch on and
-#     off (PETAL_PDL=0), alternating twice, same binary: 1 x 128, 1 x 512, 1 x 4096, 100 x 512;
+#     off (PETAL_PDL=1 / 0), alternating twice, same binary: 1 x 128, 1 x 512, 1 x 4096, 100 x 512;
 #  2. start-up: `petal server` start to its first answer (warm page cache: the model is read once
 #     before), 0.6b, and 4b unless PETAL_LATENCY_SKIP_4B is set;
 #  3. Nsight Compute per-kernel table of one eager 1 x 128 forward (and of one fp8 100 x 512

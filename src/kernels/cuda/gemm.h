@@ -82,8 +82,10 @@ struct GemmOptions {
   // Also time our own small-M tensor-core kernel (M <= 128; gemm_smallm.h). It is used only where
   // it is faster and its output agrees with cuBLASLt's on the tuning operands.
   bool small_m_kernel = true;
-  // Also time our cluster split-K kernel (M <= 512; gemm_cluster.h), under the same rule.
-  bool cluster_kernel = true;
+  // Also time our cluster split-K kernel (M <= 512; gemm_cluster.h), under the same rule. Off by
+  // default: on the H200 it measured slower than cuBLASLt's best at every model shape
+  // (bench/results/2026-12-01-latency/gemm_h200-65b9aa6.txt), so timing it only costs tuning time.
+  bool cluster_kernel = false;
   // Per candidate; the median of the timed runs counts. Events resolve ~0.5 us, a fair fraction
   // of a small-M GEMM (3-10 us), hence an odd count larger than the usual 3-5.
   int warmup_runs = 1, timed_runs = 7;

@@ -8,8 +8,9 @@
 // every kernel measured 4-8% slower at batch 1 on the H200, bench/results/2026-12-01-latency/), so
 // the next kernel is released as each CTA exits.
 //
-// PDL is on by default; PETAL_PDL=0 in the environment turns it off for the whole process (an
-// A/B switch for benchmarks, read once). Thread-safety: LaunchPdl is as thread-safe as a kernel
+// PDL is off by default: on the H200 it measured neutral at batch 1 (1 x 128 p50 1.147-1.151 ms
+// with, 1.137-1.145 ms without; bench/results/2026-12-01-latency/). PETAL_PDL=1 in the
+// environment turns it on for the whole process (read once). Thread-safety: LaunchPdl is as thread-safe as a kernel
 // launch; PdlEnabled's first call initialises a function-local static.
 #pragma once
 
@@ -44,7 +45,7 @@ inline bool DeviceIsHopperOrNewer() {
 inline bool PdlEnabled() {
   static const bool on = [] {
     const char* v = std::getenv("PETAL_PDL");
-    return !(v && v[0] == '0') && DeviceIsHopperOrNewer();
+    return v && v[0] == '1' && DeviceIsHopperOrNewer();
   }();
   return on;
 }
