@@ -1,5 +1,5 @@
 // Gateway set-up, the route table and routing, and the small routes (health, readiness, models,
-// info, metrics). The embedding routes are in embed_routes.cc.
+// info, metrics, /openapi.json, /docs). The embedding routes are in embed_routes.cc.
 #include "gateway/gateway.h"
 
 #include <algorithm>
@@ -7,7 +7,9 @@
 #include <thread>
 
 #include "common/prometheus_text.h"
+#include "gateway/docs_page.h"
 #include "gateway/json_writer.h"
+#include "gateway/openapi_doc.h"
 #include "wire/stats_prometheus.h"
 
 namespace petal::gateway {
@@ -52,6 +54,13 @@ const Route Gateway::kRouteTable[] = {
     {"/v1/models", http::verb::get, &Gateway::Models, T::kIo, true},
     {"/info", http::verb::get, &Gateway::Info, T::kIo, true},
     {"/metrics", http::verb::get, &Gateway::Metrics, T::kWorker, false},
+    // The API's description and the page that shows it: public like /health, so that a browser
+    // can load them; the page's calls carry the key the user enters (Authorize).
+    {"/openapi.json", http::verb::get, &Gateway::OpenApi, T::kIo, false},
+    {"/docs", http::verb::get, &Gateway::Docs, T::kIo, false},
+    {"/docs/swagger-ui.css", http::verb::get, &Gateway::Docs, T::kIo, false},
+    {"/docs/swagger-ui-bundle.js", http::verb::get, &Gateway::Docs, T::kIo, false},
+    {"/docs/petal-docs.js", http::verb::get, &Gateway::Docs, T::kIo, false},
 };
 
 unsigned HttpStatusFor(const Status& s) {
@@ -261,6 +270,29 @@ void Gateway::Metrics(const HttpRequest&, Reply reply) {
   }
   out += MergePrometheus(pages);
   reply(MakeResponse(200, std::move(out), "text/plain; version=0.0.4"));
+}
+
+void Gateway::OpenApi(const HttpRequest&, Reply reply) {
+  HttpResponse res = MakeResponse(200, std::string(OpenApiJson()));
+  res.set(http::field::access_control_allow_origin, "*");  // for client generators and editors
+  reply(std::move(res));
+}
+
+void Gateway::Docs(const HttpRequest& req, Reply reply) {
+  const std::string_view target(req.target().data(), req.target().size());
+  const DocsFile f = FindDocsFile(target.substr(0, target.find('?')));
+  HttpResponse res =
+      f.body.empty()
+          ? MakeResponse(503,
+                         "this petal binary was built without the Swagger UI files (see "
+                         "docs/dependencies.md: swagger-ui-bundle-v2); /openapi.json is served\n",
+                         "text/plain; charset=utf-8")
+          : MakeResponse(200, std::string(f.body), f.content_type);
+  res.set("Content-Security-Policy", std::string(kDocsCsp));
+  res.set("X-Content-Type-Options", "nosniff");
+  res.set("Referrer-Policy", "no-referrer");
+  res.set(http::field::cache_control, "no-cache");
+  reply(std::move(res));
 }
 
 }  // namespace petal::gateway
