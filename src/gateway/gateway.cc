@@ -10,6 +10,7 @@
 #include "gateway/docs_page.h"
 #include "gateway/json_writer.h"
 #include "gateway/openapi_doc.h"
+#include "trace/trace.h"
 #include "wire/stats_prometheus.h"
 
 namespace petal::gateway {
@@ -146,9 +147,27 @@ void Gateway::Handle(HttpRequest&& req, Reply reply) {
   const std::string_view name = route ? route->path : "other";  // the metrics label
   const auto start = Clock::now();
   inflight_++;
-  Reply done = [this, name, start, reply = std::move(reply)](HttpResponse res) {
+  // Tracing (off unless --otlp-endpoint): the request's server span, child of the caller's
+  // `traceparent` when it sent one. Off, `span` stays null and nothing below allocates.
+  std::shared_ptr<trace::Span> span;
+  trace::SpanContext span_ctx;
+  if (trace::Enabled()) {
+    const auto tp = req["traceparent"];
+    const auto parent = trace::ParseTraceparent(std::string_view(tp.data(), tp.size()));
+    span = std::make_shared<trace::Span>(trace::Span::Start(
+        std::string(http::to_string(req.method())) + " " + std::string(name),
+        trace::SpanKind::kServer, parent ? &*parent : nullptr));
+    span->SetString("http.route", name);
+    span_ctx = span->context();
+  }
+  Reply done = [this, name, start, span, reply = std::move(reply)](HttpResponse res) {
     metrics_.Request(name, res.result_int(),
                      std::chrono::duration<double>(Clock::now() - start).count());
+    if (span) {
+      span->SetInt("http.response.status_code", res.result_int());
+      if (res.result_int() >= 500) span->SetError(std::string(res.reason()));
+      span->End();
+    }
     reply(std::move(res));
     inflight_--;  // last: the gateway may be destroyed once nothing is in flight
   };
@@ -181,10 +200,15 @@ void Gateway::Handle(HttpRequest&& req, Reply reply) {
       route->thread == Route::Thread::kIo ||
       (route->thread == Route::Thread::kIoIfSmall && req.body().size() <= kInlineBodyBytes);
   try {
-    if (on_io) return (this->*(route->handler))(req, std::move(done));
-    boost::asio::post(*workers_, [this, handler = route->handler, req = std::move(req),
+    if (on_io) {
+      // Handlers read the request's span as trace::Current() (null pointer: untraced, no-op).
+      trace::ScopedContext scope(span ? &span_ctx : nullptr);
+      return (this->*(route->handler))(req, std::move(done));
+    }
+    boost::asio::post(*workers_, [this, handler = route->handler, req = std::move(req), span_ctx,
                                   done = std::move(done)]() mutable {
       try {
+        trace::ScopedContext scope(span_ctx.valid() ? &span_ctx : nullptr);
         (this->*handler)(req, std::move(done));
       } catch (const std::exception& e) {
         if (done) done(MakeResponse(500, ErrorJson(e.what(), "server_error", "")));
