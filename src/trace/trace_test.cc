@@ -5,10 +5,23 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <mutex>
+#include <new>
 #include <random>
 
 #include "trace/otlp_exporter.h"
+
+// Counts this binary's heap allocations, to show that tracing off allocates nothing.
+static std::atomic<long> g_allocations{0};
+void* operator new(size_t n) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
 
 namespace petal::trace {
 namespace {
@@ -74,6 +87,22 @@ TEST(Span, OffByDefaultAndInactive) {
   s.SetInt("k", 1);
   s.End();
   EXPECT_FALSE(Current().valid());
+}
+
+TEST(Span, OffCostsNoAllocation) {
+  ASSERT_FALSE(Enabled());
+  const auto incoming = *ParseTraceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+  const long before = g_allocations.load();
+  for (int i = 0; i < 1000; ++i) {
+    Span root = Span::Start("POST /v1/embeddings", SpanKind::kServer, &incoming);
+    const SpanContext ctx = root.context();
+    ScopedContext scope(root.active() ? &ctx : nullptr);
+    Span child = Span::Child("tokenize", Current());
+    child.SetInt("petal.inputs", 3);
+    child.End();
+    RecordChild("engine step", incoming, 1, 2, {{"petal.batch.tokens", 5}});
+  }
+  EXPECT_EQ(g_allocations.load() - before, 0);
 }
 
 TEST(Span, ChildrenShareTheTraceAndLinkToTheirParent) {
