@@ -103,16 +103,20 @@ def main():
         time.sleep(1.5)
         new = {s["traceId"] for _, s in collector.spans()} - before
         check(len(new) == 1, "a request without traceparent starts one new trace: %s" % new)
-        # The collector goes away: requests are answered as before and do not wait on it.
+        # The collector goes away: requests are answered as before and do not wait on it (the
+        # exporter's POSTs fail after its 2 s timeout; a request that waited would show it).
+        def timed(what):
+            t0 = time.time()
+            for i in range(10):
+                status, _ = post(serve.base, {"input": "%s %d" % (what, i)},
+                                 {"traceparent": "00-%s-%s-01" % (TRACE_ID, PARENT)})
+                check(status == 200, "%s: %d" % (what, status))
+            return (time.time() - t0) / 10
+        up = timed("collector up")
         collector.close()
-        t0 = time.time()
-        for i in range(20):
-            status, _ = post(serve.base, {"input": "collector down %d" % i},
-                             {"traceparent": "00-%s-%s-01" % (TRACE_ID, PARENT)})
-            check(status == 200, "collector down: %d" % status)
-        per = (time.time() - t0) / 20
-        print("collector down: %.1f ms per request" % (per * 1e3))
-        check(per < 0.5, "collector down: %.0f ms per request" % (per * 1e3))
+        down = timed("collector down")
+        print("per request: %.1f ms with the collector up, %.1f ms down" % (up * 1e3, down * 1e3))
+        check(down < 3 * up + 0.2, "collector down: %.0f ms per request (up: %.0f)" % (down * 1e3, up * 1e3))
     finally:
         code = serve.stop()
     check(code == 0, "petal serve exit code %s" % code)
