@@ -5,6 +5,7 @@ spans and answers 200), so that drift of a shared machine hits both modes alike.
 
 usage: bench/tracing_overhead.py --petal build/cpu/bin/petal [--backend cpu] [--model DIR]
            [--concurrency 1,4] [--words 64] [--seconds 5] [--rounds 2] [--out FILE]
+           [--baseline OTHER_PETAL]   # also time another build (e.g. main's), tracing off: "base"
 Writes one JSON (default bench/results/<date>-tracing-<backend>-<sha>.json) with the git SHA, the
 machine, every run and, per concurrency, the median over rounds of p50/p99 off and on and the
 overhead in percent. Prints a table.
@@ -78,6 +79,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--out", default="")
     ap.add_argument("--serve-arg", action="append", default=[], help="extra `petal serve` argument")
+    ap.add_argument("--baseline", default="", help="another petal binary to time with tracing off")
     a = ap.parse_args()
     sha = sh(["git", "rev-parse", "--short=10", "HEAD"]) or "unknown"
     dirty = bool(sh(["git", "status", "--porcelain", "--untracked-files=no"]))
@@ -85,14 +87,16 @@ def main():
         datetime.date.today().isoformat(), a.backend, sha))
     collector = Collector(keep=False)
     runs = []
+    modes = ("base", "off", "on") if a.baseline else ("off", "on")
     for rnd in range(a.rounds):
-        for mode in ("off", "on"):
+        for mode in modes:
             extra = ["--otlp-endpoint", collector.endpoint] if mode == "on" else []
-            proc, port, log = serve(a.petal, extra + a.serve_arg, a.backend, a.model)
+            binary = a.baseline if mode == "base" else a.petal
+            proc, port, log = serve(binary, extra + a.serve_arg, a.backend, a.model)
             tmp = tempfile.NamedTemporaryFile(suffix=".json", delete=False).name
             spans0 = collector.count()
             try:
-                r = subprocess.run([a.petal, "bench", "http", "--gateway", "127.0.0.1:%d" % port,
+                r = subprocess.run([binary, "bench", "http", "--gateway", "127.0.0.1:%d" % port,
                                     "--concurrency", a.concurrency, "--words", str(a.words),
                                     "--seconds", str(a.seconds), "--out", tmp],
                                    capture_output=True, text=True, timeout=600)
@@ -103,7 +107,8 @@ def main():
                 stop(proc)
             time.sleep(0.7)  # the exporters' last flush
             res = json.load(open(tmp))
-            runs.append({"round": rnd, "tracing": mode, "spans_exported": collector.count() - spans0,
+            runs.append({"round": rnd, "tracing": mode, "binary_sha": res.get("sha", ""),
+                         "spans_exported": collector.count() - spans0,
                          "scenarios": res["scenarios"]})
             print("round %d, tracing %s: %d spans" % (rnd, mode, runs[-1]["spans_exported"]))
     collector.close()
@@ -111,16 +116,20 @@ def main():
     for c in a.concurrency.split(","):
         key = "concurrency_" + c
         row = {}
-        for mode in ("off", "on"):
+        for mode in modes:
             sc = [r["scenarios"][key] for r in runs if r["tracing"] == mode]
             row[mode] = {m: statistics.median(s[m] for s in sc) for m in ("p50_ms", "p99_ms", "req_per_s")}
         row["p50_overhead_pct"] = 100 * (row["on"]["p50_ms"] / row["off"]["p50_ms"] - 1)
         row["p99_overhead_pct"] = 100 * (row["on"]["p99_ms"] / row["off"]["p99_ms"] - 1)
+        if a.baseline:  # this build with tracing off against the other build
+            row["off_vs_base_p50_pct"] = 100 * (row["off"]["p50_ms"] / row["base"]["p50_ms"] - 1)
+            row["off_vs_base_p99_pct"] = 100 * (row["off"]["p99_ms"] / row["base"]["p99_ms"] - 1)
         summary[key] = row
     doc = {"tool": "bench/tracing_overhead.py", "sha": sha, "dirty": dirty, "machine": machine(),
            "date": datetime.datetime.utcnow().isoformat(timespec="seconds") + "Z",
            "backend": a.backend, "model": a.model, "words": a.words, "seconds": a.seconds,
-           "rounds": a.rounds, "serve_args": a.serve_arg, "summary": summary, "runs": runs}
+           "rounds": a.rounds, "serve_args": a.serve_arg, "baseline": a.baseline,
+           "baseline_sha": sh([a.baseline, "version"]) if a.baseline else "", "summary": summary, "runs": runs}
     os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
     with open(out, "w") as f:
         json.dump(doc, f, indent=1)
@@ -131,6 +140,10 @@ def main():
         print("| %s | %.3f | %.3f | %+.1f%% | %.3f | %.3f | %+.1f%% |" % (
             key.split("_")[1], row["off"]["p50_ms"], row["on"]["p50_ms"], row["p50_overhead_pct"],
             row["off"]["p99_ms"], row["on"]["p99_ms"], row["p99_overhead_pct"]))
+    if a.baseline:
+        for key, row in summary.items():
+            print("%s: tracing off vs baseline: p50 %+.1f%%, p99 %+.1f%% (base p50 %.3f ms)" % (
+                key, row["off_vs_base_p50_pct"], row["off_vs_base_p99_pct"], row["base"]["p50_ms"]))
     print("wrote", out)
 
 

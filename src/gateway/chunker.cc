@@ -70,29 +70,33 @@ void EmbedChunks(ReplicaSet* replicas, const std::vector<std::vector<int32_t>>& 
     std::shared_ptr<trace::Span> span;  // only for traced requests
     std::string traceparent;
     if (trace.valid()) {
-      span = std::make_shared<trace::Span>(trace::Span::Child("chunk", trace, trace::SpanKind::kClient));
+      span = std::make_shared<trace::Span>(
+          trace::Span::Child("chunk", trace, trace::SpanKind::kClient));
       span->SetInt("petal.chunk.index", static_cast<int64_t>(c));
       span->SetInt("petal.chunk.sequences", static_cast<int64_t>(e - b));
       span->SetInt("petal.chunk.tokens", tokens);
       traceparent = trace::FormatTraceparent(span->context());
     }
-    replicas->Embed(std::move(req), tokens, [g, c, span](StatusOr<v1::EmbedResponse> r) {
-      if (span) {
-        if (!r.ok()) span->SetError(r.status().ToString());
-        span->End();
-      }
-      {
-        std::lock_guard<std::mutex> lock(g->mu);
-        if (r.ok()) {
-          g->result.responses[c] = std::move(r).value();
-        } else if (g->error.ok()) {
-          g->error = r.status();
-        }
-      }
-      if (g->remaining.fetch_sub(1) != 1) return;
-      if (!g->error.ok()) return g->done(g->error);
-      g->done(std::move(g->result));
-    }, std::move(traceparent));
+    replicas->Embed(
+        std::move(req), tokens,
+        [g, c, span](StatusOr<v1::EmbedResponse> r) {
+          if (span) {
+            if (!r.ok()) span->SetError(r.status().ToString());
+            span->End();
+          }
+          {
+            std::lock_guard<std::mutex> lock(g->mu);
+            if (r.ok()) {
+              g->result.responses[c] = std::move(r).value();
+            } else if (g->error.ok()) {
+              g->error = r.status();
+            }
+          }
+          if (g->remaining.fetch_sub(1) != 1) return;
+          if (!g->error.ok()) return g->done(g->error);
+          g->done(std::move(g->result));
+        },
+        std::move(traceparent));
   }
 }
 

@@ -200,7 +200,8 @@ void Gateway::Embed(const HttpRequest& req, bool openai, Reply reply) {
   const auto t1 = Clock::now();
   EmbedChunks(
       replicas_.get(), *seqs, std::move(chunks), so, NextRequestId(),
-      [this, p, openai, tokens, t1, tc, reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
+      [this, p, openai, tokens, t1, tc,
+       reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
         metrics_.Inference(Since(t1));
         size_t rows = 0;
         if (r.ok()) {
@@ -278,19 +279,20 @@ void Gateway::Score(const HttpRequest& req, Reply reply) {
   auto chunks = SplitChunks(*seqs, options_.chunk);
   metrics_.Chunks(static_cast<int64_t>(chunks.size()));
   const auto t1 = Clock::now();
-  EmbedChunks(replicas_.get(), *seqs, std::move(chunks), so, NextRequestId(),
-              [this, model, top_k, tokens, t1,
-               reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
-                metrics_.Inference(Since(t1));
-                boost::asio::post(*workers_, [model, top_k, tokens, r = std::move(r),
-                                              reply = std::move(reply)]() mutable {
-                  if (!r.ok()) return reply(ServerError(r.status()));
-                  auto json = ScoreJson(*r, model, top_k, tokens);
-                  if (!json.ok()) return reply(ServerError(json.status()));
-                  reply(MakeResponse(200, std::move(json).value()));
-                });
-              },
-              tc);
+  EmbedChunks(
+      replicas_.get(), *seqs, std::move(chunks), so, NextRequestId(),
+      [this, model, top_k, tokens, t1,
+       reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
+        metrics_.Inference(Since(t1));
+        boost::asio::post(*workers_, [model, top_k, tokens, r = std::move(r),
+                                      reply = std::move(reply)]() mutable {
+          if (!r.ok()) return reply(ServerError(r.status()));
+          auto json = ScoreJson(*r, model, top_k, tokens);
+          if (!json.ok()) return reply(ServerError(json.status()));
+          reply(MakeResponse(200, std::move(json).value()));
+        });
+      },
+      tc);
 }
 
 void Gateway::Tokenize(const HttpRequest& req, Reply reply) {

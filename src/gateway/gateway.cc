@@ -154,9 +154,9 @@ void Gateway::Handle(HttpRequest&& req, Reply reply) {
   if (trace::Enabled()) {
     const auto tp = req["traceparent"];
     const auto parent = trace::ParseTraceparent(std::string_view(tp.data(), tp.size()));
-    span = std::make_shared<trace::Span>(trace::Span::Start(
-        std::string(http::to_string(req.method())) + " " + std::string(name),
-        trace::SpanKind::kServer, parent ? &*parent : nullptr));
+    span = std::make_shared<trace::Span>(
+        trace::Span::Start(std::string(http::to_string(req.method())) + " " + std::string(name),
+                           trace::SpanKind::kServer, parent ? &*parent : nullptr));
     span->SetString("http.route", name);
     span_ctx = span->context();
   }

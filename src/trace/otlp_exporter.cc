@@ -34,7 +34,8 @@ size_t Discard(char*, size_t size, size_t n, void*) { return size * n; }
 std::string OtlpJson(const std::vector<SpanRecord>& spans, const std::string& service_name) {
   std::string o;
   o.reserve(256 + spans.size() * 320);
-  o += R"({"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":)";
+  o +=
+      R"({"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":)";
   JsonString(&o, service_name);
   o += R"(}}]},"scopeSpans":[{"scope":{"name":"petal"},"spans":[)";
   for (size_t i = 0; i < spans.size(); ++i) {
@@ -49,8 +50,8 @@ std::string OtlpJson(const std::vector<SpanRecord>& spans, const std::string& se
     JsonString(&o, s.name);
     o += R"(,"kind":)" + std::to_string(static_cast<int>(s.kind));
     // OTLP JSON writes 64-bit integers as decimal strings.
-    o += R"(,"startTimeUnixNano":")" + std::to_string(s.start_unix_ns) + R"(","endTimeUnixNano":")" +
-         std::to_string(s.end_unix_ns) + R"(","attributes":[)";
+    o += R"(,"startTimeUnixNano":")" + std::to_string(s.start_unix_ns) +
+         R"(","endTimeUnixNano":")" + std::to_string(s.end_unix_ns) + R"(","attributes":[)";
     bool first = true;
     for (const auto& [k, v] : s.int_attributes) {
       if (!first) o += ',';

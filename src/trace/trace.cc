@@ -92,8 +92,8 @@ uint64_t NowUnixNs() {
 
 uint64_t ToUnixNs(std::chrono::steady_clock::time_point t) {
   const auto ago = std::chrono::steady_clock::now() - t;
-  return NowUnixNs() - static_cast<uint64_t>(
-                           std::chrono::duration_cast<std::chrono::nanoseconds>(ago).count());
+  return NowUnixNs() -
+         static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(ago).count());
 }
 
 Span& Span::operator=(Span&& other) noexcept {

@@ -35,23 +35,23 @@ TEST(Traceparent, ParsesAndFormatsTheW3cExample) {
   EXPECT_EQ(Hex(c->trace_id.data(), 16), "4bf92f3577b34da6a3ce929d0e0e4736");
   EXPECT_EQ(Hex(c->span_id.data(), 8), "00f067aa0ba902b7");
   EXPECT_EQ(FormatTraceparent(*c), v);
-  EXPECT_FALSE(ParseTraceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00")
-                   ->sampled());
+  EXPECT_FALSE(
+      ParseTraceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00")->sampled());
   // A future version may carry more fields after the four it shares with version 00.
-  EXPECT_TRUE(ParseTraceparent(
-      "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-future").has_value());
+  EXPECT_TRUE(ParseTraceparent("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-future")
+                  .has_value());
 }
 
 TEST(Traceparent, RefusesMalformedValues) {
-  for (const char* bad : {
-           "", "00", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0",
-           "00-00000000000000000000000000000000-00f067aa0ba902b7-01",  // zero trace id
-           "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",  // zero span id
-           "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",  // version ff
-           "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",  // upper case
-           "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x",  // v00 has 4 fields
-           "00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-           "00-4bf92f3577b34da6a3ce929d0e0e473g-00f067aa0ba902b7-01"}) {
+  for (const char* bad :
+       {"", "00", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0",
+        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",    // zero trace id
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",    // zero span id
+        "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",    // version ff
+        "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",    // upper case
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x",  // v00 has 4 fields
+        "00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        "00-4bf92f3577b34da6a3ce929d0e0e473g-00f067aa0ba902b7-01"}) {
     EXPECT_FALSE(ParseTraceparent(bad).has_value()) << bad;
   }
   // Random ids round-trip.
@@ -92,7 +92,8 @@ TEST(Span, OffByDefaultAndInactive) {
 
 TEST(Span, OffCostsNoAllocation) {
   ASSERT_FALSE(Enabled());
-  const auto incoming = *ParseTraceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+  const auto incoming =
+      *ParseTraceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
   const long before = g_allocations.load();
   for (int i = 0; i < 1000; ++i) {
     Span root = Span::Start("POST /v1/embeddings", SpanKind::kServer, &incoming);
@@ -109,7 +110,8 @@ TEST(Span, OffCostsNoAllocation) {
 TEST(Span, ChildrenShareTheTraceAndLinkToTheirParent) {
   Collect c;
   SetExporter(&c);
-  const auto incoming = *ParseTraceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+  const auto incoming =
+      *ParseTraceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
   SpanContext root_ctx;
   {
     Span root = Span::Start("root", SpanKind::kServer, &incoming);
@@ -123,7 +125,8 @@ TEST(Span, ChildrenShareTheTraceAndLinkToTheirParent) {
     EXPECT_FALSE(Span::Child("untraced", SpanContext{}).active());
   }
   EXPECT_FALSE(Current().valid());  // the scope restored the previous (none)
-  const auto unsampled = *ParseTraceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00");
+  const auto unsampled =
+      *ParseTraceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00");
   EXPECT_FALSE(Span::Start("dropped", SpanKind::kServer, &unsampled).active());
   SetExporter(nullptr);
   ASSERT_EQ(c.spans.size(), 3u);
@@ -159,8 +162,9 @@ TEST(Otlp, JsonIsTheExportTraceServiceRequestShape) {
   simdjson::dom::element doc;
   ASSERT_EQ(p.parse(body).get(doc), simdjson::SUCCESS) << body;
   auto rs = doc["resourceSpans"].at(0);
-  EXPECT_EQ(std::string(rs["resource"]["attributes"].at(0)["value"]["stringValue"].get_string().value()),
-            "petal-test");
+  EXPECT_EQ(
+      std::string(rs["resource"]["attributes"].at(0)["value"]["stringValue"].get_string().value()),
+      "petal-test");
   auto span = rs["scopeSpans"].at(0)["spans"].at(0);
   EXPECT_EQ(std::string(span["traceId"].get_string().value()), "4bf92f3577b34da6a3ce929d0e0e4736");
   EXPECT_EQ(std::string(span["spanId"].get_string().value()), "00f067aa0ba902b7");
@@ -191,7 +195,8 @@ TEST(Otlp, ACollectorThatIsDownNeverBlocksExport) {
     s.name = "x";
     (*e)->Export(std::move(s));
   }
-  const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  const double us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   // Each Export is a push_back or a drop under a short lock: well under 5 us on a loaded CI core.
   EXPECT_LT(us / kSpans, 5.0);
   const OtlpStats st = (*e)->Stats();
@@ -202,7 +207,8 @@ TEST(Otlp, ACollectorThatIsDownNeverBlocksExport) {
   // What one span costs a request when tracing is on (ids, clock reads, two attributes, the
   // hand-off); printed for docs/api.md, bounded loosely for a loaded CI core.
   SetExporter(e->get());
-  const auto incoming = *ParseTraceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+  const auto incoming =
+      *ParseTraceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
   const auto t1 = std::chrono::steady_clock::now();
   constexpr int kTimed = 20000;
   for (int i = 0; i < kTimed; ++i) {
@@ -210,7 +216,9 @@ TEST(Otlp, ACollectorThatIsDownNeverBlocksExport) {
     s.SetInt("petal.inputs", i);
     s.SetString("http.route", "/v1/embeddings");
   }
-  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t1).count() / kTimed;
+  const double ns =
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t1).count() /
+      kTimed;
   SetExporter(nullptr);
   std::printf("one span, started to exported: %.0f ns\n", ns);
   EXPECT_LT(ns, 20000.0);
