@@ -85,7 +85,9 @@ TEST_F(OpenApiDoc, EveryOperationAndAssetHasItsRoute) {
   for (const std::string& a : assets_) {
     const Route* r = Gateway::FindRoute(a);
     ASSERT_NE(r, nullptr) << a;
-    if (EmbeddedSwaggerUi() != nullptr) EXPECT_FALSE(FindDocsFile(a).body.empty()) << a;
+    if (EmbeddedSwaggerUi() != nullptr) {
+      EXPECT_FALSE(FindDocsFile(a).body.empty()) << a;
+    }
   }
 }
 
