@@ -41,6 +41,8 @@ APT_PACKAGES=(
   clang-format python3 python3-venv xz-utils
   # fuzzing (scripts/fuzz.sh): clang 14 with libFuzzer (libclang_rt.fuzzer is in libclang-rt-14-dev)
   clang libclang-rt-14-dev libomp-dev
+  # the /docs browser test (tests/docs/docs_browser_test.py): headless Chromium and its WebDriver
+  chromium chromium-driver
 )
 
 missing=()

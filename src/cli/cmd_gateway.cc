@@ -6,6 +6,7 @@
 #include "cli/command.h"
 #include "cli/gateway_flags.h"
 #include "cli/model_arg.h"
+#include "cli/trace_flags.h"
 #include "common/log.h"
 #include "gateway/gateway.h"
 
@@ -17,7 +18,9 @@ std::function<int()> SetupGateway(CLI::App* app) {
   app->add_option("--server", o->servers, "Inference server host:port (repeat for replicas)")
       ->required();
   AddGatewayFlags(app, o.get());
-  return [o] {
+  auto otlp = std::make_shared<std::string>();
+  AddTraceFlag(app, otlp.get());
+  return [o, otlp] {
     if (o->model_dir.empty()) {
       std::fprintf(stderr, "error: --model is required\n");
       return 2;
@@ -29,6 +32,8 @@ std::function<int()> SetupGateway(CLI::App* app) {
     sigaddset(&signals, SIGINT);
     sigaddset(&signals, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    Tracing tracing;  // outlives the gateway
+    if (!tracing.Start(*otlp, "petal-gateway")) return 1;
     auto g = gateway::Gateway::Start(*o);
     if (!g.ok()) {
       Log("error", "cannot start gateway", {{"error", g.status().ToString()}});

@@ -22,6 +22,7 @@
 #include "cli/gateway_flags.h"
 #include "cli/gpu_select.h"
 #include "cli/model_arg.h"
+#include "cli/trace_flags.h"
 #include "common/log.h"
 #include "engine/cuda/cuda_engine.h"
 #include "gateway/gateway.h"
@@ -38,6 +39,7 @@ struct ServeArgs {
   std::string gpus;          // --gpus: one replica per GPU (empty: as without)
   std::vector<std::string> server_args;
   std::string quantize = "none";  // passed to every replica as --quantize
+  std::string otlp_endpoint;      // tracing: the gateway's and every replica's exporter
   bool fake = false;
   int start_timeout_s = 600;
   int grace_ms = 30000;
@@ -199,6 +201,7 @@ int RunServe(ServeArgs& a) {
     if (!a.devices.empty()) {
       c.argv.insert(c.argv.end(), {"--device", std::to_string(a.devices[i % a.devices.size()])});
     }
+    if (!a.otlp_endpoint.empty()) c.argv.insert(c.argv.end(), {"--otlp-endpoint", a.otlp_endpoint});
     c.argv.insert(c.argv.end(), a.server_args.begin(), a.server_args.end());
     if (c.port == 0 || !StartChild(&c)) {
       StopChildren(&children, 0);
@@ -229,6 +232,11 @@ int RunServe(ServeArgs& a) {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
+  }
+  Tracing tracing;  // outlives the gateway
+  if (!tracing.Start(a.otlp_endpoint, "petal-gateway")) {
+    StopChildren(&children, 0);
+    return 1;
   }
   auto g = gateway::Gateway::Start(a.gateway);
   if (!g.ok()) {
@@ -284,6 +292,7 @@ std::function<int()> SetupServe(CLI::App* app) {
   app->add_option("--shutdown-grace-ms", a->grace_ms, "Replicas' drain time on shutdown")
       ->capture_default_str();
   app->add_option("--port", a->port, "HTTP port (shorthand for --listen 127.0.0.1:PORT)");
+  AddTraceFlag(app, &a->otlp_endpoint);
   return [a] {
     if (!a->gpus.empty() && a->gpus != "0" && (a->fake || a->backend == "cpu")) {
       std::fprintf(stderr, "error: --gpus runs CUDA replicas; it cannot go with %s\n",

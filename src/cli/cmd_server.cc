@@ -12,6 +12,7 @@
 #include "cli/command.h"
 #include "cli/engine_flags.h"
 #include "cli/model_arg.h"
+#include "cli/trace_flags.h"
 #include "common/log.h"
 #include "server/fake_engine.h"
 #include "server/server.h"
@@ -32,6 +33,7 @@ struct ServerArgs {
   int grace_ms = 30000;
   bool fake = false;
   int fake_latency_us = 0;
+  std::string otlp_endpoint;
 };
 
 int RunServer(const ServerArgs& a) {
@@ -42,6 +44,8 @@ int RunServer(const ServerArgs& a) {
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  Tracing tracing;  // outlives the server
+  if (!tracing.Start(a.otlp_endpoint, "petal-server")) return 1;
 
   server::ServerOptions so;
   so.listen = a.listen;
@@ -140,6 +144,7 @@ std::function<int()> SetupServer(CLI::App* app) {
   app->add_flag("--fake-engine", a->fake,
                 "Serve the deterministic FakeEngine (no model; for tests)");
   app->add_option("--fake-latency-us", a->fake_latency_us, "FakeEngine: simulated time per batch");
+  AddTraceFlag(app, &a->otlp_endpoint);
   return [a] {
     if (a->model.empty() && !a->fake) {
       std::fprintf(stderr, "error: --model is required (or --fake-engine)\n");

@@ -42,7 +42,8 @@ struct Gather {
 
 void EmbedChunks(ReplicaSet* replicas, const std::vector<std::vector<int32_t>>& seqs,
                  std::vector<std::pair<size_t, size_t>> chunks, const v1::EmbedOptions& options,
-                 const std::string& request_id, std::function<void(StatusOr<ChunkedResult>)> done) {
+                 const std::string& request_id, std::function<void(StatusOr<ChunkedResult>)> done,
+                 const trace::SpanContext& trace) {
   auto g = std::make_shared<Gather>();
   g->result.ranges = std::move(chunks);
   g->result.responses.resize(g->result.ranges.size());
@@ -66,19 +67,36 @@ void EmbedChunks(ReplicaSet* replicas, const std::vector<std::vector<int32_t>>& 
       p += seqs[i].size() * 4;
       req.add_lengths(static_cast<uint32_t>(seqs[i].size()));
     }
-    replicas->Embed(std::move(req), tokens, [g, c](StatusOr<v1::EmbedResponse> r) {
-      {
-        std::lock_guard<std::mutex> lock(g->mu);
-        if (r.ok()) {
-          g->result.responses[c] = std::move(r).value();
-        } else if (g->error.ok()) {
-          g->error = r.status();
-        }
-      }
-      if (g->remaining.fetch_sub(1) != 1) return;
-      if (!g->error.ok()) return g->done(g->error);
-      g->done(std::move(g->result));
-    });
+    std::shared_ptr<trace::Span> span;  // only for traced requests
+    std::string traceparent;
+    if (trace.valid()) {
+      span = std::make_shared<trace::Span>(
+          trace::Span::Child("chunk", trace, trace::SpanKind::kClient));
+      span->SetInt("petal.chunk.index", static_cast<int64_t>(c));
+      span->SetInt("petal.chunk.sequences", static_cast<int64_t>(e - b));
+      span->SetInt("petal.chunk.tokens", tokens);
+      traceparent = trace::FormatTraceparent(span->context());
+    }
+    replicas->Embed(
+        std::move(req), tokens,
+        [g, c, span](StatusOr<v1::EmbedResponse> r) {
+          if (span) {
+            if (!r.ok()) span->SetError(r.status().ToString());
+            span->End();
+          }
+          {
+            std::lock_guard<std::mutex> lock(g->mu);
+            if (r.ok()) {
+              g->result.responses[c] = std::move(r).value();
+            } else if (g->error.ok()) {
+              g->error = r.status();
+            }
+          }
+          if (g->remaining.fetch_sub(1) != 1) return;
+          if (!g->error.ok()) return g->done(g->error);
+          g->done(std::move(g->result));
+        },
+        std::move(traceparent));
   }
 }
 

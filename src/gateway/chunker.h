@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gateway/replica_set.h"
+#include "trace/trace.h"
 
 namespace petal::gateway {
 
@@ -32,9 +33,12 @@ struct ChunkedResult {
 
 // Embeds `seqs` with `options`: one EmbedRequest per chunk (ranges from SplitChunks, computed
 // once per request by the caller), all in flight at once. `done` gets every response or the
-// first error (the other chunks' answers are then discarded).
+// first error (the other chunks' answers are then discarded). With a valid `trace` (the
+// request's span), each chunk's call is a client span, child of it, whose context travels to the
+// server as the call's `traceparent`.
 void EmbedChunks(ReplicaSet* replicas, const std::vector<std::vector<int32_t>>& seqs,
                  std::vector<std::pair<size_t, size_t>> chunks, const v1::EmbedOptions& options,
-                 const std::string& request_id, std::function<void(StatusOr<ChunkedResult>)> done);
+                 const std::string& request_id, std::function<void(StatusOr<ChunkedResult>)> done,
+                 const trace::SpanContext& trace = {});
 
 }  // namespace petal::gateway

@@ -12,6 +12,7 @@
 #include "gateway/embed_format.h"
 #include "gateway/gateway.h"
 #include "gateway/json_writer.h"
+#include "trace/trace.h"
 #include "wire/codec.h"
 
 namespace petal::gateway {
@@ -175,15 +176,21 @@ std::optional<RequestError> Gateway::ToSequences(EmbedParams* p, const char* fie
 }
 
 void Gateway::Embed(const HttpRequest& req, bool openai, Reply reply) {
+  const trace::SpanContext tc = trace::Current();  // invalid when the request is not traced
   auto p = std::make_shared<EmbedParams>();
   const char* field = openai ? "input" : "inputs";
+  trace::Span parse = trace::Span::Child("parse", tc);
   auto err = openai ? ParseOpenAiEmbed(req.body(), options_.max_inputs, p.get())
                     : ParseTeiEmbed(req.body(), options_.max_inputs, p.get());
   v1::EmbedOptions so;
   if (!err) err = ServerOptions(*p, &so);
+  parse.End();
   auto seqs = std::make_shared<std::vector<std::vector<int32_t>>>();
   const auto t0 = Clock::now();
+  trace::Span tokenize = trace::Span::Child("tokenize", tc);
   if (!err) err = ToSequences(p.get(), field, seqs.get());
+  tokenize.SetInt("petal.inputs", static_cast<int64_t>(seqs->size()));
+  tokenize.End();
   if (err) return reply(ErrorResponse(*err));
   int64_t tokens = 0;
   for (const auto& s : *seqs) tokens += static_cast<int64_t>(s.size());
@@ -193,7 +200,8 @@ void Gateway::Embed(const HttpRequest& req, bool openai, Reply reply) {
   const auto t1 = Clock::now();
   EmbedChunks(
       replicas_.get(), *seqs, std::move(chunks), so, NextRequestId(),
-      [this, p, openai, tokens, t1, reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
+      [this, p, openai, tokens, t1, tc,
+       reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
         metrics_.Inference(Since(t1));
         size_t rows = 0;
         if (r.ok()) {
@@ -204,8 +212,9 @@ void Gateway::Embed(const HttpRequest& req, bool openai, Reply reply) {
           }
           metrics_.Queue(static_cast<double>(queue_us) * 1e-6);
         }
-        auto format = [this, p, openai, tokens, r = std::move(r),
+        auto format = [this, p, openai, tokens, tc, r = std::move(r),
                        reply = std::move(reply)]() mutable {
+          trace::Span format_span = trace::Span::Child("format", tc);
           if (!r.ok()) return reply(ServerError(r.status()));
           if (Status s = CheckChunks(*r); !s.ok()) return reply(ServerError(s));
           JsonOut o(64 + r->responses.size() * 16);
@@ -234,15 +243,18 @@ void Gateway::Embed(const HttpRequest& req, bool openai, Reply reply) {
             });
             o.Raw("]");
           }
+          format_span.End();
           reply(MakeResponse(200, o.Take()));
         };
         // A few rows (or an error) are cheaper to format here than the hand-off to a worker.
         if (rows <= kInlineFormatRows) return format();
         boost::asio::post(*workers_, std::move(format));
-      });
+      },
+      tc);
 }
 
 void Gateway::Score(const HttpRequest& req, Reply reply) {
+  const trace::SpanContext tc = trace::Current();
   ScoreParams sp;
   if (auto err = ParseScore(req.body(), options_.max_inputs - 1, &sp)) {
     return reply(ErrorResponse(*err));
@@ -268,18 +280,20 @@ void Gateway::Score(const HttpRequest& req, Reply reply) {
   auto chunks = SplitChunks(*seqs, options_.chunk);
   metrics_.Chunks(static_cast<int64_t>(chunks.size()));
   const auto t1 = Clock::now();
-  EmbedChunks(replicas_.get(), *seqs, std::move(chunks), so, NextRequestId(),
-              [this, model, top_k, tokens, t1,
-               reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
-                metrics_.Inference(Since(t1));
-                boost::asio::post(*workers_, [model, top_k, tokens, r = std::move(r),
-                                              reply = std::move(reply)]() mutable {
-                  if (!r.ok()) return reply(ServerError(r.status()));
-                  auto json = ScoreJson(*r, model, top_k, tokens);
-                  if (!json.ok()) return reply(ServerError(json.status()));
-                  reply(MakeResponse(200, std::move(json).value()));
-                });
-              });
+  EmbedChunks(
+      replicas_.get(), *seqs, std::move(chunks), so, NextRequestId(),
+      [this, model, top_k, tokens, t1,
+       reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
+        metrics_.Inference(Since(t1));
+        boost::asio::post(*workers_, [model, top_k, tokens, r = std::move(r),
+                                      reply = std::move(reply)]() mutable {
+          if (!r.ok()) return reply(ServerError(r.status()));
+          auto json = ScoreJson(*r, model, top_k, tokens);
+          if (!json.ok()) return reply(ServerError(json.status()));
+          reply(MakeResponse(200, std::move(json).value()));
+        });
+      },
+      tc);
 }
 
 void Gateway::Tokenize(const HttpRequest& req, Reply reply) {

@@ -1,5 +1,5 @@
 // Gateway set-up, the route table and routing, and the small routes (health, readiness, models,
-// info, metrics). The embedding routes are in embed_routes.cc.
+// info, metrics, /openapi.json, /docs). The embedding routes are in embed_routes.cc.
 #include "gateway/gateway.h"
 
 #include <algorithm>
@@ -7,7 +7,10 @@
 #include <thread>
 
 #include "common/prometheus_text.h"
+#include "gateway/docs_page.h"
 #include "gateway/json_writer.h"
+#include "gateway/openapi_doc.h"
+#include "trace/trace.h"
 #include "wire/stats_prometheus.h"
 
 namespace petal::gateway {
@@ -52,6 +55,13 @@ const Route Gateway::kRouteTable[] = {
     {"/v1/models", http::verb::get, &Gateway::Models, T::kIo, true},
     {"/info", http::verb::get, &Gateway::Info, T::kIo, true},
     {"/metrics", http::verb::get, &Gateway::Metrics, T::kWorker, false},
+    // The API's description and the page that shows it: public like /health, so that a browser
+    // can load them; the page's calls carry the key the user enters (Authorize).
+    {"/openapi.json", http::verb::get, &Gateway::OpenApi, T::kIo, false},
+    {"/docs", http::verb::get, &Gateway::Docs, T::kIo, false},
+    {"/docs/swagger-ui.css", http::verb::get, &Gateway::Docs, T::kIo, false},
+    {"/docs/swagger-ui-bundle.js", http::verb::get, &Gateway::Docs, T::kIo, false},
+    {"/docs/petal-docs.js", http::verb::get, &Gateway::Docs, T::kIo, false},
 };
 
 unsigned HttpStatusFor(const Status& s) {
@@ -137,9 +147,27 @@ void Gateway::Handle(HttpRequest&& req, Reply reply) {
   const std::string_view name = route ? route->path : "other";  // the metrics label
   const auto start = Clock::now();
   inflight_++;
-  Reply done = [this, name, start, reply = std::move(reply)](HttpResponse res) {
+  // Tracing (off unless --otlp-endpoint): the request's server span, child of the caller's
+  // `traceparent` when it sent one. Off, `span` stays null and nothing below allocates.
+  std::shared_ptr<trace::Span> span;
+  trace::SpanContext span_ctx;
+  if (trace::Enabled()) {
+    const auto tp = req["traceparent"];
+    const auto parent = trace::ParseTraceparent(std::string_view(tp.data(), tp.size()));
+    span = std::make_shared<trace::Span>(
+        trace::Span::Start(std::string(http::to_string(req.method())) + " " + std::string(name),
+                           trace::SpanKind::kServer, parent ? &*parent : nullptr));
+    span->SetString("http.route", name);
+    span_ctx = span->context();
+  }
+  Reply done = [this, name, start, span, reply = std::move(reply)](HttpResponse res) {
     metrics_.Request(name, res.result_int(),
                      std::chrono::duration<double>(Clock::now() - start).count());
+    if (span) {
+      span->SetInt("http.response.status_code", res.result_int());
+      if (res.result_int() >= 500) span->SetError(std::string(res.reason()));
+      span->End();
+    }
     reply(std::move(res));
     inflight_--;  // last: the gateway may be destroyed once nothing is in flight
   };
@@ -172,10 +200,15 @@ void Gateway::Handle(HttpRequest&& req, Reply reply) {
       route->thread == Route::Thread::kIo ||
       (route->thread == Route::Thread::kIoIfSmall && req.body().size() <= kInlineBodyBytes);
   try {
-    if (on_io) return (this->*(route->handler))(req, std::move(done));
-    boost::asio::post(*workers_, [this, handler = route->handler, req = std::move(req),
+    if (on_io) {
+      // Handlers read the request's span as trace::Current() (null pointer: untraced, no-op).
+      trace::ScopedContext scope(span ? &span_ctx : nullptr);
+      return (this->*(route->handler))(req, std::move(done));
+    }
+    boost::asio::post(*workers_, [this, handler = route->handler, req = std::move(req), span_ctx,
                                   done = std::move(done)]() mutable {
       try {
+        trace::ScopedContext scope(span_ctx.valid() ? &span_ctx : nullptr);
         (this->*handler)(req, std::move(done));
       } catch (const std::exception& e) {
         if (done) done(MakeResponse(500, ErrorJson(e.what(), "server_error", "")));
@@ -261,6 +294,29 @@ void Gateway::Metrics(const HttpRequest&, Reply reply) {
   }
   out += MergePrometheus(pages);
   reply(MakeResponse(200, std::move(out), "text/plain; version=0.0.4"));
+}
+
+void Gateway::OpenApi(const HttpRequest&, Reply reply) {
+  HttpResponse res = MakeResponse(200, std::string(OpenApiJson()));
+  res.set(http::field::access_control_allow_origin, "*");  // for client generators and editors
+  reply(std::move(res));
+}
+
+void Gateway::Docs(const HttpRequest& req, Reply reply) {
+  const std::string_view target(req.target().data(), req.target().size());
+  const DocsFile f = FindDocsFile(target.substr(0, target.find('?')));
+  HttpResponse res =
+      f.body.empty()
+          ? MakeResponse(503,
+                         "this petal binary was built without the Swagger UI files (see "
+                         "docs/dependencies.md: swagger-ui-bundle-v2); /openapi.json is served\n",
+                         "text/plain; charset=utf-8")
+          : MakeResponse(200, std::string(f.body), f.content_type);
+  res.set("Content-Security-Policy", std::string(kDocsCsp));
+  res.set("X-Content-Type-Options", "nosniff");
+  res.set("Referrer-Policy", "no-referrer");
+  res.set(http::field::cache_control, "no-cache");
+  reply(std::move(res));
 }
 
 }  // namespace petal::gateway

@@ -1,7 +1,7 @@
 // Gateway: the HTTP front of Petal. Owns the tokenizer and model config (the gateway tokenizes;
 // servers receive ids), the ReplicaSet of inference servers, the HTTP server and the metrics,
 // and routes each request (OpenAI /v1/embeddings, TEI-style /embed and /tokenize, /v1/score,
-// health, readiness, info and metrics; see docs/api.md).
+// health, readiness, info and metrics, the OpenAPI document and the /docs page; see docs/api.md).
 //
 // Thread-safety: handlers run concurrently on the HTTP I/O threads and on gRPC completion
 // threads; all shared state is immutable after Start or internally synchronised. Start and the
@@ -98,6 +98,8 @@ class Gateway {
   void Models(const HttpRequest& req, Reply reply);
   void Info(const HttpRequest& req, Reply reply);
   void Metrics(const HttpRequest& req, Reply reply);
+  void OpenApi(const HttpRequest& req, Reply reply);
+  void Docs(const HttpRequest& req, Reply reply);  // /docs and its files
   void Embed(const HttpRequest& req, bool openai, Reply reply);
   static const Route kRouteTable[];  // gateway.cc
   // Turns texts (or ids) into checked token sequences; an error is the HTTP answer to send.

@@ -69,43 +69,48 @@ ReplicaSet::Replica* ReplicaSet::Pick(const Replica* avoid) const {
   return best;
 }
 
-void ReplicaSet::Embed(v1::EmbedRequest request, int64_t tokens, Done done) {
+void ReplicaSet::Embed(v1::EmbedRequest request, int64_t tokens, Done done,
+                       std::string traceparent) {
   Replica* r = Pick(nullptr);
   if (r == nullptr) {
     done(Unavailable("no inference server is serving"));
     return;
   }
-  Send(r, std::make_shared<v1::EmbedRequest>(std::move(request)), tokens, false, std::move(done));
+  Send(r, std::make_shared<v1::EmbedRequest>(std::move(request)), tokens, false, std::move(done),
+       std::move(traceparent));
 }
 
 void ReplicaSet::Send(Replica* r, std::shared_ptr<v1::EmbedRequest> request, int64_t tokens,
-                      bool retried, Done done) {
+                      bool retried, Done done, std::string traceparent) {
   r->outstanding += tokens;
   r->calls++;
   // The request is kept (not moved) so that it can be retried elsewhere.
   // The client is kept alive by the callback: the health thread may swap in a new one.
   auto client = r->Client();
-  client->EmbedAsync(*request, call_timeout_,
-                     [this, r, client, request, tokens, retried,
-                      done = std::move(done)](StatusOr<v1::EmbedResponse> result) mutable {
-                       r->outstanding -= tokens;
-                       if (result.ok()) return done(std::move(result));
-                       r->failures++;
-                       // The gateway never cancels its calls, so CANCELLED means the server dropped
-                       // the call
-                       // (it is shutting down): like UNAVAILABLE, the replica is down and the chunk
-                       // retried.
-                       const StatusCode code = result.status().code();
-                       if (code == StatusCode::kUnavailable || code == StatusCode::kCancelled) {
-                         r->up = false;
-                         if (!retried) {
-                           if (Replica* other = Pick(r)) {
-                             return Send(other, std::move(request), tokens, true, std::move(done));
-                           }
-                         }
-                       }
-                       done(std::move(result));
-                     });
+  client->EmbedAsync(
+      *request, call_timeout_,
+      [this, r, client, request, tokens, retried, traceparent,
+       done = std::move(done)](StatusOr<v1::EmbedResponse> result) mutable {
+        r->outstanding -= tokens;
+        if (result.ok()) return done(std::move(result));
+        r->failures++;
+        // The gateway never cancels its calls, so CANCELLED means the server dropped
+        // the call
+        // (it is shutting down): like UNAVAILABLE, the replica is down and the chunk
+        // retried.
+        const StatusCode code = result.status().code();
+        if (code == StatusCode::kUnavailable || code == StatusCode::kCancelled) {
+          r->up = false;
+          if (!retried) {
+            if (Replica* other = Pick(r)) {
+              return Send(other, std::move(request), tokens, true, std::move(done),
+                          std::move(traceparent));
+            }
+          }
+        }
+        done(std::move(result));
+      },
+      traceparent);
 }
 
 bool ReplicaSet::AnyUp() const {

@@ -45,7 +45,8 @@ class ReplicaSet {
   ~ReplicaSet();
 
   // Sends `request` (`tokens` tokens) to the least-loaded healthy replica; `done` runs once.
-  void Embed(v1::EmbedRequest request, int64_t tokens, Done done);
+  // `traceparent` (may be empty) goes with the call, retries included, as gRPC metadata.
+  void Embed(v1::EmbedRequest request, int64_t tokens, Done done, std::string traceparent = {});
   bool AnyUp() const;
   std::vector<ReplicaState> Snapshot() const;
   // Each replica's Stats (an error for replicas that do not answer).
@@ -73,7 +74,7 @@ class ReplicaSet {
   // Least outstanding tokens among up replicas other than `avoid`; null if none.
   Replica* Pick(const Replica* avoid) const;
   void Send(Replica* r, std::shared_ptr<v1::EmbedRequest> request, int64_t tokens, bool retried,
-            Done done);
+            Done done, std::string traceparent);
   void HealthLoop(Replica* r);
 
   std::vector<std::unique_ptr<Replica>> replicas_;

@@ -218,6 +218,7 @@ void EngineLoop::SchedulerMain() {
     }
     const BatchPlan plan = ScheduleNextBatch(window, options_.limits);
     Inflight item;
+    item.tokens = plan.num_tokens;
     item.entries.assign(std::make_move_iterator(pool_.begin()),
                         std::make_move_iterator(pool_.begin() + plan.num_seqs));
     pool_.erase(pool_.begin(), pool_.begin() + plan.num_seqs);
@@ -239,6 +240,10 @@ void EngineLoop::SchedulerMain() {
       int64_t unset = -1;
       if (r.queue_us.compare_exchange_strong(unset, MicrosSince(r.admitted, now))) {
         metrics_->queue_wait_s.Observe(MicrosSince(r.admitted, now) * 1e-6);
+        if (r.job.trace.valid()) {
+          trace::RecordChild("queue wait", r.job.trace, trace::ToUnixNs(r.admitted),
+                             trace::ToUnixNs(now));
+        }
       }
     }
     metrics_->batches.fetch_add(1);
@@ -288,8 +293,18 @@ void EngineLoop::CompletionMain() {
       Log("error", "engine batch failed",
           {{"sequences", std::to_string(item.entries.size())}, {"error", status.ToString()}});
     }
+    // Traced requests get an "engine step" span per batch they ran in (one per request even when
+    // several of its sequences shared the batch).
+    const LoopRequest* last_traced = nullptr;
     for (size_t i = 0; i < item.entries.size(); ++i) {
       LoopRequest& r = *item.entries[i].request;
+      if (r.job.trace.valid() && &r != last_traced) {
+        last_traced = &r;
+        trace::RecordChild("engine step", r.job.trace, trace::ToUnixNs(item.submitted),
+                           trace::ToUnixNs(now),
+                           {{"petal.batch.sequences", static_cast<int64_t>(item.entries.size())},
+                            {"petal.batch.tokens", item.tokens}});
+      }
       if (r.finished.load()) continue;  // cancelled while running: nothing to deliver
       if (!status.ok()) {
         Complete(r, status.WithContext("engine"));

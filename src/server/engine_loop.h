@@ -31,6 +31,7 @@
 #include "engine/engine.h"
 #include "server/metrics.h"
 #include "server/scheduler.h"
+#include "trace/trace.h"
 #include "wire/codec.h"
 
 namespace petal::server {
@@ -44,6 +45,9 @@ struct EmbedJob {
   std::vector<int32_t> cu_seqlens;  // num_seqs + 1 offsets into token_ids
   wire::OutputFormat format;
   Clock::time_point deadline = Clock::time_point::max();
+  // The request's server span (invalid: not traced); the loop records its "queue wait" and
+  // "engine step" spans as children.
+  trace::SpanContext trace;
   int num_seqs() const { return static_cast<int>(cu_seqlens.size()) - 1; }
 };
 
@@ -115,6 +119,7 @@ class EngineLoop {
     std::unique_ptr<PendingEmbeddings> handle;
     std::vector<Entry> entries;
     Clock::time_point submitted;
+    int64_t tokens = 0;
   };
 
   void SchedulerMain();

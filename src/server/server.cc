@@ -9,6 +9,7 @@
 
 #include "petal.grpc.pb.h"
 #include "server/request.h"
+#include "trace/trace.h"
 
 namespace petal::server {
 namespace {
@@ -71,10 +72,30 @@ class EmbedServer::Impl final : public v1::Embedder::CallbackService {
       const auto left = ctx->deadline() - std::chrono::system_clock::now();
       if (left < std::chrono::hours(24)) job->deadline = Clock::now() + left;
       std::string request_id = req->request_id();
+      // Tracing (off unless --otlp-endpoint): this call's server span, child of the gateway's
+      // chunk span named by the `traceparent` metadata.
+      std::shared_ptr<trace::Span> span;
+      if (trace::Enabled()) {
+        std::optional<trace::SpanContext> parent;
+        const auto& md = ctx->client_metadata();
+        if (auto it = md.find("traceparent"); it != md.end()) {
+          parent = trace::ParseTraceparent(std::string_view(it->second.data(), it->second.size()));
+        }
+        span = std::make_shared<trace::Span>(trace::Span::Start(
+            "petal.v1.Embedder/Embed", trace::SpanKind::kServer, parent ? &*parent : nullptr));
+        span->SetInt("petal.sequences", job->num_seqs());
+        span->SetInt("petal.tokens", static_cast<int64_t>(job->token_ids.size()));
+        job->trace = span->context();
+      }
       // The callback runs once, before Finish; `resp` stays valid until OnDone.
       auto admitted = backend->loop->Submit(
-          std::move(*job), [this, resp, request_id](const Status& status, EmbedResult* result) {
+          std::move(*job),
+          [this, resp, request_id, span](const Status& status, EmbedResult* result) {
             if (status.ok()) FillResponse(request_id, result, resp);
+            if (span) {
+              if (!status.ok()) span->SetError(status.ToString());
+              span->End();
+            }
             Finish(ToGrpc(status));
           });
       if (!admitted.ok()) {

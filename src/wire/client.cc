@@ -87,7 +87,8 @@ std::unique_ptr<PendingCall> EmbedClient::StartEmbed(v1::EmbedRequest request,
 }
 
 void EmbedClient::EmbedAsync(v1::EmbedRequest request, std::chrono::milliseconds timeout,
-                             std::function<void(StatusOr<v1::EmbedResponse>)> done) {
+                             std::function<void(StatusOr<v1::EmbedResponse>)> done,
+                             const std::string& traceparent) {
   // gRPC needs the context and messages alive until the callback; they die with it.
   struct Call {
     grpc::ClientContext ctx;
@@ -99,6 +100,7 @@ void EmbedClient::EmbedAsync(v1::EmbedRequest request, std::chrono::milliseconds
   call->request = std::move(request);
   call->done = std::move(done);
   SetTimeout(&call->ctx, timeout);
+  if (!traceparent.empty()) call->ctx.AddMetadata("traceparent", traceparent);
   stub_->async()->Embed(&call->ctx, &call->request, &call->response, [call](grpc::Status s) {
     std::unique_ptr<Call> owned(call);
     if (s.ok()) {

@@ -64,9 +64,11 @@ class EmbedClient {
   std::unique_ptr<PendingCall> StartEmbed(
       v1::EmbedRequest request, std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
   // Asynchronous Embed with a completion callback (for event-driven gateways). `done` runs once on
-  // a gRPC thread and must not block.
+  // a gRPC thread and must not block. A non-empty `traceparent` (W3C trace context) is sent as
+  // the call's `traceparent` metadata.
   void EmbedAsync(v1::EmbedRequest request, std::chrono::milliseconds timeout,
-                  std::function<void(StatusOr<v1::EmbedResponse>)> done);
+                  std::function<void(StatusOr<v1::EmbedResponse>)> done,
+                  const std::string& traceparent = {});
   StatusOr<v1::ModelInfoResponse> ModelInfo();
   StatusOr<v1::StatsResponse> Stats();
   // grpc.health.v1 Check for `service` ("" = the whole server): true iff SERVING.
