@@ -31,8 +31,9 @@ struct ChunkedResult {
 };
 
 // Embeds `seqs` with `options`: one EmbedRequest per chunk (ranges from SplitChunks, computed
-// once per request by the caller), all in flight at once. `done` gets every response or the
-// first error (the other chunks' answers are then discarded).
+// once per request by the caller), queued at once in the ReplicaSet, which sends them as replicas
+// have room. `done` gets every response or the first error (the other chunks' answers are then
+// discarded); RESOURCE_EXHAUSTED at once when the request does not fit in the gateway's bound.
 void EmbedChunks(ReplicaSet* replicas, const std::vector<std::vector<int32_t>>& seqs,
                  std::vector<std::pair<size_t, size_t>> chunks, const v1::EmbedOptions& options,
                  const std::string& request_id, std::function<void(StatusOr<ChunkedResult>)> done);
