@@ -303,6 +303,28 @@ int RunEmbedDataset(const DatasetOptions& o) {
   const int max_len =
       config->max_seq_length > 0 ? config->max_seq_length : config->max_position_embeddings;
 
+  // The backend.
+  std::unique_ptr<Backend> backend;
+  if (o.servers.empty()) {
+    auto local = std::make_unique<LocalBackend>(o, format);
+    ModelConfig loaded;
+    if (Status s = local->Start(&loaded); !s.ok()) return fail(s);
+    backend = std::move(local);
+  } else {
+    v1::EmbedOptions so;
+    so.set_dimensions(format.dims);
+    so.set_dtype(type == ElemType::kFloat16 ? v1::DTYPE_FLOAT16
+                 : type == ElemType::kInt8  ? v1::DTYPE_INT8
+                                            : v1::DTYPE_FLOAT32);
+    auto remote = std::make_unique<RemoteBackend>(o, so);
+    // Servers that are still starting (e.g. pods of the same deployment) get a minute.
+    for (int i = 0; i < 120 && !remote->AnyUp(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+    if (!remote->AnyUp()) return fail(Unavailable("no --server is serving"));
+    backend = std::move(remote);
+  }
+
   // The rows of this shard, and what was done before.
   auto total = CountRows(o.input, *in_format);
   if (!total.ok()) return fail(total.status());
@@ -333,24 +355,6 @@ int RunEmbedDataset(const DatasetOptions& o) {
     fs::create_directories(dir, ec);
     if (ec) return fail(Internal(dir + ": " + ec.message()));
     if (Status s = SaveManifest(dir, cfg, parts); !s.ok()) return fail(s);
-  }
-
-  // The backend.
-  std::unique_ptr<Backend> backend;
-  if (o.servers.empty()) {
-    auto local = std::make_unique<LocalBackend>(o, format);
-    ModelConfig loaded;
-    if (Status s = local->Start(&loaded); !s.ok()) return fail(s);
-    backend = std::move(local);
-  } else {
-    v1::EmbedOptions so;
-    so.set_dimensions(format.dims);
-    so.set_dtype(type == ElemType::kFloat16 ? v1::DTYPE_FLOAT16
-                 : type == ElemType::kInt8  ? v1::DTYPE_INT8
-                                            : v1::DTYPE_FLOAT32);
-    auto remote = std::make_unique<RemoteBackend>(o, so);
-    if (!remote->AnyUp()) return fail(Unavailable("no --server is serving"));
-    backend = std::move(remote);
   }
 
   auto writer = OpenPartWriter(*out_format, format.dims, type);

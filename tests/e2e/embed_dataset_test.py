@@ -112,6 +112,27 @@ def main():
         np.array(t8.column("scale").to_pylist(), np.float32)[:, None]
     check(np.abs(deq - ref).max() < 0.01, "int8 output with per-row scale")
 
+    # --server: the same rows through a `petal server` (the gateway's balancing and flow control).
+    import socket
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    srv = subprocess.Popen([PETAL, "server", "--model", MODEL, "--backend", "cpu",
+                            "--listen", f"127.0.0.1:{port}", "--max-queue-tokens", "2000"],
+                           env=ENV, stderr=subprocess.DEVNULL)
+    try:
+        remote = os.path.join(tmp, "remote.parquet")
+        # It waits (up to a minute) for the server to load.
+        p = embed("--input", src, "--output", remote, "--server", f"127.0.0.1:{port}",
+                  check_rc=False)
+        rids, remb = parquet_rows(remote)
+        check(p.returncode == 0 and rids == ids and np.abs(remb - ref).max() < 1e-5,
+              "--server (a small server queue bound): same ids and vectors")
+    finally:
+        srv.terminate()
+        srv.wait()
+
     # kill -9 mid-run, then --resume: every id exactly once, vectors as uninterrupted.
     big = [{"id": f"r{i}", "text": text(i)} for i in range(150)]
     bsrc = os.path.join(tmp, "big.jsonl")
