@@ -12,10 +12,16 @@ import os
 import struct
 import sys
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
+try:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+except ImportError as e:
+    sys.stderr.write(f"petal embed: Parquet needs pyarrow and numpy in {sys.executable} ({e}); "
+                     "set PETAL_PYTHON to a Python that has them "
+                     "(pip install -r scripts/requirements.txt)\n")
+    sys.exit(2)
 
 
 def die(msg):

@@ -116,7 +116,10 @@ class Helper {
     char c;
     for (;;) {
       PETAL_ASSIGN_OR_RETURN(bool more, ReadAll(out_, &c, 1));
-      if (!more) return Finish().ok() ? DataLoss("the Parquet helper stopped") : Finish();
+      if (!more) {
+        Status st = Finish();
+        return st.ok() ? DataLoss("the Parquet helper stopped") : st;
+      }
       if (c == '\n') return Status::Ok();
       line->push_back(c);
     }
@@ -227,9 +230,10 @@ class ParquetReader final : public RowReader {
     rows->clear();
     uint64_t n = 0;
     PETAL_ASSIGN_OR_RETURN(bool more, ReadAll(helper_.out(), &n, 8));
-    if (!more)
-      return helper_.Finish().ok() ? DataLoss("the Parquet helper stopped early")
-                                   : helper_.Finish();
+    if (!more) {
+      Status st = helper_.Finish();
+      return st.ok() ? DataLoss("the Parquet helper stopped early") : st;
+    }
     if (n == 0) {
       PETAL_RETURN_IF_ERROR(helper_.Finish());
       return false;
@@ -305,7 +309,10 @@ class ParquetWriter final : public PartWriter {
   Status Merge(const std::vector<std::string>& parts, const std::string& output,
                const std::string& metadata) override {
     std::string list = "[";
-    for (size_t i = 0; i < parts.size(); ++i) list += (i ? "," : "") + JsonQuote(parts[i]);
+    for (size_t i = 0; i < parts.size(); ++i) {
+      if (i) list += ',';
+      list += JsonQuote(parts[i]);
+    }
     list += "]";
     return Ack('M', "{\"parts\":" + list + ",\"output\":" + JsonQuote(output) +
                         ",\"metadata\":" + metadata + "}");
@@ -461,7 +468,12 @@ StatusOr<DatasetFormat> FormatOf(const std::string& path) {
 
 std::string PythonExe() {
   const char* p = std::getenv("PETAL_PYTHON");
-  return p && *p ? p : "python3";
+  if (p && *p) return p;
+#ifdef PETAL_SOURCE_VENV_PYTHON
+  // A build tree's binary finds the checkout's .venv (scripts/setup.sh installs pyarrow there).
+  if (access(PETAL_SOURCE_VENV_PYTHON, X_OK) == 0) return PETAL_SOURCE_VENV_PYTHON;
+#endif
+  return "python3";
 }
 
 const char* ElemTypeName(ElemType t) {

@@ -21,7 +21,8 @@ enum class DatasetFormat { kJsonl, kParquet, kNpy };
 // From the file name's extension: .jsonl/.ndjson/.json, .parquet/.pq, .npy.
 StatusOr<DatasetFormat> FormatOf(const std::string& path);
 
-// The interpreter that runs the Parquet helper: $PETAL_PYTHON, else python3.
+// The interpreter that runs the Parquet helper: $PETAL_PYTHON, else the source checkout's
+// .venv/bin/python if this binary was built there and it exists, else python3.
 std::string PythonExe();
 
 // One input row. A bad row (missing or null text, bad id) has `error` set; its id is then the

@@ -201,10 +201,10 @@ Status SaveManifest(const std::string& dir, const std::string& config,
   std::string s = "{\"config\":" + JsonQuote(config) + ",\"parts\":[";
   for (size_t i = 0; i < parts.size(); ++i) {
     const Part& p = parts[i];
-    s += (i ? ",\n" : "\n") + std::string("{\"file\":") + JsonQuote(p.file) +
-         ",\"first_row\":" + std::to_string(p.first_row) + ",\"rows\":" + std::to_string(p.rows) +
-         ",\"written\":" + std::to_string(p.written) + ",\"skipped\":" + std::to_string(p.skipped) +
-         "}";
+    if (i) s += ',';
+    s += "\n{\"file\":" + JsonQuote(p.file) + ",\"first_row\":" + std::to_string(p.first_row) +
+         ",\"rows\":" + std::to_string(p.rows) + ",\"written\":" + std::to_string(p.written) +
+         ",\"skipped\":" + std::to_string(p.skipped) + "}";
   }
   s += "]}\n";
   const std::string tmp = dir + "/manifest.json.tmp";

@@ -125,7 +125,7 @@ if path.endswith(".parquet"):
     texts = pq.read_table(path, columns=["text"]).slice(0, n).column("text").to_pylist()
 else:
     texts = [json.loads(l)["text"] for _, l in zip(range(n), open(path))]
-m = SentenceTransformer(mini, device="cuda", model_kwargs={"torch_dtype": torch.bfloat16})
+m = SentenceTransformer(mini, device="cuda", model_kwargs={"dtype": torch.bfloat16})
 m.encode(texts[:2048], batch_size=256)
 res = {}
 for bs in (128, 256, 512, 1024):
