@@ -43,7 +43,8 @@ def strings(arr, n):
     offs = np.frombuffer(filled.buffers()[1], np.int64)[filled.offset : filled.offset + n + 1]
     data = filled.buffers()[2]
     lo, hi = int(offs[0]), int(offs[-1])
-    return mask, offs - lo, (data.to_pybytes()[lo:hi] if data is not None else b"")
+    # A view of this batch's bytes only: the buffer may be a whole row group's.
+    return mask, offs - lo, (memoryview(data)[lo:hi] if data is not None else b"")
 
 
 def read(path, text_field, id_field, start, stop, batch_rows):
@@ -79,7 +80,8 @@ def read(path, text_field, id_field, start, stop, batch_rows):
                     idd = b"".join(ids)
                 out.write(struct.pack("<Q", n) + im.tobytes() + tm.tobytes())
                 for offs, data in ((io, idd), (to, td)):
-                    out.write(offs.astype("<i8").tobytes() + struct.pack("<Q", len(data)) + data)
+                    out.write(offs.astype("<i8").tobytes() + struct.pack("<Q", len(data)))
+                    out.write(data)
         first += rows
         if first >= stop:
             break
@@ -137,6 +139,11 @@ def write(dim, dtype):
         elif op == b"M":  # merge parts: u32 len + JSON {parts, output, metadata}
             (ln,) = struct.unpack("<I", exact(inp, 4))
             cmd = json.loads(exact(inp, ln))
+            if len(cmd["parts"]) == 1:  # already the output, with the same metadata
+                os.replace(cmd["parts"][0], cmd["output"])
+                out.write(b"ok\n")
+                out.flush()
+                continue
             schema = pa.schema(fields, metadata={"petal": json.dumps(cmd["metadata"])})
             tmp = cmd["output"] + ".tmp"
             with pq.ParquetWriter(tmp, schema, compression="none") as w:
