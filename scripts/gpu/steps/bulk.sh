@@ -82,8 +82,8 @@ if ! $PY -c 'import pyarrow' 2>/dev/null && ls .gpu_wheels/pyarrow-*.whl >/dev/n
     --find-links .gpu_wheels pyarrow && PY=$W/venv/bin/python
 fi
 export PETAL_PYTHON=$PY
-EXT=jsonl
-$PY -c 'import pyarrow' 2>/dev/null && EXT=parquet
+EXT=jsonl OEXT=npy
+$PY -c 'import pyarrow' 2>/dev/null && EXT=parquet OEXT=parquet
 IN=$W/rows.$EXT
 $PY - "$MINI" "$IN" "${BULK_ROWS:-1000000}" <<'PY' || status=1
 # 10,000 distinct texts of 126 whole-word vocabulary entries (128 tokens with [CLS]/[SEP]),
@@ -109,7 +109,7 @@ print(f"wrote {n} rows to {path} in {time.time() - t0:.1f} s")
 PY
 rm -rf $W/out.npy* $W/out.parquet*
 t0=$(date +%s.%N)
-petal embed --model "$MINI" --backend cuda --input "$IN" --output $W/out.parquet --no-progress \
+petal embed --model "$MINI" --backend cuda --input "$IN" --output $W/out.$OEXT --no-progress \
   > "$D/embed.log" 2>&1 || { status=1; tail -5 "$D/embed.log"; }
 t1=$(date +%s.%N)
 tail -2 "$D/embed.log"
@@ -150,7 +150,7 @@ if e and s["serve"]:
     s["engine_100x4096_emb_per_s"] = eng
     s["serve_vs_engine"] = s["serve"]["emb_per_s"] / eng
 embed_rate = n / (t1 - t0)
-s["embed"] = {"rows": n, "input": ext, "seconds": t1 - t0, "rows_per_s": embed_rate,
+s["embed"] = {"rows": n, "input": ext, "output": "parquet" if ext == "parquet" else "npy", "seconds": t1 - t0, "rows_per_s": embed_rate,
               "note": "wall time of the whole command: start-up, reading, tokenizing, writing, merge"}
 em = load("engine-minilm-1024x128.json")
 if em:
