@@ -3,8 +3,11 @@
 # (a) Flow control: `petal serve` at default settings (pplx-embed-v1-0.6b random-weight shape, Qwen3
 #     tokenizer), 4 HTTP clients each sending requests of 100 pre-tokenized texts x 4096 tokens:
 #     error count and emb/s, against `petal bench engine` on the same shape (throughput_100x4096).
-# (b) Datasets: a 1M-row Parquet file of 128-token texts (generated here; JSONL if this python3 has
-#     no pyarrow: then install it offline from .gpu_wheels/, see docs/deployment.md) embedded by
+# (b) Datasets: a 1M-row Parquet file of 128-token texts (generated here; if this python3 has no
+#     pyarrow, it is installed offline from a carried .gpu_wheels/pyarrow-*.whl, fetched on the
+#     build machine with `pip download pyarrow==26.0.1 --only-binary=:all: --no-deps
+#     --platform manylinux_2_28_x86_64 --python-version 3.X -d .gpu_wheels`; without either,
+#     JSONL in and .npy out) embedded by
 #     `petal embed --input` on all-MiniLM-L6-v2: rows/s against `petal bench engine`
 #     (throughput_1024x128), and sentence-transformers `encode` in bf16 at its best batch size
 #     on a 100k-row subset.
