@@ -16,8 +16,11 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/embed_dataset.h"
 #include "cli/engine_flags.h"
+#include "cli/gpu_select.h"
 #include "cli/model_arg.h"
+#include "engine/cuda/cuda_engine.h"
 #include "engine/engine_factory.h"
 #include "tokenizer/prompts.h"
 #include "tokenizer/tokenizer.h"
@@ -284,8 +287,43 @@ int RunEmbed(const EmbedOptions& opts) {
   return embedder.failed() ? 1 : 0;
 }
 
+// The dataset flags (--input ...): embed_dataset.h.
+void AddDatasetFlags(CLI::App* sub, DatasetOptions* d, std::string* shard, std::string* gpus) {
+  sub->add_option("--input", d->input, "Dataset to embed: .jsonl or .parquet (with --output)");
+  sub->add_option("--output", d->output, "Where the embeddings go: .parquet or .npy (+ ids)");
+  sub->add_option("--text-field", d->text_field, "--input: the text column")->capture_default_str();
+  sub->add_option("--id-field", d->id_field, "--input: the id column ('' = the row number)")
+      ->capture_default_str();
+  sub->add_option("--on-error", d->on_error,
+                  "--input: a bad row (missing or null text, past the model length) fails the run "
+                  "or is skipped; either way it is reported with its id")
+      ->check(CLI::IsMember({"fail", "skip"}))
+      ->capture_default_str();
+  sub->add_option("--shard", *shard, "--input: I/N, embed the I-th of N contiguous row ranges");
+  sub->add_flag("--resume", d->resume, "--input: continue an interrupted run (OUTPUT.parts/)");
+  sub->add_flag("--truncate", d->truncate, "--input: cut texts past the model length");
+  sub->add_option("--dtype", d->dtype, "--input: embedding type in the output")
+      ->check(CLI::IsMember({"float32", "float16", "int8"}))
+      ->capture_default_str();
+  sub->add_option("--rows-per-part", d->rows_per_part, "--input: rows per resumable part")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--batch-rows", d->batch_rows, "--input: rows per task")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--threads", d->threads, "--input: tasks in flight (0 = hardware threads)");
+  sub->add_option("--server", d->servers,
+                  "--input: embed on these servers (host:port, repeatable) instead of locally");
+  sub->add_option("--gpus", *gpus, "--input: local CUDA engines on all|N|LIST devices");
+  sub->add_flag("!--no-progress", d->progress, "--input: no progress bar or log lines");
+}
+
 std::function<int()> SetupEmbed(CLI::App* sub) {
   auto opts = std::make_shared<EmbedOptions>();
+  auto data = std::make_shared<DatasetOptions>();
+  auto shard = std::make_shared<std::string>();
+  auto gpus = std::make_shared<std::string>();
+  AddDatasetFlags(sub, data.get(), shard.get(), gpus.get());
   sub->add_option("--model", opts->model_dir,
                   "Model folder (Hugging Face layout) or hub id ORG/NAME[@REV]")
       ->capture_default_str();
@@ -315,7 +353,43 @@ std::function<int()> SetupEmbed(CLI::App* sub) {
   sub->allow_extras();
   sub->footer(
       "TEXT...: texts to embed (--ids: JSON arrays of ids); none: read JSON Lines from stdin\n");
-  return [opts, sub] {
+  return [opts, sub, data, shard, gpus] {
+    if (!data->input.empty() || !data->output.empty()) {
+      if (data->input.empty() || data->output.empty() || !sub->remaining().empty()) {
+        std::fprintf(stderr, "petal embed: --input and --output go together, without TEXT\n");
+        return 2;
+      }
+      if (!shard->empty()) {
+        int i = -1, n = 0;
+        char tail = 0;
+        if (std::sscanf(shard->c_str(), "%d/%d%c", &i, &n, &tail) != 2 || n < 1 || i < 0 ||
+            i >= n) {
+          std::fprintf(stderr, "petal embed: --shard must be I/N with 0 <= I < N\n");
+          return 2;
+        }
+        data->shard_index = i;
+        data->shard_count = n;
+      }
+      if (!gpus->empty()) {
+        auto g = ResolveGpus(*gpus, CudaDeviceCount(), "");
+        if (!g.ok()) {
+          std::fprintf(stderr, "petal embed: %s\n", g.status().message().c_str());
+          return 2;
+        }
+        for (const auto& d : *g) data->devices.push_back(std::stoi(d));
+      }
+      if (!ResolveModelFlag("petal embed", &opts->model_dir)) return 1;
+      data->model_dir = opts->model_dir;
+      data->dimensions = opts->dimensions;
+      data->prompt_name = opts->prompt_name;
+      data->engine.backend = data->devices.empty() ? opts->backend : "cuda";
+      data->engine.cuda = opts->quant;
+      data->engine.cuda.device = opts->device;
+      data->max_batch_tokens = std::max(opts->max_batch_tokens, 16384);
+      data->engine.cuda.max_tokens = data->max_batch_tokens;
+      data->engine.cuda.max_seqs = std::max(opts->max_batch_texts, 512);
+      return RunEmbedDataset(*data);
+    }
     for (const std::string& arg : sub->remaining()) {
       if (arg.size() > 1 && arg[0] == '-' && arg[1] == '-') {
         std::fprintf(stderr, "petal embed: unknown option '%s'\n", arg.c_str());

@@ -26,7 +26,7 @@ struct ServerArgs {
   std::string model;
   std::string listen = "0.0.0.0:50051";
   EngineOptions engine;
-  int64_t max_queue_tokens = 1 << 20;
+  int64_t max_queue_tokens = int64_t{1} << 23;  // engine_loop.h says why
   int max_queue_requests = 4096;
   int max_inflight = 2;
   int idle_spin_us = -1;  // -1: auto (spin on the CUDA engine, not on the CPU one)

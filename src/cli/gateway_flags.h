@@ -32,6 +32,19 @@ inline void AddGatewayFlags(CLI::App* app, gateway::GatewayOptions* o) {
   app->add_option("--chunk-max-tokens", o->chunk.max_tokens, "Most tokens per chunk")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app->add_option("--max-queued-tokens", o->flow.max_held_tokens,
+                  "Tokens the gateway holds (queued + in flight) before it answers 429; 0 = "
+                  "sized from memory (1/8 of it at 16 bytes per token)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app->add_option("--replica-window-tokens", o->flow.replica_window_tokens,
+                  "Tokens in flight per server (at most its --max-queue-tokens)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_option("--replica-window-calls", o->flow.replica_window_calls,
+                  "Calls in flight per server (at most its --max-queue-requests)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app->add_option("--max-inputs", o->max_inputs, "Most inputs per request (beyond: 413)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -48,7 +61,7 @@ inline void AddGatewayFlags(CLI::App* app, gateway::GatewayOptions* o) {
   app->add_option_function<int>(
          "--request-timeout-ms",
          [o](int ms) { o->request_timeout = std::chrono::milliseconds(ms); },
-         "Deadline of each chunk on the servers (default 60000)")
+         "Deadline of each request, queued in the gateway and on the servers (default 60000)")
       ->check(CLI::PositiveNumber);
 }
 

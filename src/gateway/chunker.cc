@@ -50,6 +50,12 @@ void EmbedChunks(ReplicaSet* replicas, const std::vector<std::vector<int32_t>>& 
   g->remaining = g->result.ranges.size();
   g->done = std::move(done);
   if (g->result.ranges.empty()) return g->done(std::move(g->result));
+  // The whole request is accepted or refused at once, against the gateway's own bound.
+  int64_t total = 0;
+  for (const auto& [b, e] : g->result.ranges) {
+    for (size_t i = b; i < e; ++i) total += static_cast<int64_t>(seqs[i].size());
+  }
+  if (Status st = replicas->Reserve(total); !st.ok()) return g->done(st);
   for (size_t c = 0; c < g->result.ranges.size(); ++c) {
     const auto [b, e] = g->result.ranges[c];
     v1::EmbedRequest req;

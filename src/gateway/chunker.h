@@ -32,10 +32,11 @@ struct ChunkedResult {
 };
 
 // Embeds `seqs` with `options`: one EmbedRequest per chunk (ranges from SplitChunks, computed
-// once per request by the caller), all in flight at once. `done` gets every response or the
-// first error (the other chunks' answers are then discarded). With a valid `trace` (the
-// request's span), each chunk's call is a client span, child of it, whose context travels to the
-// server as the call's `traceparent`.
+// once per request by the caller), queued at once in the ReplicaSet, which sends them as replicas
+// have room. `done` gets every response or the first error (the other chunks' answers are then
+// discarded); RESOURCE_EXHAUSTED at once when the request does not fit in the gateway's bound.
+// With a valid `trace` (the request's span), each chunk's call is a client span, child of it,
+// whose context travels to the server as the call's `traceparent`.
 void EmbedChunks(ReplicaSet* replicas, const std::vector<std::vector<int32_t>>& seqs,
                  std::vector<std::pair<size_t, size_t>> chunks, const v1::EmbedOptions& options,
                  const std::string& request_id, std::function<void(StatusOr<ChunkedResult>)> done,

@@ -39,10 +39,13 @@ struct GatewayOptions {
   int http_threads = 2;
   int worker_threads = 0;  // parsing, tokenization, formatting; 0 = hardware threads (at least 2)
   ChunkLimits chunk;
+  FlowOptions flow;  // how many tokens the gateway holds and sends per replica (replica_set.h)
   size_t max_inputs = 2048;       // inputs per request (at least 1; /v1/score: query included)
   size_t body_limit = 32u << 20;  // request body bytes; beyond: 413
   std::chrono::milliseconds health_interval{1000};
-  std::chrono::milliseconds request_timeout{60000};  // per chunk on the servers
+  // Each request's deadline: queued in the gateway plus on the servers (past it: 429 if still
+  // queued in the gateway, 504 if on a server).
+  std::chrono::milliseconds request_timeout{60000};
   // If not empty, every route but /health, /ready and /metrics needs
   // `Authorization: Bearer <one of these>` (else 401).
   std::vector<std::string> api_keys;

@@ -1,13 +1,34 @@
 #include "gateway/replica_set.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
 #include <limits>
 
 namespace petal::gateway {
 
+int64_t DefaultMaxHeldTokens() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  int64_t bytes = pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : int64_t{8} << 30;
+  // A container's limit (cgroup v2, then v1) is what the kernel enforces.
+  for (const char* path :
+       {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    std::ifstream f(path);
+    int64_t limit = 0;
+    if (f >> limit && limit > 0) bytes = std::min(bytes, limit);
+  }
+  return std::clamp<int64_t>(bytes / 8 / kHeldBytesPerToken, int64_t{1} << 22, int64_t{1} << 28);
+}
+
 ReplicaSet::ReplicaSet(const std::vector<std::string>& addresses,
                        std::chrono::milliseconds health_interval,
-                       std::chrono::milliseconds call_timeout)
-    : health_interval_(health_interval), call_timeout_(call_timeout) {
+                       std::chrono::milliseconds call_timeout, FlowOptions flow)
+    : health_interval_(health_interval), call_timeout_(call_timeout), flow_(flow) {
+  if (flow_.max_held_tokens <= 0) flow_.max_held_tokens = DefaultMaxHeldTokens();
+  flow_.replica_window_tokens = std::max<int64_t>(1, flow_.replica_window_tokens);
+  flow_.replica_window_calls = std::max(1, flow_.replica_window_calls);
   for (const auto& a : addresses) {
     auto r = std::make_unique<Replica>();
     r->address = a;
@@ -47,11 +68,13 @@ void ReplicaSet::HealthLoop(Replica* r) {
       }
     }
     r->up = up;
+    // Queued chunks may go to a replica that came back, and expired ones are answered.
+    Dispatch();
     lock.lock();
   }
 }
 
-ReplicaSet::Replica* ReplicaSet::Pick(const Replica* avoid) const {
+ReplicaSet::Replica* ReplicaSet::PickLocked(int64_t tokens) const {
   Replica* best = nullptr;
   int64_t best_load = std::numeric_limits<int64_t>::max();
   // Ties (e.g. all idle) rotate, so that idle replicas share short requests evenly.
@@ -59,9 +82,12 @@ ReplicaSet::Replica* ReplicaSet::Pick(const Replica* avoid) const {
   const size_t first = next_.fetch_add(1, std::memory_order_relaxed);
   for (size_t k = 0; k < n; ++k) {
     const auto& r = replicas_[(first + k) % n];
-    if (r.get() == avoid || !r->up.load()) continue;
+    if (!r->up.load() || r->full) continue;
     const int64_t load = r->outstanding.load();
-    if (load < best_load) {
+    // An idle replica always takes a chunk, so one larger than the window still runs.
+    const bool room = r->inflight_calls == 0 || (load + tokens <= flow_.replica_window_tokens &&
+                                                 r->inflight_calls < flow_.replica_window_calls);
+    if (room && load < best_load) {
       best = r.get();
       best_load = load;
     }
@@ -69,46 +95,139 @@ ReplicaSet::Replica* ReplicaSet::Pick(const Replica* avoid) const {
   return best;
 }
 
-void ReplicaSet::Embed(v1::EmbedRequest request, int64_t tokens, Done done,
-                       std::string traceparent) {
-  Replica* r = Pick(nullptr);
-  if (r == nullptr) {
-    done(Unavailable("no inference server is serving"));
-    return;
+Status ReplicaSet::Reserve(int64_t tokens) {
+  std::lock_guard<std::mutex> lock(flow_mu_);
+  if (tokens > flow_.max_held_tokens) {
+    return OutOfRange("the request has " + std::to_string(tokens) +
+                      " tokens, more than the gateway holds at once (" +
+                      std::to_string(flow_.max_held_tokens) + "); split it");
   }
-  Send(r, std::make_shared<v1::EmbedRequest>(std::move(request)), tokens, false, std::move(done),
-       std::move(traceparent));
+  if (held_tokens_ + tokens > flow_.max_held_tokens) {
+    return ResourceExhausted("gateway queue is full (" + std::to_string(held_tokens_) +
+                             " tokens held, bound " + std::to_string(flow_.max_held_tokens) +
+                             "); retry later");
+  }
+  held_tokens_ += tokens;
+  return Status::Ok();
 }
 
-void ReplicaSet::Send(Replica* r, std::shared_ptr<v1::EmbedRequest> request, int64_t tokens,
-                      bool retried, Done done, std::string traceparent) {
-  r->outstanding += tokens;
+int64_t ReplicaSet::held_tokens() const {
+  std::lock_guard<std::mutex> lock(flow_mu_);
+  return held_tokens_;
+}
+
+int64_t ReplicaSet::queued_tokens() const {
+  std::lock_guard<std::mutex> lock(flow_mu_);
+  return queued_tokens_;
+}
+
+void ReplicaSet::Embed(v1::EmbedRequest request, int64_t tokens, Done done,
+                       std::string traceparent) {
+  Chunk c;
+  c.traceparent = std::move(traceparent);
+  c.request = std::make_shared<v1::EmbedRequest>(std::move(request));
+  c.tokens = tokens;
+  c.deadline = Clock::now() + call_timeout_;
+  c.done = std::move(done);
+  if (!AnyUp()) return Finish(std::move(c), Unavailable("no inference server is serving"));
+  {
+    std::lock_guard<std::mutex> lock(flow_mu_);
+    queued_tokens_ += c.tokens;
+    queue_.push_back(std::move(c));
+  }
+  Dispatch();
+}
+
+void ReplicaSet::Finish(Chunk c, StatusOr<v1::EmbedResponse> result) {
+  {
+    std::lock_guard<std::mutex> lock(flow_mu_);
+    held_tokens_ -= c.tokens;
+  }
+  c.done(std::move(result));
+}
+
+void ReplicaSet::Dispatch() {
+  std::vector<std::pair<Replica*, Chunk>> sends;
+  std::vector<std::pair<Chunk, Status>> failed;
+  {
+    std::lock_guard<std::mutex> lock(flow_mu_);
+    // A chunk with less than this left would most likely time out on the server: it is
+    // answered from the queue instead, which tells the client sooner.
+    const auto margin = std::min<Clock::duration>(call_timeout_ / 4, std::chrono::seconds(1));
+    const auto now = Clock::now() + margin;
+    const bool any_up = AnyUp();
+    while (!queue_.empty()) {
+      Chunk& c = queue_.front();
+      Replica* r = nullptr;
+      if (!any_up) {
+        failed.emplace_back(std::move(c), Unavailable("no inference server is serving"));
+      } else if (c.deadline <= now) {
+        failed.emplace_back(std::move(c),
+                            ResourceExhausted("the request's deadline passed while it waited for "
+                                              "capacity in the gateway; retry later"));
+      } else if ((r = PickLocked(c.tokens)) != nullptr) {
+        r->outstanding += c.tokens;
+        r->inflight_calls++;
+        sends.emplace_back(r, std::move(c));
+      } else {
+        break;  // the head waits for room: nothing behind it overtakes it
+      }
+      queued_tokens_ -= queue_.front().tokens;
+      queue_.pop_front();
+    }
+  }
+  for (auto& [c, st] : failed) Finish(std::move(c), st);
+  for (auto& [r, c] : sends) Send(r, std::move(c));
+}
+
+void ReplicaSet::Send(Replica* r, Chunk c) {
   r->calls++;
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(c.deadline - Clock::now());
+  const auto timeout = std::max(std::chrono::milliseconds(1), std::min(left, call_timeout_));
   // The request is kept (not moved) so that it can be retried elsewhere.
   // The client is kept alive by the callback: the health thread may swap in a new one.
   auto client = r->Client();
+  auto request = c.request;
+  const std::string traceparent = c.traceparent;
   client->EmbedAsync(
-      *request, call_timeout_,
-      [this, r, client, request, tokens, retried, traceparent,
-       done = std::move(done)](StatusOr<v1::EmbedResponse> result) mutable {
-        r->outstanding -= tokens;
-        if (result.ok()) return done(std::move(result));
-        r->failures++;
-        // The gateway never cancels its calls, so CANCELLED means the server dropped
-        // the call
-        // (it is shutting down): like UNAVAILABLE, the replica is down and the chunk
-        // retried.
-        const StatusCode code = result.status().code();
-        if (code == StatusCode::kUnavailable || code == StatusCode::kCancelled) {
-          r->up = false;
-          if (!retried) {
-            if (Replica* other = Pick(r)) {
-              return Send(other, std::move(request), tokens, true, std::move(done),
-                          std::move(traceparent));
-            }
+      *request, timeout,
+      [this, r, client, c = std::move(c)](StatusOr<v1::EmbedResponse> result) mutable {
+        const StatusCode code = result.ok() ? StatusCode::kOk : result.status().code();
+        bool requeue = false;
+        {
+          std::lock_guard<std::mutex> lock(flow_mu_);
+          r->outstanding -= c.tokens;
+          r->inflight_calls--;
+          r->full = false;
+          if (code == StatusCode::kResourceExhausted && r->inflight_calls > 0) {
+            // The server's queue is full with work from elsewhere too; one of our calls on it
+            // will complete and free room, so the chunk waits at the head of the queue.
+            r->full = true;
+            requeue = true;
+          } else if ((code == StatusCode::kUnavailable || code == StatusCode::kCancelled) &&
+                     !c.retried) {
+            // The gateway never cancels its calls, so CANCELLED means the server dropped the call
+            // (it is shutting down): like UNAVAILABLE, the replica is down and the chunk is tried
+            // once more elsewhere.
+            r->up = false;
+            requeue = true;
+            c.retried = true;
+          } else if (code == StatusCode::kUnavailable || code == StatusCode::kCancelled) {
+            r->up = false;
+          }
+          if (requeue) {
+            queued_tokens_ += c.tokens;
+            queue_.push_front(std::move(c));
           }
         }
-        done(std::move(result));
+        if (code != StatusCode::kOk) r->failures++;
+        if (!requeue) {
+          // Room freed: send what waits before answering this chunk.
+          Dispatch();
+          return Finish(std::move(c), std::move(result));
+        }
+        Dispatch();
       },
       traceparent);
 }
@@ -123,8 +242,13 @@ bool ReplicaSet::AnyUp() const {
 std::vector<ReplicaState> ReplicaSet::Snapshot() const {
   std::vector<ReplicaState> out;
   for (const auto& r : replicas_) {
-    out.push_back(
-        {r->address, r->up.load(), r->outstanding.load(), r->calls.load(), r->failures.load()});
+    int inflight = 0;
+    {
+      std::lock_guard<std::mutex> lock(flow_mu_);
+      inflight = r->inflight_calls;
+    }
+    out.push_back({r->address, r->up.load(), r->outstanding.load(), inflight, r->calls.load(),
+                   r->failures.load()});
   }
   return out;
 }

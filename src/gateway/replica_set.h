@@ -7,6 +7,16 @@
 // backs off (seconds, growing to minutes) before trying again, so a down replica is probed on a
 // fresh channel too, which is swapped in once it works.
 //
+// Flow control (docs/architecture.md, "Flow control"): a request first reserves its tokens from
+// the gateway's own bound (Reserve); its chunks then wait in one FIFO queue and are sent, head
+// first, as soon as a healthy replica has room in its window (tokens and calls in flight from
+// this gateway). A server that still answers RESOURCE_EXHAUSTED (its queue is shared with other
+// clients) gets the chunk back at the head of the queue, and is skipped until one of our calls
+// on it completes. A queued chunk whose request deadline passes (or is less than a quarter of the
+// call timeout, at most 1 s, away) is answered RESOURCE_EXHAUSTED (HTTP 429 with Retry-After).
+// Because the queue is served strictly from its head, accepted work keeps its order and nothing
+// starves.
+//
 // Thread-safety: all public methods may be called from any thread. Completion callbacks run on
 // gRPC threads and must not block.
 #pragma once
@@ -14,6 +24,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -26,10 +37,29 @@
 
 namespace petal::gateway {
 
+struct FlowOptions {
+  // Tokens in flight (sent, not answered) per replica; keep at most the servers'
+  // --max-queue-tokens. A chunk larger than the window is sent alone to an idle replica.
+  int64_t replica_window_tokens = 1 << 20;
+  // Calls in flight per replica; keep at most the servers' --max-queue-requests.
+  int replica_window_calls = 1024;
+  // Tokens held by the gateway (queued + in flight); past it requests get 429. 0: sized from
+  // memory, see DefaultMaxHeldTokens.
+  int64_t max_held_tokens = 0;
+};
+
+// Bytes the gateway holds per accepted token: the request text (~4), the tokenized ids (4) and the
+// chunk's request message (4), plus the answers' share, rounded up.
+inline constexpr int64_t kHeldBytesPerToken = 16;
+// The default gateway bound: an eighth of the memory this process may use (the cgroup limit, else
+// physical memory) divided by kHeldBytesPerToken, within [2^22, 2^28] tokens.
+int64_t DefaultMaxHeldTokens();
+
 struct ReplicaState {
   std::string address;
   bool up = false;
   int64_t outstanding_tokens = 0;
+  int inflight_calls = 0;
   uint64_t calls = 0;
   uint64_t failures = 0;
 };
@@ -39,14 +69,23 @@ class ReplicaSet {
   using Done = std::function<void(StatusOr<v1::EmbedResponse>)>;
 
   // Checks every replica's health once before returning; then every `health_interval`.
+  // `call_timeout` is also each request's deadline, counted from when its chunks are queued.
   ReplicaSet(const std::vector<std::string>& addresses, std::chrono::milliseconds health_interval,
-             std::chrono::milliseconds call_timeout);
+             std::chrono::milliseconds call_timeout, FlowOptions flow = {});
   // Stops the health threads (calls still in flight complete normally).
   ~ReplicaSet();
 
-  // Sends `request` (`tokens` tokens) to the least-loaded healthy replica; `done` runs once.
-  // `traceparent` (may be empty) goes with the call, retries included, as gRPC metadata.
+  // Reserves `tokens` of the gateway's bound for one request's chunks: RESOURCE_EXHAUSTED past
+  // the bound, OUT_OF_RANGE if `tokens` alone exceeds it. Each chunk given to Embed releases
+  // its own tokens when its `done` runs.
+  Status Reserve(int64_t tokens);
+  // Queues `request` (`tokens` reserved tokens) for the least-loaded healthy replica with room;
+  // `done` runs once (UNAVAILABLE at once if no replica is up). `traceparent` (may be empty) goes
+  // with the call, retries included, as gRPC metadata.
   void Embed(v1::EmbedRequest request, int64_t tokens, Done done, std::string traceparent = {});
+  int64_t held_tokens() const;
+  int64_t queued_tokens() const;
+  int64_t max_held_tokens() const { return flow_.max_held_tokens; }
   bool AnyUp() const;
   std::vector<ReplicaState> Snapshot() const;
   // Each replica's Stats (an error for replicas that do not answer).
@@ -70,17 +109,37 @@ class ReplicaSet {
     std::atomic<int64_t> outstanding{0};
     std::atomic<uint64_t> calls{0};
     std::atomic<uint64_t> failures{0};
+    // Flow control, guarded by ReplicaSet::flow_mu_.
+    int inflight_calls = 0;
+    bool full = false;  // answered RESOURCE_EXHAUSTED; skipped until one of our calls completes
   };
-  // Least outstanding tokens among up replicas other than `avoid`; null if none.
-  Replica* Pick(const Replica* avoid) const;
-  void Send(Replica* r, std::shared_ptr<v1::EmbedRequest> request, int64_t tokens, bool retried,
-            Done done, std::string traceparent);
+  using Clock = std::chrono::steady_clock;
+  struct Chunk {
+    std::shared_ptr<v1::EmbedRequest> request;
+    int64_t tokens = 0;
+    Clock::time_point deadline;
+    bool retried = false;
+    Done done;
+    std::string traceparent;
+  };
+  // The least-loaded up replica with room for `tokens`; null if none. Needs flow_mu_.
+  Replica* PickLocked(int64_t tokens) const;
+  // Sends queued chunks, head first, while replicas have room; answers expired ones.
+  void Dispatch();
+  void Send(Replica* r, Chunk c);
+  // Releases the chunk's reservation and runs its `done`.
+  void Finish(Chunk c, StatusOr<v1::EmbedResponse> result);
   void HealthLoop(Replica* r);
 
   std::vector<std::unique_ptr<Replica>> replicas_;
   mutable std::atomic<size_t> next_{0};  // where Pick starts looking, for tie-breaking
   std::chrono::milliseconds health_interval_;
   std::chrono::milliseconds call_timeout_;
+  FlowOptions flow_;
+  mutable std::mutex flow_mu_;
+  std::deque<Chunk> queue_;  // chunks waiting for room, in arrival order
+  int64_t held_tokens_ = 0;  // reserved: queued or in flight
+  int64_t queued_tokens_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;

@@ -69,9 +69,12 @@ using RequestHandle = std::shared_ptr<LoopRequest>;
 
 struct EngineLoopOptions {
   SchedulerLimits limits;
-  int64_t max_queue_tokens = 1 << 20;  // tokens of admitted, unfinished requests
-  int max_queue_requests = 4096;       // admitted, unfinished requests
-  int max_inflight_batches = 2;        // batches enqueued on the engine, not yet collected
+  // Tokens of admitted, unfinished requests. A queued token costs about 12 bytes (its id, 4, in
+  // the request message and again in the job, plus bookkeeping), so 2^23 tokens is ~100 MiB:
+  // enough for several gateways' windows (FlowOptions::replica_window_tokens, 2^20).
+  int64_t max_queue_tokens = int64_t{1} << 23;
+  int max_queue_requests = 4096;  // admitted, unfinished requests
+  int max_inflight_batches = 2;   // batches enqueued on the engine, not yet collected
   // Before sleeping on its condition variable, the scheduler thread polls for new work this long
   // (microseconds since it last had work), so a request arriving soon after the previous batch
   // does not pay a thread wake-up (tens of microseconds, more on virtual machines). Costs one

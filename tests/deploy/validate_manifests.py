@@ -34,7 +34,10 @@ def container(obj):
 
 docs = {}
 files = sorted(f for f in os.listdir(K8S) if f.endswith(".yaml") and f != "kustomization.yaml")
-for f in files:
+# deploy/k8s/jobs/: applied by hand (kubectl apply -f), not listed in the kustomization.
+JOBS = os.path.join(K8S, "jobs")
+job_files = sorted(os.path.join("jobs", f) for f in os.listdir(JOBS) if f.endswith(".yaml"))
+for f in files + job_files:
     for d in yaml.safe_load_all(open(os.path.join(K8S, f))):
         if not d:
             continue
@@ -77,6 +80,25 @@ if gateway:
         want = [f"--server=petal-server-{i}.petal-server:50051" for i in range(server["spec"]["replicas"])]
         got = [a for a in c["args"] if a.startswith("--server")]
         check(got == want, f"gateway: --server list {got} does not match the server replicas {want}")
+
+embed = docs.get(("Job", "petal-embed"))
+check(embed is not None, "no Job petal-embed in deploy/k8s/jobs/")
+if embed:
+    spec = embed["spec"]
+    c = container(embed)
+    n = spec.get("completions")
+    check(spec.get("completionMode") == "Indexed", "embed job: completionMode must be Indexed")
+    check(spec.get("parallelism") == n, "embed job: parallelism must equal completions")
+    check(str(c["resources"]["limits"].get("nvidia.com/gpu")) == "1", "embed job: one GPU per pod")
+    check(c["args"][0] == "embed", "embed job: container must run `petal embed`")
+    check(f"--shard=$(JOB_COMPLETION_INDEX)/{n}" in c["args"],
+          f"embed job: --shard=$(JOB_COMPLETION_INDEX)/{n} must match completions")
+    check("--resume" in c["args"], "embed job: retried pods must --resume")
+    outs = [a for a in c["args"] if a.startswith("--output=")]
+    check(len(outs) == 1 and "$(JOB_COMPLETION_INDEX)" in outs[0], "embed job: one output per shard")
+    env = {e["name"]: e for e in c.get("env", [])}
+    check("JOB_COMPLETION_INDEX" in env, "embed job: JOB_COMPLETION_INDEX declared in env for $(...)")
+    check(embed["spec"]["template"]["spec"]["restartPolicy"] == "Never", "embed job: restartPolicy Never")
 
 froms = [l.split()[1] for l in open(os.path.join(ROOT, "deploy", "Dockerfile")) if l.startswith("FROM ")]
 check(len(froms) == 2 and "devel" in froms[0] and "runtime" in froms[1],

@@ -242,29 +242,33 @@ TEST_F(FaultInjection, RequestOverEveryLimitGetsTheFirstLimitsAnswer) {
   EXPECT_TRUE(RowsAreOwn(r.body, seqs, a.engine_options));
 }
 
-TEST_F(FaultInjection, ServerAtItsQueueLimitAnswers429AndLosesNothingAccepted) {
+// Flow control: many clients with multi-chunk requests against a server with a tiny queue bound
+// all get their own rows; the server refused chunks (its bound was reached), the gateway held
+// and resent them, and no client saw an error.
+TEST_F(FaultInjection, ServerAtItsQueueLimitLosesNothingAndRefusesNoClient) {
   server::ServerOptions so;
   so.loop.max_queue_requests = 2;
+  so.loop.max_queue_tokens = 64;
   server::FakeEngineOptions fo;
-  fo.per_batch = 10ms;
+  fo.per_batch = 2ms;
   FakeReplica a(so, fo);
   GatewayOptions go;
   go.servers = {a.address()};
+  go.chunk.max_seqs = 4;
+  go.chunk.max_tokens = 32;
   auto g = StartTestGateway(go);
   ASSERT_TRUE(g);
-  std::atomic<int> ok{0}, busy{0}, wrong{0};
+  std::atomic<int> ok{0}, wrong{0};
   std::vector<std::thread> clients;
   for (int t = 0; t < 6; ++t) {
     clients.emplace_back([&, t] {
       HttpClient c(g->port());
-      for (int i = 0; i < 12; ++i) {
+      for (int i = 0; i < 8; ++i) {
         std::vector<std::vector<int32_t>> seqs;
-        const std::string input = DistinctSequences(1 + i % 5, t * 100 + i, &seqs);
+        const std::string input = DistinctSequences(5 + (i * 7 + t) % 30, t * 100 + i, &seqs);
         auto r = c.Post("/v1/embeddings", "{\"input\":" + input + "}");
         if (r.status == 200 && RowsAreOwn(r.body, seqs, fo)) {
           ok++;
-        } else if (r.status == 429 && r.retry_after == "1") {
-          busy++;
         } else {
           wrong++;
           ADD_FAILURE() << r.status << " " << r.body.substr(0, 200);
@@ -274,14 +278,12 @@ TEST_F(FaultInjection, ServerAtItsQueueLimitAnswers429AndLosesNothingAccepted) {
   }
   for (auto& t : clients) t.join();
   EXPECT_EQ(wrong.load(), 0);
-  EXPECT_EQ(ok + busy, 72);
-  EXPECT_GT(busy.load(), 0) << "the queue limit was never reached";
-  // Every request the server accepted was answered OK; every one it refused is a 429.
+  EXPECT_EQ(ok.load(), 48);
   auto st = a.Stats();
   ASSERT_TRUE(st.ok());
-  EXPECT_EQ(st->requests_ok(), static_cast<uint64_t>(ok.load()));
-  EXPECT_EQ(st->requests_rejected(), static_cast<uint64_t>(busy.load()));
+  EXPECT_GT(st->requests_rejected(), 0u) << "the server's bound was never reached";
   EXPECT_EQ(st->queue_requests(), 0u);
+  EXPECT_EQ(g->replicas().held_tokens(), 0);
 }
 
 }  // namespace

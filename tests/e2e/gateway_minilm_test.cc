@@ -4,7 +4,10 @@
 // give the sentence-transformers golden embeddings; the error cases give the documented codes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <thread>
 
 #include "common/file_util.h"
 #include "engine/engine_factory.h"
@@ -258,6 +261,70 @@ TEST_F(GatewayMiniLm, OtherRoutes) {
             std::string::npos);
   EXPECT_NE(r.body.find("petal_gateway_replica_up{"), std::string::npos);
   EXPECT_NE(r.body.find("petal_server_"), std::string::npos);
+}
+
+// Flow control on the CPU engine: 4 clients, each with multi-chunk requests of golden texts,
+// against a server whose queue holds 2 requests / 100 tokens: every answer is 200 with the golden
+// vectors (the gateway held and resent the chunks the server refused).
+TEST(GatewayMiniLmFlow, ManyClientsAgainstASmallServerBoundGetNoErrors) {
+  const std::string dir = SourceDir() + "/models/all-MiniLM-L6-v2";
+  if (!FileExists(dir + "/model.safetensors")) GTEST_SKIP() << "no MiniLM";
+  auto golden = LoadGolden(12);
+  ASSERT_GE(golden.size(), 8u);
+  // The six shortest cases keep the CPU work (and the test) small.
+  std::stable_sort(golden.begin(), golden.end(),
+                   [](const auto& a, const auto& b) { return a.ids.size() < b.ids.size(); });
+  golden.resize(6);
+  EngineOptions eo;
+  eo.backend = "cpu";
+  auto engine = CreateEngine(dir, eo);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  server::ServerOptions so;
+  so.listen = "127.0.0.1:0";
+  so.loop.max_queue_requests = 2;
+  so.loop.max_queue_tokens = 100;
+  auto srv = server::EmbedServer::Start(so);
+  ASSERT_TRUE(srv.ok()) << srv.status().ToString();
+  (*srv)->AttachEngine(std::move(engine).value());
+  GatewayOptions go;
+  go.model_dir = dir;
+  go.servers = {"127.0.0.1:" + std::to_string((*srv)->port())};
+  go.listen = "127.0.0.1:0";
+  go.chunk = {4, 64};
+  auto g = Gateway::Start(go);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  std::atomic<int> ok{0}, bad{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 4; ++c) {
+    clients.emplace_back([&, c] {
+      HttpClient http((*g)->port(), std::chrono::seconds(120));  // a loaded CI machine is slow
+      for (int r = 0; r < 2; ++r) {
+        // 16 golden texts (as ids, so the CPU engine does all the work), rotated per request.
+        std::string body = "{\"input\":[";
+        std::vector<size_t> which;
+        for (int i = 0; i < 16; ++i) {
+          which.push_back((c * 5 + r * 3 + i) % golden.size());
+          body += (i ? "," : "") + golden[which.back()].ids;
+        }
+        auto res = http.Post("/v1/embeddings", body + "]}");
+        auto rows = res.status == 200 ? Embeddings(res.body) : std::vector<std::vector<float>>{};
+        bool good = rows.size() == which.size();
+        for (size_t i = 0; good && i < rows.size(); ++i) {
+          good = Cosine(rows[i], golden[which[i]].embedding) >= 0.99999;
+        }
+        (good ? ok : bad)++;
+        if (!good) ADD_FAILURE() << res.status << " " << res.body.substr(0, 200);
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(ok.load(), 8);
+  auto st = wire::EmbedClient(go.servers[0]).Stats();
+  ASSERT_TRUE(st.ok());
+  EXPECT_GT(st->requests_rejected(), 0u) << "the server's bound was never reached";
+  g->reset();
+  (*srv)->Shutdown(std::chrono::milliseconds(1000));
 }
 
 }  // namespace

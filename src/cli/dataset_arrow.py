@@ -1,0 +1,180 @@
+# Parquet I/O for `petal embed --input/--output` over pyarrow (docs/dependencies.md says why a
+# Python front end). The `petal` binary embeds this file (dataset_arrow.h, generated) and runs it
+# with the interpreter in $PETAL_PYTHON (default python3); nothing here is imported by anything
+# else. Modes, all over binary little-endian frames on stdin/stdout:
+#   count FILE                      -> prints the row count (Parquet metadata; no data read)
+#   read FILE TEXT ID START STOP N  -> frames of at most N rows of [START, STOP) on stdout
+#   write DIM DTYPE                 -> a command loop on stdin: open part / rows / close / merge
+# A read frame: u64 n; n bytes "id is null"; n bytes "text is null or missing"; then the ids and
+# the texts, each as (n+1) i64 offsets, u64 length, bytes. n == 0 ends the stream.
+import json
+import os
+import struct
+import sys
+
+try:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+except ImportError as e:
+    sys.stderr.write(f"petal embed: Parquet needs pyarrow and numpy in {sys.executable} ({e}); "
+                     "set PETAL_PYTHON to a Python that has them "
+                     "(pip install -r scripts/requirements.txt)\n")
+    sys.exit(2)
+
+
+def die(msg):
+    sys.stderr.write("petal embed: " + msg + "\n")
+    sys.exit(2)
+
+
+def strings(arr, n):
+    """(null mask, offsets from 0, data) of a string-castable arrow array of n rows."""
+    if arr is None:
+        return np.ones(n, np.uint8), np.zeros(n + 1, np.int64), b""
+    null = arr.is_null()
+    if isinstance(null, pa.ChunkedArray):
+        null = null.combine_chunks()
+    mask = null.to_numpy(zero_copy_only=False).astype(np.uint8)
+    filled = pc.fill_null(pc.cast(arr, pa.large_string()), "")
+    if isinstance(filled, pa.ChunkedArray):
+        filled = filled.combine_chunks()
+    offs = np.frombuffer(filled.buffers()[1], np.int64)[filled.offset : filled.offset + n + 1]
+    data = filled.buffers()[2]
+    lo, hi = int(offs[0]), int(offs[-1])
+    # A view of this batch's bytes only: the buffer may be a whole row group's.
+    return mask, offs - lo, (memoryview(data)[lo:hi] if data is not None else b"")
+
+
+def read(path, text_field, id_field, start, stop, batch_rows):
+    out = sys.stdout.buffer
+    f = pq.ParquetFile(path)
+    names = f.schema_arrow.names
+    if text_field not in names:
+        die(f"{path}: no column '{text_field}' (--text-field); columns: {', '.join(names)}")
+    if id_field and id_field not in names:
+        die(f"{path}: no column '{id_field}' (--id-field); columns: {', '.join(names)}")
+    cols = [text_field] + ([id_field] if id_field else [])
+    md = f.metadata
+    first = 0
+    for g in range(md.num_row_groups):
+        rows = md.row_group(g).num_rows
+        lo, hi = max(start, first), min(stop, first + rows)
+        if lo < hi:
+            t = f.read_row_group(g, columns=cols).slice(lo - first, hi - lo)
+            for b in t.to_batches(max_chunksize=batch_rows):
+                n = b.num_rows
+                row0 = lo
+                lo += n
+                if n == 0:
+                    continue
+                tm, to, td = strings(b.column(text_field), n)
+                if id_field:
+                    im, io, idd = strings(b.column(id_field), n)
+                else:  # the row number is the id
+                    ids = [str(row0 + i).encode() for i in range(n)]
+                    im = np.zeros(n, np.uint8)
+                    io = np.zeros(n + 1, np.int64)
+                    io[1:] = np.cumsum([len(x) for x in ids])
+                    idd = b"".join(ids)
+                out.write(struct.pack("<Q", n) + im.tobytes() + tm.tobytes())
+                for offs, data in ((io, idd), (to, td)):
+                    out.write(offs.astype("<i8").tobytes() + struct.pack("<Q", len(data)))
+                    out.write(data)
+        first += rows
+        if first >= stop:
+            break
+    out.write(struct.pack("<Q", 0))
+    out.flush()
+
+
+def exact(inp, n):
+    b = inp.read(n)
+    if len(b) != n:
+        die("dataset writer: truncated command stream")
+    return b
+
+
+def write(dim, dtype):
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    np_type = {"float32": np.float32, "float16": np.float16, "int8": np.int8}[dtype]
+    arrow_type = {"float32": pa.float32(), "float16": pa.float16(), "int8": pa.int8()}[dtype]
+    fields = [pa.field("id", pa.string()), pa.field("embedding", pa.list_(arrow_type, dim))]
+    if dtype == "int8":
+        fields.append(pa.field("scale", pa.float32()))
+    writer, tmp, final, schema = None, None, None, None
+    while True:
+        op = inp.read(1)
+        if not op or op == b"Q":
+            return
+        if op == b"O":  # open a part: u32 len + JSON {path, metadata}
+            (ln,) = struct.unpack("<I", exact(inp, 4))
+            cmd = json.loads(exact(inp, ln))
+            final = cmd["path"]
+            tmp = final + ".tmp"
+            schema = pa.schema(fields, metadata={"petal": json.dumps(cmd["metadata"])})
+            writer = pq.ParquetWriter(tmp, schema, compression="none")
+        elif op == b"R":  # rows: u64 n, ids (offsets, length, bytes), n*dim values, [n scales]
+            (n,) = struct.unpack("<Q", exact(inp, 8))
+            offs = np.frombuffer(exact(inp, 8 * (n + 1)), "<i8")
+            (ln,) = struct.unpack("<Q", exact(inp, 8))
+            ids = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offs.tobytes()),
+                                                  pa.py_buffer(exact(inp, ln))).cast(pa.string())
+            width = np.dtype(np_type).itemsize
+            vals = np.frombuffer(exact(inp, n * dim * width), np_type)
+            emb = pa.FixedSizeListArray.from_arrays(pa.array(vals, type=arrow_type), dim)
+            arrays = [ids, emb]
+            if dtype == "int8":
+                arrays.append(pa.array(np.frombuffer(exact(inp, 4 * n), "<f4"), pa.float32()))
+            writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=schema))
+        elif op == b"C":  # close the part: durable under its final name, then "ok"
+            writer.close()
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
+            os.replace(tmp, final)
+            writer = None
+            out.write(b"ok\n")
+            out.flush()
+        elif op == b"M":  # merge parts: u32 len + JSON {parts, output, metadata}
+            (ln,) = struct.unpack("<I", exact(inp, 4))
+            cmd = json.loads(exact(inp, ln))
+            if len(cmd["parts"]) == 1:  # already the output, with the same metadata
+                os.replace(cmd["parts"][0], cmd["output"])
+                out.write(b"ok\n")
+                out.flush()
+                continue
+            schema = pa.schema(fields, metadata={"petal": json.dumps(cmd["metadata"])})
+            tmp = cmd["output"] + ".tmp"
+            with pq.ParquetWriter(tmp, schema, compression="none") as w:
+                for p in cmd["parts"]:
+                    pf = pq.ParquetFile(p)
+                    for g in range(pf.metadata.num_row_groups):
+                        w.write_table(pf.read_row_group(g).cast(schema))
+            os.replace(tmp, cmd["output"])
+            out.write(b"ok\n")
+            out.flush()
+        else:
+            die("dataset writer: unknown command")
+
+
+def main():
+    mode = sys.argv[1]
+    if mode == "count":
+        print(pq.ParquetFile(sys.argv[2]).metadata.num_rows)
+    elif mode == "read":
+        read(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]),
+             int(sys.argv[7]))
+    elif mode == "write":
+        write(int(sys.argv[2]), sys.argv[3])
+    else:
+        die("unknown mode " + mode)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except BrokenPipeError:
+        sys.exit(1)
+    except (OSError, pa.ArrowException) as e:
+        die(str(e))

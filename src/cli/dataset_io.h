@@ -1,0 +1,86 @@
+// Dataset files for `petal embed --input/--output`: row readers (JSON Lines natively, Parquet
+// through the embedded pyarrow helper dataset_arrow.py run as a child process) and part writers
+// (Parquet through the same helper, .npy natively), plus the final merge of finished parts.
+// Every reader streams: at most one batch of rows is in memory. Thread-safety: each object
+// belongs to one thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace petal::cli {
+
+enum class DatasetFormat { kJsonl, kParquet, kNpy };
+
+// From the file name's extension: .jsonl/.ndjson/.json, .parquet/.pq, .npy.
+StatusOr<DatasetFormat> FormatOf(const std::string& path);
+
+// The interpreter that runs the Parquet helper: $PETAL_PYTHON, else the source checkout's
+// .venv/bin/python if this binary was built there and it exists, else python3.
+std::string PythonExe();
+
+// One input row. A bad row (missing or null text, bad id) has `error` set; its id is then the
+// best name for it (the id if readable, else "row N").
+struct InputRow {
+  int64_t row = 0;  // position in the input file
+  std::string id;
+  std::string text;
+  std::string error;
+};
+
+struct ReaderOptions {
+  std::string text_field = "text";
+  std::string id_field = "id";  // "" = the row number is the id
+  size_t batch_rows = 1024;
+};
+
+class RowReader {
+ public:
+  virtual ~RowReader() = default;
+  // Replaces *rows by the next rows (at most batch_rows); false at the end of the range.
+  virtual StatusOr<bool> Next(std::vector<InputRow>* rows) = 0;
+};
+
+// Rows in the file (JSONL: lines that are not blank; Parquet: its metadata).
+StatusOr<int64_t> CountRows(const std::string& path, DatasetFormat format);
+// Reads rows [start, stop) of `path`.
+StatusOr<std::unique_ptr<RowReader>> OpenReader(const std::string& path, DatasetFormat format,
+                                                const ReaderOptions& options, int64_t start,
+                                                int64_t stop);
+
+// Output element type of the embedding column.
+enum class ElemType { kFloat32, kFloat16, kInt8 };
+const char* ElemTypeName(ElemType t);
+int ElemBytes(ElemType t);
+
+// Writes finished parts (each made durable under its final name by Close) and merges them.
+class PartWriter {
+ public:
+  virtual ~PartWriter() = default;
+  // Starts the part that will be at `path`; `metadata` is a JSON object for the file metadata.
+  virtual Status Open(const std::string& path, const std::string& metadata) = 0;
+  // Appends rows: ids, `ids.size() * dim` elements of `data`, and (int8) one scale per row.
+  virtual Status Write(const std::vector<std::string>& ids, const std::string& data,
+                       const std::vector<float>& scales) = 0;
+  // Flushes, fsyncs and renames the part into place.
+  virtual Status Close() = 0;
+  // Concatenates `parts` (in order) into `output` (Parquet: one file; .npy: OUTPUT plus
+  // OUTPUT's stem + ".ids.jsonl" and, for int8, ".scales.npy").
+  virtual Status Merge(const std::vector<std::string>& parts, const std::string& output,
+                       const std::string& metadata) = 0;
+  // The part file name for index `i` (without folder).
+  virtual std::string PartName(int i) const = 0;
+};
+
+StatusOr<std::unique_ptr<PartWriter>> OpenPartWriter(DatasetFormat format, int dim, ElemType type);
+
+// A JSON string literal for `s` (quotes included).
+std::string JsonQuote(const std::string& s);
+
+}  // namespace petal::cli

@@ -1,0 +1,44 @@
+// `petal embed --input FILE --output FILE`: embeds a dataset (JSON Lines or Parquet, a text and
+// an id field) into Parquet (`id`, `embedding` as a fixed-size list, `scale` for int8; the model
+// and options in the file metadata) or .npy + ids, streaming with bounded memory. Work is cut
+// into fixed parts of input rows, each made durable (fsync + rename) and then recorded in
+// OUTPUT.parts/manifest.json, so `--resume` after a kill continues at the first unfinished part
+// with no lost and no duplicated rows; the finished parts are merged into OUTPUT at the end.
+// `--shard I/N` takes the I-th of N contiguous row ranges. Embeds on local engines (one per
+// device) or on servers/gateways' servers through the gateway's ReplicaSet (same balancing and
+// flow control). Thread-safety: RunEmbedDataset is called once, from main.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/engine_factory.h"
+
+namespace petal::cli {
+
+struct DatasetOptions {
+  std::string model_dir;
+  std::string input, output;
+  std::string text_field = "text";
+  std::string id_field = "id";
+  std::string on_error = "fail";  // fail | skip
+  int shard_index = 0, shard_count = 1;
+  bool resume = false;
+  bool truncate = false;  // cut texts past the model length instead of reporting them
+  int64_t rows_per_part = 100000;
+  int batch_rows = 1024;  // rows read, tokenized and embedded per task
+  int threads = 0;        // tokenizer/embedding tasks in flight; 0 = hardware threads
+  std::string dtype = "float32";
+  int dimensions = 0;
+  std::string prompt_name;
+  std::vector<std::string> servers;  // empty: local engines
+  std::vector<int> devices;          // local CUDA devices (--gpus); empty: opts.engine.cuda.device
+  EngineOptions engine;
+  int max_batch_tokens = 16384;  // per engine call
+  bool progress = true;
+};
+
+// Returns the process exit code (0 ok, 1 failure, 2 usage).
+int RunEmbedDataset(const DatasetOptions& opts);
+
+}  // namespace petal::cli

@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""`petal embed --input/--output` on the CPU engine with MiniLM (small files, a few seconds each).
+
+Checks: JSONL -> Parquet and Parquet -> .npy round trips against plain `petal embed` (the same
+engine, one text per line; tolerance 1e-5 absolute); kill -9 mid-run + --resume gives every id
+exactly once and vectors equal (1e-6) to an uninterrupted run; --shard I/N covers the input
+exactly once; bad rows (missing text, null text, past the model length, missing column) are
+skipped or fail per --on-error and are reported with their id. Usage: embed_dataset_test.py PETAL.
+Exit 77 (skipped) without the MiniLM files or pyarrow.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+try:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+except ImportError:
+    print("SKIP: numpy/pyarrow not installed (scripts/requirements.txt)")
+    sys.exit(77)
+
+PETAL = os.path.abspath(sys.argv[1])
+SRC = os.environ.get("PETAL_SOURCE_DIR", os.getcwd())
+MODEL = os.path.join(SRC, "models", "all-MiniLM-L6-v2")
+if not os.path.exists(os.path.join(MODEL, "model.safetensors")):
+    print("SKIP: models/all-MiniLM-L6-v2 is not there")
+    sys.exit(77)
+ENV = dict(os.environ, PETAL_PYTHON=sys.executable)
+WORDS = "the cat sat on a warm mat while rain fell over quiet hills and rivers".split()
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def text(i):
+    return " ".join(WORDS[(i * 7 + k) % len(WORDS)] for k in range(3 + i % 9)) + f" {i}"
+
+
+def embed(*args, check_rc=True):
+    cmd = [PETAL, "embed", "--model", MODEL, "--backend", "cpu", "--no-progress", *args]
+    p = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300)
+    if check_rc and p.returncode != 0:
+        raise SystemExit(f"FAIL: {' '.join(cmd)}\n{p.stderr}")
+    return p
+
+
+def write_jsonl(path, rows):
+    with open(path, "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+
+
+def parquet_rows(path):
+    t = pq.read_table(path)
+    return t.column("id").to_pylist(), np.array(t.column("embedding").to_pylist(), np.float32)
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="petal_embed_ds_")
+    n = 60
+    rows = [{"id": f"doc-{i}", "text": text(i)} for i in range(n)]
+    src = os.path.join(tmp, "in.jsonl")
+    write_jsonl(src, rows)
+
+    # Reference: plain `petal embed`, one JSON text per line on stdin.
+    p = subprocess.run([PETAL, "embed", "--model", MODEL, "--backend", "cpu"], env=ENV,
+                       input="".join(json.dumps(r["text"]) + "\n" for r in rows),
+                       capture_output=True, text=True, timeout=300, check=True)
+    ref = np.array([json.loads(line) for line in p.stdout.splitlines()], np.float32)
+
+    # JSONL -> Parquet.
+    out = os.path.join(tmp, "out.parquet")
+    embed("--input", src, "--output", out, "--rows-per-part", "25", "--batch-rows", "8")
+    ids, emb = parquet_rows(out)
+    check(ids == [r["id"] for r in rows], "jsonl->parquet: ids in input order")
+    check(emb.shape == (n, 384) and np.abs(emb - ref).max() < 1e-5,
+          f"jsonl->parquet: vectors equal plain petal embed (max diff {np.abs(emb - ref).max():.2e})")
+    meta = json.loads(pq.ParquetFile(out).schema_arrow.metadata[b"petal"])
+    check(meta["model"] == "all-MiniLM-L6-v2" and meta["options"]["dtype"] == "float32",
+          "parquet metadata names the model and options")
+    check(not os.path.exists(out + ".parts"), "parts folder removed after the merge")
+
+    # Parquet (integer ids) -> .npy + ids, and float16 / int8 Parquet.
+    pin = os.path.join(tmp, "in.parquet")
+    pq.write_table(pa.table({"key": list(range(n)), "body": [r["text"] for r in rows]}), pin,
+                   row_group_size=17)
+    npy = os.path.join(tmp, "out.npy")
+    embed("--input", pin, "--output", npy, "--text-field", "body", "--id-field", "key")
+    arr = np.load(npy)
+    npy_ids = [json.loads(line) for line in open(os.path.join(tmp, "out.ids.jsonl"))]
+    check(npy_ids == [str(i) for i in range(n)], "parquet->npy: ids")
+    check(arr.shape == (n, 384) and np.abs(arr - ref).max() < 1e-5, "parquet->npy: vectors")
+    f16 = os.path.join(tmp, "f16.parquet")
+    embed("--input", pin, "--output", f16, "--text-field", "body", "--id-field", "key",
+          "--dtype", "float16")
+    _, e16 = parquet_rows(f16)
+    check(pq.read_schema(f16).field("embedding").type.value_type == pa.float16() and
+          np.abs(e16 - ref).max() < 2e-3, "float16 output")
+    i8 = os.path.join(tmp, "i8.parquet")
+    embed("--input", src, "--output", i8, "--dtype", "int8")
+    t8 = pq.read_table(i8)
+    deq = np.array(t8.column("embedding").to_pylist(), np.float32) * \
+        np.array(t8.column("scale").to_pylist(), np.float32)[:, None]
+    check(np.abs(deq - ref).max() < 0.01, "int8 output with per-row scale")
+
+    # --server: the same rows through a `petal server` (the gateway's balancing and flow control).
+    import socket
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    srv = subprocess.Popen([PETAL, "server", "--model", MODEL, "--backend", "cpu",
+                            "--listen", f"127.0.0.1:{port}", "--max-queue-tokens", "2000"],
+                           env=ENV, stderr=subprocess.DEVNULL)
+    try:
+        remote = os.path.join(tmp, "remote.parquet")
+        # It waits (up to a minute) for the server to load.
+        p = embed("--input", src, "--output", remote, "--server", f"127.0.0.1:{port}",
+                  check_rc=False)
+        rids, remb = parquet_rows(remote)
+        check(p.returncode == 0 and rids == ids and np.abs(remb - ref).max() < 1e-5,
+              "--server (a small server queue bound): same ids and vectors")
+    finally:
+        srv.terminate()
+        srv.wait()
+
+    # kill -9 mid-run, then --resume: every id exactly once, vectors as uninterrupted.
+    big = [{"id": f"r{i}", "text": text(i)} for i in range(150)]
+    bsrc = os.path.join(tmp, "big.jsonl")
+    write_jsonl(bsrc, big)
+    full = os.path.join(tmp, "full.parquet")
+    common = ["--rows-per-part", "20", "--batch-rows", "4", "--threads", "1"]
+    embed("--input", bsrc, "--output", full, *common)
+    res = os.path.join(tmp, "resumed.parquet")
+    cmd = [PETAL, "embed", "--model", MODEL, "--backend", "cpu", "--no-progress",
+           "--input", bsrc, "--output", res, *common]
+    proc = subprocess.Popen(cmd, env=ENV, stderr=subprocess.DEVNULL)
+    manifest = res + ".parts/manifest.json"
+    deadline = time.time() + 120
+    killed_after = 0
+    while time.time() < deadline and proc.poll() is None:
+        try:
+            killed_after = len(json.load(open(manifest))["parts"])
+        except (OSError, ValueError):
+            killed_after = 0
+        if killed_after >= 2:
+            proc.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.02)
+    proc.wait()
+    check(proc.returncode == -signal.SIGKILL and not os.path.exists(res),
+          f"killed with -9 after {killed_after} parts, before the end")
+    embed("--input", bsrc, "--output", res, *common, "--resume")
+    rids, remb = parquet_rows(res)
+    fids, femb = parquet_rows(full)
+    check(sorted(rids) == sorted(r["id"] for r in big) and len(set(rids)) == len(rids),
+          "resume: every id exactly once")
+    check(rids == fids and np.abs(remb - femb).max() < 1e-6, "resume: equal to uninterrupted run")
+    p = embed("--input", bsrc, "--output", os.path.join(tmp, "full.parquet"), *common,
+              check_rc=False)
+    check(p.returncode == 0, "a finished output can be written again")
+
+    # Shards cover the input exactly once.
+    seen = []
+    for i in range(3):
+        sp = os.path.join(tmp, f"shard{i}.parquet")
+        embed("--input", src, "--output", sp, "--shard", f"{i}/3")
+        seen += parquet_rows(sp)[0]
+    check(sorted(seen) == sorted(r["id"] for r in rows) and len(seen) == n,
+          "--shard 0/3, 1/3, 2/3 cover every row once")
+
+    # Bad rows: missing text, null text, past the model length (256 tokens).
+    bad = [{"id": "a", "text": "fine"}, {"id": "no-text"}, {"id": "null-text", "text": None},
+           {"id": "too-long", "text": "word " * 400}, {"id": "b", "text": "also fine"}]
+    bsrc2 = os.path.join(tmp, "bad.jsonl")
+    write_jsonl(bsrc2, bad)
+    skip = os.path.join(tmp, "skip.parquet")
+    p = embed("--input", bsrc2, "--output", skip, "--on-error", "skip", check_rc=False)
+    check(p.returncode == 0 and parquet_rows(skip)[0] == ["a", "b"], "--on-error skip keeps good rows")
+    check(all(f'"{i}"' in p.stderr for i in ("no-text", "null-text", "too-long")),
+          "--on-error skip reports each bad row's id")
+    failed = os.path.join(tmp, "fail.parquet")
+    p = embed("--input", bsrc2, "--output", failed, check_rc=False)
+    check(p.returncode == 1 and '"no-text"' in p.stderr and not os.path.exists(failed),
+          "--on-error fail (default) stops at the first bad row, named")
+    trunc = os.path.join(tmp, "trunc.parquet")
+    p = embed("--input", bsrc2, "--output", trunc, "--on-error", "skip", "--truncate",
+              check_rc=False)
+    check(parquet_rows(trunc)[0] == ["a", "too-long", "b"], "--truncate embeds the long text")
+    pq.write_table(pa.table({"id": ["x", "y"], "body": ["p", None]}), os.path.join(tmp, "b.parquet"))
+    p = embed("--input", os.path.join(tmp, "b.parquet"), "--output", os.path.join(tmp, "c.parquet"),
+              check_rc=False)
+    check(p.returncode != 0 and "no column 'text'" in p.stderr, "parquet: missing column named")
+    p = embed("--input", os.path.join(tmp, "b.parquet"), "--output", os.path.join(tmp, "d.parquet"),
+              "--text-field", "body", "--on-error", "skip", check_rc=False)
+    check(p.returncode == 0 and '"y"' in p.stderr and parquet_rows(os.path.join(tmp, "d.parquet"))[0]
+          == ["x"], "parquet: null text skipped and reported")
+
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        return 1
+    print("all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
