@@ -89,7 +89,16 @@ int RunInfo(const InfoOptions& opts) {
       {"normalize", c.normalize ? "true" : "false", false},
       {"attention_mask", AttentionMaskName(c.mask), true},
       {"weights_dtype", dtype_list, true},
+      {"task", ModelTaskName(c.task), true},
+      {"task_source", c.task_source, true},
   };
+  if (c.task == ModelTask::kScore) {
+    fields.push_back({"score_head", ScoreHeadName(c.score_head), true});
+    fields.push_back({"score_outputs", num(c.score_outputs), false});
+    fields.push_back({"score_activation",
+                      c.score_activation == ScoreActivation::kIdentity ? "identity" : "sigmoid",
+                      true});
+  }
   if (opts.json) {
     std::string out = "{";
     for (size_t i = 0; i < fields.size(); ++i) {

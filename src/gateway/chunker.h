@@ -33,8 +33,10 @@ struct ChunkedResult {
 // Embeds `seqs` with `options`: one EmbedRequest per chunk (ranges from SplitChunks, computed
 // once per request by the caller), all in flight at once. `done` gets every response or the
 // first error (the other chunks' answers are then discarded).
+// `type_ids`, when non-null, holds each sequence's token-type ids (ranking pairs), sent with it.
 void EmbedChunks(ReplicaSet* replicas, const std::vector<std::vector<int32_t>>& seqs,
                  std::vector<std::pair<size_t, size_t>> chunks, const v1::EmbedOptions& options,
-                 const std::string& request_id, std::function<void(StatusOr<ChunkedResult>)> done);
+                 const std::string& request_id, std::function<void(StatusOr<ChunkedResult>)> done,
+                 const std::vector<std::vector<int32_t>>* type_ids = nullptr);
 
 }  // namespace petal::gateway

@@ -40,6 +40,22 @@ const char* AttentionMaskName(AttentionMask m) {
 
 const char* Int8ModeName(Int8Mode m) { return m == Int8Mode::kTanh ? "tanh" : "linear"; }
 
+const char* ModelTaskName(ModelTask t) { return t == ModelTask::kScore ? "score" : "embed"; }
+
+const char* ScoreHeadName(ScoreHead h) {
+  switch (h) {
+    case ScoreHead::kNone:
+      return "none";
+    case ScoreHead::kBertPooler:
+      return "bert_pooler_classifier";
+    case ScoreHead::kRobertaClassifier:
+      return "roberta_classifier";
+    case ScoreHead::kLmYesNo:
+      return "lm_yes_no";
+  }
+  return "?";
+}
+
 int64_t ModelConfig::ParameterCount() const {
   // Exact: the parse below rejects shapes of more than 10^13 parameters, well under 2^53.
   return static_cast<int64_t>(FindArchitecture(architecture).parameter_count(*this));
@@ -72,6 +88,35 @@ StatusOr<PoolingMode> ParsePooling(const std::string& s, const std::string& wher
   if (s == "cls") return PoolingMode::kCls;
   if (s == "last_token" || s == "lasttoken") return PoolingMode::kLastToken;
   return InvalidArgument(where + ": pooling '" + s + "' (expected 'mean', 'cls' or 'last_token')");
+}
+
+// A cross-encoder's activation (sentence-transformers CrossEncoder): config.json's
+// "sentence_transformers": {"activation_fn": ...} (v4+), else the older
+// "sbert_ce_default_activation_function"; Sigmoid when neither is set (its default for one label).
+Status ReadScoreActivation(const ConfigFields& f, ModelConfig* c) {
+  std::string path, key = "sbert_ce_default_activation_function";
+  object st;
+  if (f.Has("sentence_transformers") &&
+      f.object()["sentence_transformers"].get_object().get(st) == simdjson::SUCCESS) {
+    ConfigFields s(st, f.file() + " (sentence_transformers)");
+    if (s.Has("activation_fn")) {
+      path = s.StrOr("activation_fn", "?");
+      if (path.empty()) path = "?";
+      key = "sentence_transformers";
+    }
+  }
+  if (path.empty() && f.Has(key.c_str())) path = f.StrOr(key.c_str(), "?");
+  if (path.empty() || path == "torch.nn.modules.activation.Sigmoid" ||
+      path == "torch.nn.Sigmoid") {
+    c->score_activation = ScoreActivation::kSigmoid;
+  } else if (path == "torch.nn.modules.linear.Identity" || path == "torch.nn.Identity") {
+    c->score_activation = ScoreActivation::kIdentity;
+  } else {
+    return f.Unsupported(key.c_str(), "names activation '" + path +
+                                          "' (Petal applies torch.nn.Sigmoid or "
+                                          "torch.nn.Identity to a cross-encoder's logit)");
+  }
+  return Status::Ok();
 }
 
 // The keys every architecture shares; the architecture's entry reads the rest.
@@ -112,6 +157,7 @@ StatusOr<ModelConfig> ParseConfigObject(object obj, const std::string& file) {
                            " must be even and positive");
   }
   PETAL_RETURN_IF_ERROR(arch->parse_extras(f, &c));
+  if (c.task == ModelTask::kScore) PETAL_RETURN_IF_ERROR(ReadScoreActivation(f, &c));
   if (c.max_position_embeddings < c.position_offset) {
     return InvalidArgument(
         file + ": max_position_embeddings " + std::to_string(c.max_position_embeddings) +
@@ -132,7 +178,7 @@ StatusOr<ModelConfig> ParseConfigObject(object obj, const std::string& file) {
 }
 
 // Reads the sentence-transformers files, if present, into `c`.
-Status ApplySentenceTransformers(const std::string& dir, ModelConfig& c) {
+Status ApplySentenceTransformers(const std::string& dir, ModelConfig& c, bool* has_pooling) {
   simdjson::dom::parser parser;
   const std::string modules_path = JoinPath(dir, "modules.json");
   std::string pooling_dir;
@@ -151,6 +197,7 @@ Status ApplySentenceTransformers(const std::string& dir, ModelConfig& c) {
       if (type.find("Normalize") != std::string_view::npos) c.normalize = true;
     }
   }
+  *has_pooling = !pooling_dir.empty();
   if (!pooling_dir.empty()) {
     if (pooling_dir.find("..") != std::string::npos) {
       return InvalidArgument(modules_path + ": pooling path '" + pooling_dir +
@@ -238,8 +285,117 @@ Status ApplyPetalConfig(const std::string& dir, ModelConfig& c) {
     PETAL_ASSIGN_OR_RETURN(int m, f.Int("max_seq_length"));
     if (m > 0) c.max_seq_length = std::min(m, c.max_position_embeddings - c.position_offset);
   }
+  if (f.Has("task")) {
+    const std::string t = f.StrOr("task", "");
+    if (t != "embed" && t != "score") return f.Unsupported("task", "(expected 'embed' or 'score')");
+    c.task = t == "score" ? ModelTask::kScore : ModelTask::kEmbed;
+    c.task_source = p + " 'task'";
+  }
   if (c.architecture == Architecture::kBert && c.mask == AttentionMask::kCausal) {
     return InvalidArgument(p + ": BERT models cannot use a causal attention mask");
+  }
+  return Status::Ok();
+}
+
+bool ContainsNoCase(std::string hay, std::string needle) {
+  for (auto* s : {&hay, &needle}) {
+    std::transform(s->begin(), s->end(), s->begin(), [](unsigned char ch) { return std::tolower(ch); });
+  }
+  return hay.find(needle) != std::string::npos;
+}
+
+// The model's own folder name: the last path component, or, in a huggingface_hub cache snapshot
+// (".../models--ORG--NAME/snapshots/REV"), the repository folder's.
+std::string ModelFolderName(std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  const size_t snap = dir.rfind("/snapshots/");
+  if (snap != std::string::npos) dir.resize(snap);
+  const size_t slash = dir.rfind('/');
+  return slash == std::string::npos ? dir : dir.substr(slash + 1);
+}
+
+// The id of token `token` in dir/tokenizer.json's model vocabulary (what transformers'
+// convert_tokens_to_ids returns for a plain token).
+StatusOr<int> VocabId(const std::string& dir, const std::string& token) {
+  const std::string p = JoinPath(dir, "tokenizer.json");
+  if (!FileExists(p)) {
+    return NotFound(p + " is missing: an LM reranker needs it for the ids of its 'yes' and 'no' "
+                        "tokens");
+  }
+  PETAL_ASSIGN_OR_RETURN(std::string text, ReadFile(p));
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(text).get(doc) != simdjson::SUCCESS) return InvalidArgument(p + " is not JSON");
+  int64_t id = -1;
+  if (doc["model"]["vocab"][token].get_int64().get(id) != simdjson::SUCCESS || id < 0) {
+    return InvalidArgument(p + ": model.vocab has no token '" + token +
+                           "' (an LM reranker scores with the logits of 'yes' and 'no')");
+  }
+  return static_cast<int>(id);
+}
+
+// Which task the folder serves, for the families where config.json does not say it
+// (docs/models.md "Ranking models"): a Qwen3 causal LM is a reranker when petal_config.json says
+// "task": "score", or, with no such key, when the folder's path names it a reranker
+// (its last component, e.g. ".../Qwen3-Reranker-0.6B", or the hub cache's
+// "models--Qwen--Qwen3-Reranker-4B" above "snapshots/REV", contains "reranker") and no
+// sentence-transformers Pooling module says it is an embedder; a path that says reranker beside a
+// Pooling module is refused as ambiguous. The task and its source are in ModelInfo / petal info.
+Status ResolveTask(const std::string& dir, bool has_pooling_module, ModelConfig& c) {
+  if (c.architecture == Architecture::kBert) {
+    if (c.task == ModelTask::kScore && c.score_head == ScoreHead::kNone) {
+      return InvalidArgument(JoinPath(dir, "petal_config.json") + ": 'task' = \"score\" but " +
+                             JoinPath(dir, "config.json") + " 'architectures' = \"" +
+                             c.hf_architecture +
+                             "\" has no classification head (a BERT cross-encoder is "
+                             "BertForSequenceClassification or XLMRobertaForSequenceClassification)");
+    }
+    if (c.task == ModelTask::kEmbed && c.score_head != ScoreHead::kNone) {
+      return InvalidArgument(JoinPath(dir, "petal_config.json") + ": 'task' = \"embed\" but " +
+                             JoinPath(dir, "config.json") + " 'architectures' = \"" +
+                             c.hf_architecture + "\" is a cross-encoder (it scores pairs)");
+    }
+    if (c.task_source.empty()) {
+      c.task_source = JoinPath(dir, "config.json") + " 'architectures'";
+    }
+    if (c.task == ModelTask::kScore) {  // the head reads the first token, unnormalised
+      c.pooling = PoolingMode::kCls;
+      c.normalize = false;
+    }
+    return Status::Ok();
+  }
+  if (c.architecture != Architecture::kQwen3) return Status::Ok();
+  const bool named = ContainsNoCase(ModelFolderName(dir), "reranker");
+  if (c.task_source.empty()) {
+    if (named && has_pooling_module) {
+      return InvalidArgument(
+          dir + ": the folder's name says reranker but modules.json has a sentence-transformers "
+                "Pooling module (an embedder); set \"task\" to \"score\" or \"embed\" in "
+                "petal_config.json");
+    }
+    if (named) {
+      c.task = ModelTask::kScore;
+      c.task_source = "folder name contains 'reranker'";
+    } else {
+      c.task_source = "default (embedder)";
+    }
+  }
+  if (c.task != ModelTask::kScore) return Status::Ok();
+  if (c.mask != AttentionMask::kCausal) {
+    return InvalidArgument(dir + ": an LM reranker is a causal Qwen3 LM, but the attention mask is "
+                                 "bidirectional");
+  }
+  c.score_head = ScoreHead::kLmYesNo;
+  c.score_outputs = 2;
+  c.pooling = PoolingMode::kLastToken;
+  c.normalize = false;
+  PETAL_ASSIGN_OR_RETURN(c.yes_token_id, VocabId(dir, "yes"));
+  PETAL_ASSIGN_OR_RETURN(c.no_token_id, VocabId(dir, "no"));
+  if (c.yes_token_id >= c.vocab_size || c.no_token_id >= c.vocab_size) {
+    return InvalidArgument(JoinPath(dir, "tokenizer.json") + ": the ids of 'yes' (" +
+                           std::to_string(c.yes_token_id) + ") and 'no' (" +
+                           std::to_string(c.no_token_id) + ") must be below vocab_size " +
+                           std::to_string(c.vocab_size));
   }
   return Status::Ok();
 }
@@ -259,8 +415,10 @@ StatusOr<ModelConfig> LoadModelConfig(const std::string& dir) {
   PETAL_ASSIGN_OR_RETURN(object obj, ParseObject(parser, text, path));
   PETAL_ASSIGN_OR_RETURN(ModelConfig c, ParseConfigObject(obj, path));
   c.model_dir = dir;
-  PETAL_RETURN_IF_ERROR(ApplySentenceTransformers(dir, c));
+  bool has_pooling_module = false;
+  PETAL_RETURN_IF_ERROR(ApplySentenceTransformers(dir, c, &has_pooling_module));
   PETAL_RETURN_IF_ERROR(ApplyPetalConfig(dir, c));
+  PETAL_RETURN_IF_ERROR(ResolveTask(dir, has_pooling_module, c));
   return c;
 }
 
