@@ -133,7 +133,7 @@ TEST_F(RerankFolder, ExplicitTaskWinsAndAmbiguityIsRefused) {
   Write("petal_config.json", R"({"task":"classify"})");
   auto bad = LoadModelConfig(dir_);
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("key 'task' = \"classify\""), std::string::npos)
+  EXPECT_NE(bad.status().message().find("key 'task' = 'classify'"), std::string::npos)
       << bad.status().message();
 }
 
