@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/file_util.h"
 #include "engine/cuda/cuda_engine.h"
 #include "model/config.h"
 #include "rerank_fixture.h"
@@ -35,6 +36,10 @@ TEST_P(RerankGpuTest, MatchesTheGoldenOnTheCudaEngine) {
   ASSERT_TRUE(golden.ok()) << golden.status().ToString();
   auto dir = BuildRerankFolder(*m, fx, *golden);
   ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+  if (name.rfind("qwen3", 0) == 0 && !FileExists(*dir + "/tokenizer.json")) {
+    GTEST_SKIP() << "models/tokenizers/qwen3 not carried: an LM reranker needs it for its yes/no "
+                    "ids";
+  }
   CudaEngineOptions opts;
   opts.max_tokens = 2048;
   opts.max_seqs = 16;

@@ -4,8 +4,9 @@
 # scripts/gpu/make_rerank_models.py: a MiniLM-L6 cross-encoder shape, the Qwen3-Reranker-0.6B
 # shape and the same-shape Qwen3 embedder; beside them, in the same run on the same GPU, the
 # Python baselines in bf16 (scripts/gpu/rerank_baseline.py: sentence-transformers CrossEncoder;
-# the transformers recipe for Qwen3-Reranker). Needs models/all-MiniLM-L6-v2 and
-# models/tokenizers/qwen3 carried. Results: $OUT/rerank/*.json and a summary on stdout.
+# the transformers recipe for Qwen3-Reranker). Needs models/tokenizers/qwen3 and the tokenizer
+# files of models/all-MiniLM-L6-v2 (tokenizer.json, tokenizer_config.json, vocab.txt,
+# special_tokens_map.json; not its 90 MB weights) carried. Results: $OUT/rerank/*.json and a summary on stdout.
 # Targets (issue 17): Petal >= 3x the CrossEncoder's pairs/s; the Qwen3 reranker within 10% of
 # the same-shape embedder's pairs/s.
 set -uo pipefail
