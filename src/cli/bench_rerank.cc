@@ -104,14 +104,13 @@ int RunBenchRerank(const RerankBenchArgs& a) {
   std::printf("petal bench rerank: model %s (%s, task %s), backend %s, sha %s, %d docs/query\n",
               a.model.c_str(), c.hf_architecture.c_str(), ModelTaskName(c.task),
               engine.backend().c_str(), PETAL_GIT_SHA, a.docs);
-  std::string json = "{\"tool\":\"petal bench rerank\",\"sha\":\"" + std::string(PETAL_GIT_SHA) +
-                     "\",\"model\":" + JsonString(a.model) + ",\"task\":\"" +
-                     ModelTaskName(c.task) + "\",\"backend\":\"" + engine.backend() +
-                     "\",\"device\":" +
-                     JsonString(cuda ? CudaDeviceName(eo.cuda.device) : std::string("cpu")) +
-                     ",\"docs\":" + std::to_string(a.docs) + ",\"clients\":" +
-                     std::to_string(a.clients) + ",\"max_batch_tokens\":" +
-                     std::to_string(lo.limits.max_batch_tokens) + ",\"runs\":{";
+  std::string json =
+      "{\"tool\":\"petal bench rerank\",\"sha\":\"" + std::string(PETAL_GIT_SHA) +
+      "\",\"model\":" + JsonString(a.model) + ",\"task\":\"" + ModelTaskName(c.task) +
+      "\",\"backend\":\"" + engine.backend() +
+      "\",\"device\":" + JsonString(cuda ? CudaDeviceName(eo.cuda.device) : std::string("cpu")) +
+      ",\"docs\":" + std::to_string(a.docs) + ",\"clients\":" + std::to_string(a.clients) +
+      ",\"max_batch_tokens\":" + std::to_string(lo.limits.max_batch_tokens) + ",\"runs\":{";
   bool first = true;
   for (int len : a.lens) {
     // Warm-up (graph captures, attention timing) on the shapes of this length.
@@ -144,9 +143,10 @@ int RunBenchRerank(const RerankBenchArgs& a) {
     if (failed) return 1;
     const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
     const double pps = pairs.load() / wall;
-    std::printf("  %d x %d tokens: sequential p50 %8.3f  p99 %8.3f ms (n=%d); %d clients: %9.1f "
-                "pairs/s\n",
-                a.docs, len, st.p50, st.p99, st.n, a.clients, pps);
+    std::printf(
+        "  %d x %d tokens: sequential p50 %8.3f  p99 %8.3f ms (n=%d); %d clients: %9.1f "
+        "pairs/s\n",
+        a.docs, len, st.p50, st.p99, st.n, a.clients, pps);
     std::fflush(stdout);
     char buf[96];
     std::snprintf(buf, sizeof buf, ",\"pairs_per_s\":%.2f}", pps);

@@ -147,8 +147,9 @@ std::function<int()> SetupBench(CLI::App* app) {
   AddHttpBenchFlags(http, http_args.get());
   auto rerank_args = std::make_shared<RerankBenchArgs>();
   CLI::App* rerank = app->add_subcommand(
-      "rerank", "1 query x N documents (pairs) through the in-process engine loop: sequential "
-                "p50/p99 and pairs/s with concurrent clients");
+      "rerank",
+      "1 query x N documents (pairs) through the in-process engine loop: sequential "
+      "p50/p99 and pairs/s with concurrent clients");
   AddRerankBenchFlags(rerank, rerank_args.get());
   return [=] {
     if (grpc->parsed()) return RunBenchGrpc(*grpc_args);

@@ -27,7 +27,8 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CpuEngine::Step(const Batch& batch)
   if (score) {
     // Ranking model: the head turns each pooled state into score_outputs logits.
     std::vector<float> logits(static_cast<size_t>(out.rows) * config_.score_outputs);
-    if (out.rows > 0) PETAL_RETURN_IF_ERROR(model_->Score(out.data.data(), out.rows, logits.data()));
+    if (out.rows > 0)
+      PETAL_RETURN_IF_ERROR(model_->Score(out.data.data(), out.rows, logits.data()));
     out.dim = config_.score_outputs;
     out.data = std::move(logits);
   }

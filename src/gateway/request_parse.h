@@ -63,7 +63,7 @@ struct ScoreParams {
   std::string model;
   std::string query;
   std::vector<std::string> documents;
-  size_t top_k = 0;  // 0 = all, in document order
+  size_t top_k = 0;       // 0 = all, in document order
   bool truncate = false;  // ranking models: cut pairs over the model's length
 };
 std::optional<RequestError> ParseScore(std::string_view body, size_t max_inputs, ScoreParams* out);

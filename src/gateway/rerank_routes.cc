@@ -40,7 +40,7 @@ std::optional<RequestError> Gateway::ToPairs(const RerankParams& p, const char* 
                                              std::vector<std::vector<int32_t>>* types) {
   RankInputOptions ro;
   ro.templ = config_.score_head == ScoreHead::kLmYesNo ? RankTemplate::kQwen3Reranker
-                                                        : RankTemplate::kPair;
+                                                       : RankTemplate::kPair;
   ro.max_length =
       config_.max_seq_length > 0 ? config_.max_seq_length : config_.max_position_embeddings;
   ro.truncate = p.truncate;
@@ -55,10 +55,8 @@ std::optional<RequestError> Gateway::ToPairs(const RerankParams& p, const char* 
       auto e = EncodeRankPair(*tokenizer_, p.query, p.documents[i], ro, &scratch);
       const std::string at = "'" + f + "[" + std::to_string(i) + "]'";
       if (!e.ok() && e.status().code() == StatusCode::kOutOfRange) {
-        return RequestError{413,
-                            at + ": " + e.status().message() +
-                                " (send \"truncate\": true to cut it)",
-                            f};
+        return RequestError{
+            413, at + ": " + e.status().message() + " (send \"truncate\": true to cut it)", f};
       }
       if (!e.ok()) return RequestError{400, at + ": " + e.status().message(), f};
       (*seqs)[i] = std::move(e->ids);
@@ -166,7 +164,8 @@ void Gateway::RunRerank(std::shared_ptr<RerankParams> p, RerankShape shape, cons
             o.Raw("{\"object\":\"list\",\"data\":[");
             for (size_t i = 0; i < scores->size(); ++i) {
               if (i) o.Raw(",");
-              o.Raw("{\"object\":\"score\",\"index\":").Int(static_cast<int64_t>((*scores)[i].index));
+              o.Raw("{\"object\":\"score\",\"index\":")
+                  .Int(static_cast<int64_t>((*scores)[i].index));
               o.Raw(",\"score\":").Double((*scores)[i].score).Raw("}");
             }
             o.Raw("],\"model\":").Str(model);

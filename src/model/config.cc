@@ -106,8 +106,7 @@ Status ReadScoreActivation(const ConfigFields& f, ModelConfig* c) {
     }
   }
   if (path.empty() && f.Has(key.c_str())) path = f.StrOr(key.c_str(), "?");
-  if (path.empty() || path == "torch.nn.modules.activation.Sigmoid" ||
-      path == "torch.nn.Sigmoid") {
+  if (path.empty() || path == "torch.nn.modules.activation.Sigmoid" || path == "torch.nn.Sigmoid") {
     c->score_activation = ScoreActivation::kSigmoid;
   } else if (path == "torch.nn.modules.linear.Identity" || path == "torch.nn.Identity") {
     c->score_activation = ScoreActivation::kIdentity;
@@ -299,7 +298,8 @@ Status ApplyPetalConfig(const std::string& dir, ModelConfig& c) {
 
 bool ContainsNoCase(std::string hay, std::string needle) {
   for (auto* s : {&hay, &needle}) {
-    std::transform(s->begin(), s->end(), s->begin(), [](unsigned char ch) { return std::tolower(ch); });
+    std::transform(s->begin(), s->end(), s->begin(),
+                   [](unsigned char ch) { return std::tolower(ch); });
   }
   return hay.find(needle) != std::string::npos;
 }
@@ -319,8 +319,9 @@ std::string ModelFolderName(std::string dir) {
 StatusOr<int> VocabId(const std::string& dir, const std::string& token) {
   const std::string p = JoinPath(dir, "tokenizer.json");
   if (!FileExists(p)) {
-    return NotFound(p + " is missing: an LM reranker needs it for the ids of its 'yes' and 'no' "
-                        "tokens");
+    return NotFound(p +
+                    " is missing: an LM reranker needs it for the ids of its 'yes' and 'no' "
+                    "tokens");
   }
   PETAL_ASSIGN_OR_RETURN(std::string text, ReadFile(p));
   simdjson::dom::parser parser;
@@ -344,11 +345,11 @@ StatusOr<int> VocabId(const std::string& dir, const std::string& token) {
 Status ResolveTask(const std::string& dir, bool has_pooling_module, ModelConfig& c) {
   if (c.architecture == Architecture::kBert) {
     if (c.task == ModelTask::kScore && c.score_head == ScoreHead::kNone) {
-      return InvalidArgument(JoinPath(dir, "petal_config.json") + ": 'task' = \"score\" but " +
-                             JoinPath(dir, "config.json") + " 'architectures' = \"" +
-                             c.hf_architecture +
-                             "\" has no classification head (a BERT cross-encoder is "
-                             "BertForSequenceClassification or XLMRobertaForSequenceClassification)");
+      return InvalidArgument(
+          JoinPath(dir, "petal_config.json") + ": 'task' = \"score\" but " +
+          JoinPath(dir, "config.json") + " 'architectures' = \"" + c.hf_architecture +
+          "\" has no classification head (a BERT cross-encoder is "
+          "BertForSequenceClassification or XLMRobertaForSequenceClassification)");
     }
     if (c.task == ModelTask::kEmbed && c.score_head != ScoreHead::kNone) {
       return InvalidArgument(JoinPath(dir, "petal_config.json") + ": 'task' = \"embed\" but " +
@@ -369,9 +370,10 @@ Status ResolveTask(const std::string& dir, bool has_pooling_module, ModelConfig&
   if (c.task_source.empty()) {
     if (named && has_pooling_module) {
       return InvalidArgument(
-          dir + ": the folder's name says reranker but modules.json has a sentence-transformers "
-                "Pooling module (an embedder); set \"task\" to \"score\" or \"embed\" in "
-                "petal_config.json");
+          dir +
+          ": the folder's name says reranker but modules.json has a sentence-transformers "
+          "Pooling module (an embedder); set \"task\" to \"score\" or \"embed\" in "
+          "petal_config.json");
     }
     if (named) {
       c.task = ModelTask::kScore;
@@ -382,8 +384,9 @@ Status ResolveTask(const std::string& dir, bool has_pooling_module, ModelConfig&
   }
   if (c.task != ModelTask::kScore) return Status::Ok();
   if (c.mask != AttentionMask::kCausal) {
-    return InvalidArgument(dir + ": an LM reranker is a causal Qwen3 LM, but the attention mask is "
-                                 "bidirectional");
+    return InvalidArgument(dir +
+                           ": an LM reranker is a causal Qwen3 LM, but the attention mask is "
+                           "bidirectional");
   }
   c.score_head = ScoreHead::kLmYesNo;
   c.score_outputs = 2;

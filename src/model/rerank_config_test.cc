@@ -30,8 +30,7 @@ TEST(RerankConfig, SequenceClassifiersAreCrossEncoders) {
   EXPECT_EQ(c->OutputDim(), 1);
   EXPECT_EQ(c->score_activation, ScoreActivation::kSigmoid);
   auto x = ParseModelConfig(
-      Bert("XLMRobertaForSequenceClassification", R"(,"id2label":{"0":"LABEL_0"})",
-           "xlm-roberta"));
+      Bert("XLMRobertaForSequenceClassification", R"(,"id2label":{"0":"LABEL_0"})", "xlm-roberta"));
   ASSERT_TRUE(x.ok()) << x.status().ToString();
   EXPECT_EQ(x->score_head, ScoreHead::kRobertaClassifier);
   auto e = ParseModelConfig(Bert("BertModel", ""));
@@ -46,14 +45,14 @@ TEST(RerankConfig, ActivationsAsSentenceTransformersStoresThem) {
       R"(,"num_labels":1,"sbert_ce_default_activation_function":"torch.nn.modules.linear.Identity")"));
   ASSERT_TRUE(legacy.ok()) << legacy.status().ToString();
   EXPECT_EQ(legacy->score_activation, ScoreActivation::kIdentity);
-  auto v4 = ParseModelConfig(
-      Bert("BertForSequenceClassification",
-           R"(,"num_labels":1,"sentence_transformers":{"activation_fn":"torch.nn.modules.activation.Sigmoid"})"));
+  auto v4 = ParseModelConfig(Bert(
+      "BertForSequenceClassification",
+      R"(,"num_labels":1,"sentence_transformers":{"activation_fn":"torch.nn.modules.activation.Sigmoid"})"));
   ASSERT_TRUE(v4.ok()) << v4.status().ToString();
   EXPECT_EQ(v4->score_activation, ScoreActivation::kSigmoid);
-  auto bad = ParseModelConfig(
-      Bert("BertForSequenceClassification",
-           R"(,"num_labels":1,"sentence_transformers":{"activation_fn":"torch.nn.modules.activation.Tanh"})"));
+  auto bad = ParseModelConfig(Bert(
+      "BertForSequenceClassification",
+      R"(,"num_labels":1,"sentence_transformers":{"activation_fn":"torch.nn.modules.activation.Tanh"})"));
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("config.json: key 'sentence_transformers'"),
             std::string::npos)
@@ -121,7 +120,9 @@ TEST_F(RerankFolder, ExplicitTaskWinsAndAmbiguityIsRefused) {
   EXPECT_EQ(e->task, ModelTask::kEmbed);
   // A name that says reranker beside a sentence-transformers Pooling module: ask, do not guess.
   fs::remove(dir_ + "/petal_config.json");
-  Write("modules.json", R"([{"idx":1,"name":"1","path":"1_Pooling","type":"sentence_transformers.models.Pooling"}])");
+  Write(
+      "modules.json",
+      R"([{"idx":1,"name":"1","path":"1_Pooling","type":"sentence_transformers.models.Pooling"}])");
   Write("1_Pooling/config.json", R"({"pooling_mode_lasttoken":true})");
   auto a = LoadModelConfig(dir_);
   ASSERT_FALSE(a.ok());
@@ -141,8 +142,7 @@ TEST_F(RerankFolder, RerankerWithoutItsTokensIsRefused) {
   Write("tokenizer.json", R"({"model":{"type":"BPE","vocab":{"x":1}}})");
   auto c = LoadModelConfig(dir_);
   ASSERT_FALSE(c.ok());
-  EXPECT_NE(c.status().message().find("no token 'yes'"), std::string::npos)
-      << c.status().message();
+  EXPECT_NE(c.status().message().find("no token 'yes'"), std::string::npos) << c.status().message();
 }
 
 TEST_F(RerankFolder, ScoreTaskOnABertEmbedderIsRefused) {

@@ -328,8 +328,8 @@ StatusOr<std::vector<float>> WeightStore::ReadF32(
 }
 
 StatusOr<std::vector<float>> WeightStore::ReadRowsF32(const std::string& name,
-                                                     const std::vector<int64_t>& expected_shape,
-                                                     const std::vector<int64_t>& rows) const {
+                                                      const std::vector<int64_t>& expected_shape,
+                                                      const std::vector<int64_t>& rows) const {
   const TensorView* v = Find(name);
   if (!v) return NotFound("tensor '" + name + "' is missing from the checkpoint");
   if (v->shape != expected_shape || v->shape.size() != 2) {

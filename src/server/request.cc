@@ -109,16 +109,16 @@ StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig
   const std::string& types = req.token_type_ids();
   if (!types.empty()) {
     if (types.size() != bytes.size()) {
-      return InvalidArgument("token_type_ids: " + Num(types.size() / 4) +
-                             " ids for " + Num(total) + " tokens (empty, or one per token id)");
+      return InvalidArgument("token_type_ids: " + Num(types.size() / 4) + " ids for " + Num(total) +
+                             " tokens (empty, or one per token id)");
     }
     job.token_type_ids.resize(total);
     std::memcpy(job.token_type_ids.data(), types.data(), types.size());
     const int32_t limit = std::max(config.type_vocab_size, 1);
     for (size_t t = 0; t < total; ++t) {
       if (job.token_type_ids[t] < 0 || job.token_type_ids[t] >= limit) {
-        return InvalidArgument("token_type_ids[" + Num(t) + "]: " +
-                               std::to_string(job.token_type_ids[t]) + " is outside [0, " +
+        return InvalidArgument("token_type_ids[" + Num(t) +
+                               "]: " + std::to_string(job.token_type_ids[t]) + " is outside [0, " +
                                std::to_string(limit) + ") (the model's type_vocab_size)");
       }
     }

@@ -15,9 +15,9 @@ const char* const kQwen3RerankerSuffix =
 namespace {
 
 Status TooLong(size_t n, int max_length) {
-  return Status(StatusCode::kOutOfRange,
-                "the pair has " + std::to_string(n) + " tokens, more than the model's " +
-                    std::to_string(max_length));
+  return Status(StatusCode::kOutOfRange, "the pair has " + std::to_string(n) +
+                                             " tokens, more than the model's " +
+                                             std::to_string(max_length));
 }
 
 }  // namespace

@@ -14,8 +14,7 @@ namespace {
 
 std::unique_ptr<Tokenizer> MiniLm() {
   const char* src = std::getenv("PETAL_SOURCE_DIR");
-  const std::string path =
-      std::string(src ? src : ".") + "/models/all-MiniLM-L6-v2/tokenizer.json";
+  const std::string path = std::string(src ? src : ".") + "/models/all-MiniLM-L6-v2/tokenizer.json";
   if (!FileExists(path)) return nullptr;
   auto t = Tokenizer::FromFile(path);
   return t.ok() ? std::move(t).value() : nullptr;
@@ -31,17 +30,15 @@ TEST(RankInput, PairTruncationAsTokenizers) {
   eo.max_length = 16;
   auto lf = tok->EncodePairTyped(kA, kB, eo, PairTruncation::kLongestFirst);
   ASSERT_TRUE(lf.ok()) << lf.status().ToString();
-  EXPECT_EQ(lf->ids, (std::vector<int32_t>{101, 2028, 2048, 2093, 2176, 2274, 2416, 102, 6541,
-                                           8247, 13091, 7160, 28038, 23870, 27859, 102}));
-  EXPECT_EQ(lf->type_ids,
-            (std::vector<int32_t>{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1}));
+  EXPECT_EQ(lf->ids, (std::vector<int32_t>{101, 2028, 2048, 2093, 2176, 2274, 2416, 102, 6541, 8247,
+                                           13091, 7160, 28038, 23870, 27859, 102}));
+  EXPECT_EQ(lf->type_ids, (std::vector<int32_t>{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1}));
   EXPECT_TRUE(lf->truncated);
   auto os = tok->EncodePairTyped(kA, kB, eo, PairTruncation::kOnlySecond);
   ASSERT_TRUE(os.ok()) << os.status().ToString();
   EXPECT_EQ(os->ids, (std::vector<int32_t>{101, 2028, 2048, 2093, 2176, 2274, 2416, 2698, 2809,
                                            3157, 2702, 5408, 102, 6541, 8247, 102}));
-  EXPECT_EQ(os->type_ids,
-            (std::vector<int32_t>{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1}));
+  EXPECT_EQ(os->type_ids, (std::vector<int32_t>{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1}));
   // only_second cannot fit when the first text alone fills max_length (tokenizers errors too).
   eo.max_length = 9;
   EXPECT_FALSE(tok->EncodePairTyped(kA, kB, eo, PairTruncation::kOnlySecond).ok());

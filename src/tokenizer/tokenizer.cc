@@ -156,8 +156,8 @@ StatusOr<PairEncoding> Tokenizer::EncodePairTyped(std::string_view a, std::strin
         if (first.size() >= limit) {
           return InvalidArgument("the first text has " + std::to_string(first.size()) +
                                  " tokens: with the template that leaves no room for the second "
-                                 "within max_length " + std::to_string(opts.max_length) +
-                                 " (only_second truncation)");
+                                 "within max_length " +
+                                 std::to_string(opts.max_length) + " (only_second truncation)");
         }
         cut(second, limit - first.size());
       } else {

@@ -13,11 +13,11 @@
 #include <cmath>
 #include <thread>
 
+#include "../layouts/rerank_fixture.h"
 #include "common/file_util.h"
 #include "engine/engine_factory.h"
 #include "gateway/gateway.h"
 #include "gateway_test_util.h"
-#include "../layouts/rerank_fixture.h"
 #include "server/server.h"
 
 namespace petal::gateway {
@@ -188,8 +188,8 @@ TEST_P(GatewayRerank, RoutesScoreLikeTheReference) {
   r = c.Post("/rerank", "{\"query\":" + q + ",\"texts\":[]}");
   EXPECT_EQ(r.status, 400u);
   EXPECT_NE(r.body.find("'texts' must not be empty"), std::string::npos) << r.body;
-  r = c.Post("/v1/rerank", "{\"query\":" + q + ",\"documents\":" +
-                               Docs(std::vector<std::string>(9, "x")) + "}");
+  r = c.Post("/v1/rerank",
+             "{\"query\":" + q + ",\"documents\":" + Docs(std::vector<std::string>(9, "x")) + "}");
   EXPECT_EQ(r.status, 413u);
   EXPECT_NE(r.body.find("at most 8 are allowed"), std::string::npos) << r.body;
   // The long document's pair exceeds the fixture's max_length: without truncate, 413 naming it.

@@ -176,7 +176,8 @@ Status BuildLayoutFolder(const LayoutSpec& layout, uint64_t seed, const std::str
     const bool norm = IsNormName(spec.name);
     for (int64_t begin = 0; begin < n; begin += kChunk) {
       SeededNormal(seed, spec.name + "#" + std::to_string(begin / kChunk), norm ? 1.0 : 0.0,
-                   norm ? 0.1 : layout.weight_std, values.data() + begin, std::min(kChunk, n - begin));
+                   norm ? 0.1 : layout.weight_std, values.data() + begin,
+                   std::min(kChunk, n - begin));
     }
     double sum = 0;
     TensorToWrite t;

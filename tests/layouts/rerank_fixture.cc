@@ -57,8 +57,8 @@ StatusOr<RerankManifest> LoadRerankManifest() {
 }
 
 StatusOr<RerankGolden> LoadRerankGolden(const std::string& name, const std::string& suffix) {
-  const std::string path = SourceDir() + "/" + kDir + "/golden_" + name +
-                           (suffix.empty() ? "" : "_" + suffix) + ".json";
+  const std::string path =
+      SourceDir() + "/" + kDir + "/golden_" + name + (suffix.empty() ? "" : "_" + suffix) + ".json";
   PETAL_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
@@ -109,8 +109,10 @@ StatusOr<std::string> BuildRerankFolder(const RerankManifest& m, const RerankFix
     }
   }
   if (sums.size() != golden.tensor_sums.size()) {
-    return DataLoss(fx.spec.name + ": " + std::to_string(sums.size()) + " tensors written, the "
-                    "golden has " + std::to_string(golden.tensor_sums.size()));
+    return DataLoss(fx.spec.name + ": " + std::to_string(sums.size()) +
+                    " tensors written, the "
+                    "golden has " +
+                    std::to_string(golden.tensor_sums.size()));
   }
   return built[fx.spec.name] = dir;
 }

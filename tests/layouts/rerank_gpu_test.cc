@@ -66,8 +66,8 @@ TEST_P(RerankGpuTest, MatchesTheGoldenOnTheCudaEngine) {
       for (int k = 0; k < outs; ++k) {
         const double err = std::abs(double{e->row(i)[k]} - golden->cases[i].logits[k]);
         worst = std::max(worst, err);
-        EXPECT_LE(err, kMaxLogitError) << name << " " << backend << " pass " << pass << " pair "
-                                       << i << " logit " << k;
+        EXPECT_LE(err, kMaxLogitError)
+            << name << " " << backend << " pass " << pass << " pair " << i << " logit " << k;
       }
     }
     for (size_t i = 0; i < golden->cases.size(); ++i) {
@@ -86,16 +86,17 @@ TEST_P(RerankGpuTest, MatchesTheGoldenOnTheCudaEngine) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Fixtures, RerankGpuTest,
-    ::testing::Combine(::testing::Values("bert-ce", "xlmr-ce", "qwen3-reranker",
-                                         "qwen3-reranker-tied"),
-                       ::testing::Values("flash", "cudnn")),
-    [](const auto& info) {
-      std::string s = std::string(std::get<0>(info.param)) + "_" + std::get<1>(info.param);
-      std::replace(s.begin(), s.end(), '-', '_');
-      return s;
-    });
+INSTANTIATE_TEST_SUITE_P(Fixtures, RerankGpuTest,
+                         ::testing::Combine(::testing::Values("bert-ce", "xlmr-ce",
+                                                              "qwen3-reranker",
+                                                              "qwen3-reranker-tied"),
+                                            ::testing::Values("flash", "cudnn")),
+                         [](const auto& info) {
+                           std::string s =
+                               std::string(std::get<0>(info.param)) + "_" + std::get<1>(info.param);
+                           std::replace(s.begin(), s.end(), '-', '_');
+                           return s;
+                         });
 
 }  // namespace
 }  // namespace petal::testing

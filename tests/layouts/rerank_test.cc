@@ -108,9 +108,9 @@ TEST_P(RerankFixtureTest, ConfigTokensAndLogitsMatchTheReference) {
       if (!e.ok()) {
         refused = true;
         EXPECT_EQ(e.status().code(), StatusCode::kOutOfRange);
-        EXPECT_NE(e.status().message().find("more than the model's " +
-                                            std::to_string(l.fx.max_length)),
-                  std::string::npos)
+        EXPECT_NE(
+            e.status().message().find("more than the model's " + std::to_string(l.fx.max_length)),
+            std::string::npos)
             << e.status().ToString();
       }
     }
@@ -137,8 +137,8 @@ TEST_P(RerankFixtureTest, ConfigTokensAndLogitsMatchTheReference) {
     const double score = wire::ScoreFromLogits(all->row(static_cast<int>(i)), all->dim, true);
     EXPECT_NEAR(score, c.score, 1e-6) << name << " pair " << i;
   }
-  std::printf("%s: %zu pairs, worst |logit - golden| = %.3g\n", name.c_str(),
-              l.golden.cases.size(), worst);
+  std::printf("%s: %zu pairs, worst |logit - golden| = %.3g\n", name.c_str(), l.golden.cases.size(),
+              worst);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, RerankFixtureTest,

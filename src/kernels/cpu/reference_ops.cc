@@ -115,8 +115,8 @@ void PoolDims(const float* hidden, const int32_t* cu_seqlens, int num_seqs, int 
   }
 }
 
-void DenseRows(const float* x, int x_stride, const float* w, const float* bias, bool tanh,
-               float* y, int rows, int out, int in) {
+void DenseRows(const float* x, int x_stride, const float* w, const float* bias, bool tanh, float* y,
+               int rows, int out, int in) {
   for (int r = 0; r < rows; ++r) {
     for (int o = 0; o < out; ++o) {
       float acc = 0.f;

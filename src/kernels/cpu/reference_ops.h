@@ -58,7 +58,7 @@ void PoolDims(const float* hidden, const int32_t* cu_seqlens, int num_seqs, int 
 
 // cuda::LaunchDenseRows: y[r, o] = act(sum_k x[r, k] * w[o, k] + bias[o]) with act tanh (when
 // `tanh`) or identity, accumulated in fp32 in k order; bias may be null. x rows are x_stride apart.
-void DenseRows(const float* x, int x_stride, const float* w, const float* bias, bool tanh,
-               float* y, int rows, int out, int in);
+void DenseRows(const float* x, int x_stride, const float* w, const float* bias, bool tanh, float* y,
+               int rows, int out, int in);
 
 }  // namespace petal::cpu

@@ -30,8 +30,8 @@ __global__ void DenseRowsKernel(DenseRowsParams p) {
 }  // namespace
 
 Status LaunchDenseRows(const DenseRowsParams& p, cudaStream_t stream) {
-  if (p.rows < 0 || p.out <= 0 || p.in <= 0 || p.x == nullptr || p.w == nullptr ||
-      p.y == nullptr || p.x_stride < p.in) {
+  if (p.rows < 0 || p.out <= 0 || p.in <= 0 || p.x == nullptr || p.w == nullptr || p.y == nullptr ||
+      p.x_stride < p.in) {
     return InvalidArgument("LaunchDenseRows: bad sizes or null pointers");
   }
   if (p.rows == 0) return Status::Ok();

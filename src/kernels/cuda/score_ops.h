@@ -19,9 +19,9 @@ using bf16 = __nv_bfloat16;
 // BERT's pooler + classifier, XLM-R's dense + out_proj, an LM reranker's yes/no rows), where M is
 // far too small for a tuned GEMM to matter. One warp per output element; deterministic.
 struct DenseRowsParams {
-  const float* x = nullptr;  // [rows, x_stride]
-  int x_stride = 0;          // >= in
-  const bf16* w = nullptr;   // [out, in]
+  const float* x = nullptr;    // [rows, x_stride]
+  int x_stride = 0;            // >= in
+  const bf16* w = nullptr;     // [out, in]
   const bf16* bias = nullptr;  // [out] or null
   bool tanh = false;
   float* y = nullptr;  // [rows, out]

@@ -152,9 +152,8 @@ StatusOr<Qwen3Weights> LoadQwen3Weights(const ModelConfig& c, const WeightStore&
             "tensor 'lm_head.weight' is missing from the checkpoint (config.json "
             "'tie_word_embeddings' is false, so the reranker's yes/no rows come from it)");
       }
-      PETAL_ASSIGN_OR_RETURN(w.score_rows,
-                             store.ReadRowsF32("lm_head.weight", {c.vocab_size, h},
-                                               {c.yes_token_id, c.no_token_id}));
+      PETAL_ASSIGN_OR_RETURN(w.score_rows, store.ReadRowsF32("lm_head.weight", {c.vocab_size, h},
+                                                             {c.yes_token_id, c.no_token_id}));
     }
   }
   return w;

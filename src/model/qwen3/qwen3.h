@@ -57,9 +57,9 @@ struct Qwen3Weights {
 };
 
 // Reads every tensor of Qwen3CheckpointTensors from `store` (names with or without the "model."
-// prefix; the LM head is ignored except for an LM reranker's two score rows), fusing q/k/v and gate/up. A missing or mis-shaped
-// tensor fails with its name. Biases are loaded when the checkpoint has them, and required when
-// config.attention_bias is set.
+// prefix; the LM head is ignored except for an LM reranker's two score rows), fusing q/k/v and
+// gate/up. A missing or mis-shaped tensor fails with its name. Biases are loaded when the
+// checkpoint has them, and required when config.attention_bias is set.
 StatusOr<Qwen3Weights> LoadQwen3Weights(const ModelConfig& config, const WeightStore& store);
 
 }  // namespace petal

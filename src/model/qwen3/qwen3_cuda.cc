@@ -51,7 +51,8 @@ class Qwen3CudaModel final : public CudaModel {
     PETAL_RETURN_IF_ERROR(up(&final_norm_, w.final_norm));
     if (!w.score_rows.empty()) {  // LM reranker: the two LM-head rows and the pooled states
       PETAL_RETURN_IF_ERROR(up(&score_rows_, w.score_rows));
-      PETAL_RETURN_IF_ERROR(last_.Allocate(static_cast<size_t>(cap_.max_seqs) * config_.hidden_size));
+      PETAL_RETURN_IF_ERROR(
+          last_.Allocate(static_cast<size_t>(cap_.max_seqs) * config_.hidden_size));
       bytes_ += last_.bytes();
     }
     layers_.resize(w.layers.size());
