@@ -66,11 +66,12 @@ def seeded_normal(seed, key, mean, std, n):
     return (mean + total.astype(np.float64) * scale).astype(np.float32)
 
 
-def tensor_values(seed, name, shape):
-    """The values of checkpoint tensor `name` (its bare name, without "model."/"bert.")."""
+def tensor_values(seed, name, shape, weight_std=0.02):
+    """The values of checkpoint tensor `name` (its bare name, without "model."/"bert.");
+    `weight_std` is the spread of the tensors that are not norm scales."""
     n = int(np.prod(shape)) if shape else 1
     is_norm = name.lower().endswith("norm.weight")
-    mean, std = (1.0, 0.1) if is_norm else (0.0, 0.02)
+    mean, std = (1.0, 0.1) if is_norm else (0.0, weight_std)
     parts = [seeded_normal(seed, f"{name}#{c}", mean, std, min(CHUNK, n - c * CHUNK))
              for c in range((n + CHUNK - 1) // CHUNK)]
     return np.concatenate(parts).reshape(shape)

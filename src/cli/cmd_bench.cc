@@ -11,6 +11,7 @@
 #include "cli/bench_commands.h"
 #include "cli/bench_engine.h"
 #include "cli/bench_json.h"
+#include "cli/bench_rerank.h"
 #include "cli/command.h"
 #include "cli/engine_flags.h"
 #include "cli/model_arg.h"
@@ -144,9 +145,19 @@ std::function<int()> SetupBench(CLI::App* app) {
   CLI::App* http = app->add_subcommand(
       "http", "Texts of ~512 tokens through a running gateway, 1..16 concurrent clients");
   AddHttpBenchFlags(http, http_args.get());
+  auto rerank_args = std::make_shared<RerankBenchArgs>();
+  CLI::App* rerank = app->add_subcommand(
+      "rerank",
+      "1 query x N documents (pairs) through the in-process engine loop: sequential "
+      "p50/p99 and pairs/s with concurrent clients");
+  AddRerankBenchFlags(rerank, rerank_args.get());
   return [=] {
     if (grpc->parsed()) return RunBenchGrpc(*grpc_args);
     if (http->parsed()) return RunBenchHttp(*http_args);
+    if (rerank->parsed()) {
+      if (!ResolveModelFlag("petal bench rerank", &rerank_args->model)) return 1;
+      return RunBenchRerank(*rerank_args);
+    }
     if (!ResolveModelFlag("petal bench engine", &args->model)) return 1;
     return RunBenchEngine(*args);
   };

@@ -251,6 +251,13 @@ int RunEmbed(const EmbedOptions& opts) {
     std::fprintf(stderr, "petal embed: %s\n", engine.status().ToString().c_str());
     return 1;
   }
+  if ((*engine)->config().task == ModelTask::kScore) {
+    std::fprintf(stderr,
+                 "petal embed: %s is a ranking model (it scores query/document pairs, it does not "
+                 "embed texts): serve it and use /rerank, /v1/rerank or /v1/score\n",
+                 opts.model_dir.c_str());
+    return 2;
+  }
   Embedder embedder(opts, std::move(engine).value());
   if (Status st = embedder.Init(); !st.ok()) {
     std::fprintf(stderr, "petal embed: %s\n", st.ToString().c_str());

@@ -92,6 +92,8 @@ int RunInfo(const InfoOptions& opts) {
       {"model_type", c.model_type, true},
       {"int8_mode", Int8ModeName(c.int8_mode), true},
       {"default_prompt_name", c.default_prompt_name, true},
+      {"task", ModelTaskName(c.task), true},
+      {"task_source", c.task_source, true},
   };
   // Prompts: a JSON object with --json, `name="text"` pairs otherwise.
   std::string prompts_json = "{", prompts_text;
@@ -101,6 +103,13 @@ int RunInfo(const InfoOptions& opts) {
     prompts_text += (prompts_text.empty() ? "" : ", ") + name + "=" + JsonString(text);
   }
   fields.push_back({"prompts", opts.json ? prompts_json + "}" : prompts_text, false});
+  if (c.task == ModelTask::kScore) {
+    fields.push_back({"score_head", ScoreHeadName(c.score_head), true});
+    fields.push_back({"score_outputs", num(c.score_outputs), false});
+    fields.push_back({"score_activation",
+                      c.score_activation == ScoreActivation::kIdentity ? "identity" : "sigmoid",
+                      true});
+  }
   if (opts.json) {
     std::string out = "{";
     for (size_t i = 0; i < fields.size(); ++i) {

@@ -20,8 +20,18 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CpuEngine::Step(const Batch& batch)
   out.rows = batch.num_seqs();
   out.dim = config_.hidden_size;
   out.data.resize(static_cast<size_t>(out.rows) * out.dim);
+  const bool score = config_.task == ModelTask::kScore;
   cpu::Pool(hidden.data(), batch.cu_seqlens.data(), out.rows, out.dim,
-            static_cast<cpu::Pooling>(config_.pooling), config_.normalize, out.data.data());
+            static_cast<cpu::Pooling>(config_.pooling), config_.normalize && !score,
+            out.data.data());
+  if (score) {
+    // Ranking model: the head turns each pooled state into score_outputs logits.
+    std::vector<float> logits(static_cast<size_t>(out.rows) * config_.score_outputs);
+    if (out.rows > 0)
+      PETAL_RETURN_IF_ERROR(model_->Score(out.data.data(), out.rows, logits.data()));
+    out.dim = config_.score_outputs;
+    out.data = std::move(logits);
+  }
   return std::unique_ptr<PendingEmbeddings>(new ReadyEmbeddings(std::move(out)));
 }
 

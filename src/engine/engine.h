@@ -17,7 +17,8 @@
 
 namespace petal {
 
-// Row-major [rows, dim] float32 embeddings, one row per sequence of the batch.
+// Row-major [rows, dim] float32 outputs, one row per sequence of the batch: pooled embeddings
+// (dim = hidden_size) or, for ranking models, relevance logits (dim = config.score_outputs).
 struct Embeddings {
   int rows = 0;
   int dim = 0;
@@ -52,7 +53,8 @@ class Engine {
   // Backend name for logs and stats: "cpu", "cuda".
   virtual std::string backend() const = 0;
   // Enqueues the forward pass for `batch`; pooled (and, if the model says so, L2-normalised)
-  // full-dimension embeddings come back through the handle.
+  // full-dimension embeddings come back through the handle, or, for a ranking model
+  // (config().task == kScore), its score_outputs logits per sequence (config().OutputDim()).
   virtual StatusOr<std::unique_ptr<PendingEmbeddings>> Step(const Batch& batch) = 0;
   // Step() followed by Wait().
   StatusOr<Embeddings> Embed(const Batch& batch);

@@ -43,7 +43,8 @@ struct Gather {
 void EmbedChunks(ReplicaSet* replicas, const std::vector<std::vector<int32_t>>& seqs,
                  std::vector<std::pair<size_t, size_t>> chunks, const v1::EmbedOptions& options,
                  const std::string& request_id, std::function<void(StatusOr<ChunkedResult>)> done,
-                 const trace::SpanContext& trace) {
+                 const trace::SpanContext& trace,
+                 const std::vector<std::vector<int32_t>>* type_ids) {
   auto g = std::make_shared<Gather>();
   g->result.ranges = std::move(chunks);
   g->result.responses.resize(g->result.ranges.size());
@@ -72,6 +73,15 @@ void EmbedChunks(ReplicaSet* replicas, const std::vector<std::vector<int32_t>>& 
       std::memcpy(p, seqs[i].data(), seqs[i].size() * 4);
       p += seqs[i].size() * 4;
       req.add_lengths(static_cast<uint32_t>(seqs[i].size()));
+    }
+    if (type_ids != nullptr) {
+      std::string* types = req.mutable_token_type_ids();
+      types->resize(static_cast<size_t>(tokens) * 4);
+      char* t = types->data();
+      for (size_t i = b; i < e; ++i) {
+        std::memcpy(t, (*type_ids)[i].data(), (*type_ids)[i].size() * 4);
+        t += (*type_ids)[i].size() * 4;
+      }
     }
     std::shared_ptr<trace::Span> span;  // only for traced requests
     std::string traceparent;

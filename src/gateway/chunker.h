@@ -37,9 +37,11 @@ struct ChunkedResult {
 // discarded); RESOURCE_EXHAUSTED at once when the request does not fit in the gateway's bound.
 // With a valid `trace` (the request's span), each chunk's call is a client span, child of it,
 // whose context travels to the server as the call's `traceparent`.
+// `type_ids`, when non-null, holds each sequence's token-type ids (ranking pairs), sent with it.
 void EmbedChunks(ReplicaSet* replicas, const std::vector<std::vector<int32_t>>& seqs,
                  std::vector<std::pair<size_t, size_t>> chunks, const v1::EmbedOptions& options,
                  const std::string& request_id, std::function<void(StatusOr<ChunkedResult>)> done,
-                 const trace::SpanContext& trace = {});
+                 const trace::SpanContext& trace = {},
+                 const std::vector<std::vector<int32_t>>* type_ids = nullptr);
 
 }  // namespace petal::gateway

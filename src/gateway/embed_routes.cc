@@ -13,30 +13,11 @@
 #include "gateway/gateway.h"
 #include "gateway/json_writer.h"
 #include "trace/trace.h"
+#include "gateway/route_errors.h"
 #include "wire/codec.h"
 
 namespace petal::gateway {
 namespace {
-
-HttpResponse ErrorResponse(const RequestError& e) {
-  const char* type = e.http_status >= 500 ? "server_error" : "invalid_request_error";
-  if (e.http_status == 429) type = "rate_limit_error";
-  HttpResponse res = MakeResponse(e.http_status, ErrorJson(e.message, type, e.param));
-  // Overload and no-replica are transient: tell clients when to come back.
-  if (e.http_status == 429 || e.http_status == 503) {
-    res.set(boost::beast::http::field::retry_after, "1");
-  }
-  return res;
-}
-
-HttpResponse ServerError(const Status& s) {
-  const unsigned code = HttpStatusFor(s);
-  return ErrorResponse({code, "inference server: " + s.message(), ""});
-}
-
-double Since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
 
 // Cosine scores of rows 1.. against row 0, as the /v1/score answer.
 StatusOr<std::string> ScoreJson(const ChunkedResult& r, const std::string& model, size_t top_k,
@@ -177,6 +158,7 @@ std::optional<RequestError> Gateway::ToSequences(EmbedParams* p, const char* fie
 
 void Gateway::Embed(const HttpRequest& req, bool openai, Reply reply) {
   const trace::SpanContext tc = trace::Current();  // invalid when the request is not traced
+  if (auto err = RequireTask(ModelTask::kEmbed)) return reply(ErrorResponse(*err));
   auto p = std::make_shared<EmbedParams>();
   const char* field = openai ? "input" : "inputs";
   trace::Span parse = trace::Span::Child("parse", tc);
@@ -256,6 +238,20 @@ void Gateway::Embed(const HttpRequest& req, bool openai, Reply reply) {
 void Gateway::Score(const HttpRequest& req, Reply reply) {
   const trace::SpanContext tc = trace::Current();
   ScoreParams sp;
+  if (config_.task == ModelTask::kScore) {
+    // A ranking model scores each (query, document) pair itself.
+    if (auto err = ParseScore(req.body(), options_.max_inputs, &sp)) {
+      return reply(ErrorResponse(*err));
+    }
+    auto p = std::make_shared<RerankParams>();
+    p->model = std::move(sp.model);
+    p->query = std::move(sp.query);
+    p->documents = std::move(sp.documents);
+    p->top_n = sp.top_k;
+    p->truncate = sp.truncate;
+    if (p->query.empty()) return reply(ErrorResponse({400, "'query' is an empty string", "query"}));
+    return RunRerank(p, RerankShape::kScore, "documents", std::move(reply));
+  }
   if (auto err = ParseScore(req.body(), options_.max_inputs - 1, &sp)) {
     return reply(ErrorResponse(*err));
   }

@@ -49,6 +49,8 @@ const Route Gateway::kRouteTable[] = {
     {"/v1/embeddings", http::verb::post, &Gateway::OpenAiEmbed, T::kIoIfSmall, true},
     {"/embed", http::verb::post, &Gateway::TeiEmbed, T::kIoIfSmall, true},
     {"/v1/score", http::verb::post, &Gateway::Score, T::kWorker, true},
+    {"/rerank", http::verb::post, &Gateway::TeiRerank, T::kWorker, true},
+    {"/v1/rerank", http::verb::post, &Gateway::CohereRerank, T::kWorker, true},
     {"/tokenize", http::verb::post, &Gateway::Tokenize, T::kWorker, true},
     {"/health", http::verb::get, &Gateway::Health, T::kIo, false},
     {"/ready", http::verb::get, &Gateway::Ready, T::kIo, false},
@@ -246,6 +248,7 @@ void Gateway::Info(const HttpRequest&, Reply reply) {
   o.Raw(",\"architecture\":").Str(config_.hf_architecture);
   o.Raw(",\"hidden_size\":").Int(config_.hidden_size);
   o.Raw(",\"max_input_length\":").Int(config_.max_seq_length);
+  o.Raw(",\"task\":").Str(ModelTaskName(config_.task));
   o.Raw(",\"pooling\":").Str(PoolingModeName(config_.pooling));
   o.Raw(",\"normalize\":").Raw(config_.normalize ? "true" : "false");
   o.Raw(",\"max_client_batch_size\":").Int(static_cast<int64_t>(options_.max_inputs));

@@ -104,6 +104,18 @@ class Gateway {
   void OpenApi(const HttpRequest& req, Reply reply);
   void Docs(const HttpRequest& req, Reply reply);  // /docs and its files
   void Embed(const HttpRequest& req, bool openai, Reply reply);
+  // Ranking routes (rerank_routes.cc).
+  void TeiRerank(const HttpRequest& req, Reply reply);
+  void CohereRerank(const HttpRequest& req, Reply reply);
+  enum class RerankShape { kTei, kCohere, kScore };
+  void RunRerank(std::shared_ptr<RerankParams> p, RerankShape shape, const char* field,
+                 Reply reply);
+  // An error unless the model's task is `task` (400 saying what the model serves).
+  std::optional<RequestError> RequireTask(ModelTask task) const;
+  // The query paired with every document (ids and token types); errors name `field`[i].
+  std::optional<RequestError> ToPairs(const RerankParams& p, const char* field,
+                                      std::vector<std::vector<int32_t>>* seqs,
+                                      std::vector<std::vector<int32_t>>* types);
   static const Route kRouteTable[];  // gateway.cc
   // Turns texts (or ids) into checked token sequences; an error is the HTTP answer to send.
   std::optional<RequestError> ToSequences(EmbedParams* p, const char* field,

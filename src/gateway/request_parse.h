@@ -63,8 +63,29 @@ struct ScoreParams {
   std::string model;
   std::string query;
   std::vector<std::string> documents;
-  size_t top_k = 0;  // 0 = all, in document order
+  size_t top_k = 0;       // 0 = all, in document order
+  bool truncate = false;  // ranking models: cut pairs over the model's length
 };
 std::optional<RequestError> ParseScore(std::string_view body, size_t max_inputs, ScoreParams* out);
+
+// A rerank request, in either shape (docs/api.md):
+//   TEI POST /rerank: {"query", "texts", "raw_scores", "return_text", "truncate"};
+//   Cohere / Jina POST /v1/rerank: {"model", "query", "documents" (strings, or objects with a
+//   "text"), "top_n", "return_documents", "truncate"}.
+// Both accept "instruction" (the <Instruct> line of an LM reranker's prompt).
+struct RerankParams {
+  std::string model;
+  std::string query;
+  std::vector<std::string> documents;
+  bool raw_scores = false;   // TEI: the logit itself rather than the model's activation of it
+  bool return_text = false;  // TEI return_text / Cohere return_documents
+  bool truncate = false;     // cut pairs over the model's length (TEI default false; Cohere true)
+  size_t top_n = 0;          // 0 = every document
+  std::string instruction;
+};
+std::optional<RequestError> ParseTeiRerank(std::string_view body, size_t max_inputs,
+                                           RerankParams* out);
+std::optional<RequestError> ParseCohereRerank(std::string_view body, size_t max_inputs,
+                                              RerankParams* out);
 
 }  // namespace petal::gateway

@@ -9,6 +9,7 @@
 #include "common/file_util.h"
 #include "model/config_fields.h"
 #include "model/registry.h"
+#include "model/task_config.h"
 
 namespace petal {
 
@@ -39,6 +40,22 @@ const char* AttentionMaskName(AttentionMask m) {
 }
 
 const char* Int8ModeName(Int8Mode m) { return m == Int8Mode::kTanh ? "tanh" : "linear"; }
+
+const char* ModelTaskName(ModelTask t) { return t == ModelTask::kScore ? "score" : "embed"; }
+
+const char* ScoreHeadName(ScoreHead h) {
+  switch (h) {
+    case ScoreHead::kNone:
+      return "none";
+    case ScoreHead::kBertPooler:
+      return "bert_pooler_classifier";
+    case ScoreHead::kRobertaClassifier:
+      return "roberta_classifier";
+    case ScoreHead::kLmYesNo:
+      return "lm_yes_no";
+  }
+  return "?";
+}
 
 int64_t ModelConfig::ParameterCount() const {
   // Exact: the parse below rejects shapes of more than 10^13 parameters, well under 2^53.
@@ -72,6 +89,34 @@ StatusOr<PoolingMode> ParsePooling(const std::string& s, const std::string& wher
   if (s == "cls") return PoolingMode::kCls;
   if (s == "last_token" || s == "lasttoken") return PoolingMode::kLastToken;
   return InvalidArgument(where + ": pooling '" + s + "' (expected 'mean', 'cls' or 'last_token')");
+}
+
+// A cross-encoder's activation (sentence-transformers CrossEncoder): config.json's
+// "sentence_transformers": {"activation_fn": ...} (v4+), else the older
+// "sbert_ce_default_activation_function"; Sigmoid when neither is set (its default for one label).
+Status ReadScoreActivation(const ConfigFields& f, ModelConfig* c) {
+  std::string path, key = "sbert_ce_default_activation_function";
+  object st;
+  if (f.Has("sentence_transformers") &&
+      f.object()["sentence_transformers"].get_object().get(st) == simdjson::SUCCESS) {
+    ConfigFields s(st, f.file() + " (sentence_transformers)");
+    if (s.Has("activation_fn")) {
+      path = s.StrOr("activation_fn", "?");
+      if (path.empty()) path = "?";
+      key = "sentence_transformers";
+    }
+  }
+  if (path.empty() && f.Has(key.c_str())) path = f.StrOr(key.c_str(), "?");
+  if (path.empty() || path == "torch.nn.modules.activation.Sigmoid" || path == "torch.nn.Sigmoid") {
+    c->score_activation = ScoreActivation::kSigmoid;
+  } else if (path == "torch.nn.modules.linear.Identity" || path == "torch.nn.Identity") {
+    c->score_activation = ScoreActivation::kIdentity;
+  } else {
+    return f.Unsupported(key.c_str(), "names activation '" + path +
+                                          "' (Petal applies torch.nn.Sigmoid or "
+                                          "torch.nn.Identity to a cross-encoder's logit)");
+  }
+  return Status::Ok();
 }
 
 // The keys every architecture shares; the architecture's entry reads the rest.
@@ -112,6 +157,7 @@ StatusOr<ModelConfig> ParseConfigObject(object obj, const std::string& file) {
                            " must be even and positive");
   }
   PETAL_RETURN_IF_ERROR(arch->parse_extras(f, &c));
+  if (c.task == ModelTask::kScore) PETAL_RETURN_IF_ERROR(ReadScoreActivation(f, &c));
   if (c.max_position_embeddings < c.position_offset) {
     return InvalidArgument(
         file + ": max_position_embeddings " + std::to_string(c.max_position_embeddings) +
@@ -132,7 +178,7 @@ StatusOr<ModelConfig> ParseConfigObject(object obj, const std::string& file) {
 }
 
 // Reads the sentence-transformers files, if present, into `c`.
-Status ApplySentenceTransformers(const std::string& dir, ModelConfig& c) {
+Status ApplySentenceTransformers(const std::string& dir, ModelConfig& c, bool* has_pooling) {
   simdjson::dom::parser parser;
   const std::string modules_path = JoinPath(dir, "modules.json");
   std::string pooling_dir;
@@ -151,6 +197,7 @@ Status ApplySentenceTransformers(const std::string& dir, ModelConfig& c) {
       if (type.find("Normalize") != std::string_view::npos) c.normalize = true;
     }
   }
+  *has_pooling = !pooling_dir.empty();
   if (!pooling_dir.empty()) {
     if (pooling_dir.find("..") != std::string::npos) {
       return InvalidArgument(modules_path + ": pooling path '" + pooling_dir +
@@ -238,6 +285,12 @@ Status ApplyPetalConfig(const std::string& dir, ModelConfig& c) {
     PETAL_ASSIGN_OR_RETURN(int m, f.Int("max_seq_length"));
     if (m > 0) c.max_seq_length = std::min(m, c.max_position_embeddings - c.position_offset);
   }
+  if (f.Has("task")) {
+    const std::string t = f.StrOr("task", "");
+    if (t != "embed" && t != "score") return f.Unsupported("task", "(expected 'embed' or 'score')");
+    c.task = t == "score" ? ModelTask::kScore : ModelTask::kEmbed;
+    c.task_source = p + " 'task'";
+  }
   if (c.architecture == Architecture::kBert && c.mask == AttentionMask::kCausal) {
     return InvalidArgument(p + ": BERT models cannot use a causal attention mask");
   }
@@ -259,8 +312,10 @@ StatusOr<ModelConfig> LoadModelConfig(const std::string& dir) {
   PETAL_ASSIGN_OR_RETURN(object obj, ParseObject(parser, text, path));
   PETAL_ASSIGN_OR_RETURN(ModelConfig c, ParseConfigObject(obj, path));
   c.model_dir = dir;
-  PETAL_RETURN_IF_ERROR(ApplySentenceTransformers(dir, c));
+  bool has_pooling_module = false;
+  PETAL_RETURN_IF_ERROR(ApplySentenceTransformers(dir, c, &has_pooling_module));
   PETAL_RETURN_IF_ERROR(ApplyPetalConfig(dir, c));
+  PETAL_RETURN_IF_ERROR(internal::ResolveTask(dir, has_pooling_module, c));
   return c;
 }
 

@@ -20,11 +20,27 @@ enum class Activation { kGelu, kGeluTanh, kSilu };
 // How the model's own int8 output is defined: kLinear is Petal's per-row scaled int8; kTanh is
 // round(127 * tanh(x)) of the pooled state (pplx-embed-v1's native int8; binary is its sign).
 enum class Int8Mode { kLinear, kTanh };
+// What a model returns per sequence: a pooled vector (embedders) or a few relevance logits
+// (rankers: cross-encoders and LM rerankers; docs/models.md "Ranking models").
+enum class ModelTask { kEmbed, kScore };
+// The head a ranking model runs on its pooled state:
+//   kBertPooler: BertForSequenceClassification, classifier(tanh(pooler.dense(CLS))), 1 logit;
+//   kRobertaClassifier: XLMRobertaForSequenceClassification,
+//       classifier.out_proj(tanh(classifier.dense(<s>))), 1 logit;
+//   kLmYesNo: a causal LM reranker (Qwen3-Reranker): the LM head's rows of the "yes" and "no"
+//       tokens on the last position's final hidden state, 2 logits [yes, no].
+enum class ScoreHead { kNone, kBertPooler, kRobertaClassifier, kLmYesNo };
+// How relevance scores are made from the logits (sentence-transformers CrossEncoder's
+// activation_fn): kSigmoid (its default for one label), kIdentity (raw logits). For the 2-logit
+// yes/no head the score is softmax([yes, no])[yes] = sigmoid(yes - no) either way of spelling it.
+enum class ScoreActivation { kSigmoid, kIdentity };
 
 const char* ArchitectureName(Architecture a);
 const char* PoolingModeName(PoolingMode p);
 const char* AttentionMaskName(AttentionMask m);
 const char* Int8ModeName(Int8Mode m);
+const char* ModelTaskName(ModelTask t);  // "embed", "score"
+const char* ScoreHeadName(ScoreHead h);
 
 struct ModelConfig {
   std::string model_dir;
@@ -61,6 +77,24 @@ struct ModelConfig {
   // tokenizing) and the one applied when a request names none ("" = none).
   std::map<std::string, std::string> prompts;
   std::string default_prompt_name;
+
+  // Ranking models (task kScore). num_labels is config.json's (1 for every head Petal runs);
+  // score_outputs is how many logits a sequence yields (1, or 2 for kLmYesNo).
+  ModelTask task = ModelTask::kEmbed;
+  ScoreHead score_head = ScoreHead::kNone;
+  int score_outputs = 0;
+  ScoreActivation score_activation = ScoreActivation::kSigmoid;
+  // kLmYesNo: the token ids of "yes" and "no" (from the tokenizer), and whether the LM head is
+  // the input embedding (tie_word_embeddings) rather than a separate lm_head.weight.
+  int yes_token_id = -1;
+  int no_token_id = -1;
+  bool tie_word_embeddings = false;
+  // Where the task came from, for `petal info` and logs (e.g. "config.json 'architectures'",
+  // "folder name contains 'reranker'", "petal_config.json 'task'").
+  std::string task_source;
+
+  // Values per sequence the engine returns: hidden_size for embedders, score_outputs for rankers.
+  int OutputDim() const { return task == ModelTask::kScore ? score_outputs : hidden_size; }
 
   // Parameter count implied by the shapes (embeddings included).
   int64_t ParameterCount() const;

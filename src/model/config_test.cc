@@ -140,9 +140,16 @@ TEST(ConfigTest, LookalikesAndUnknownMathsKeysFailWithTheirExactMessage) {
       {Qwen3Like("bidirectional_pplx_qwen3", "Qwen3Model"),
        "config.json: key 'architectures' = 'Qwen3Model' is not the pplx-embed model class "
        "(expected PPLXQwen3Model)"},
+      {Bert(R"(,"architectures":["BertForTokenClassification"])"),
+       "config.json: key 'architectures' = 'BertForTokenClassification' is not a BERT encoder "
+       "Petal runs (expected BertModel, BertForMaskedLM, BertForPreTraining or "
+       "BertForSequenceClassification)"},
+      // A sequence classifier is a cross-encoder, with exactly one label (transformers' default
+      // is two).
       {Bert(R"(,"architectures":["BertForSequenceClassification"])"),
-       "config.json: key 'architectures' = 'BertForSequenceClassification' is not a BERT encoder "
-       "Petal runs (expected BertModel, BertForMaskedLM or BertForPreTraining)"},
+       "config.json: key 'architectures' = 'BertForSequenceClassification' gives 2 labels (a "
+       "cross-encoder Petal serves has exactly one label: its relevance logit; set num_labels to "
+       "1 only if the checkpoint's classifier has one output row)"},
       {Qwen3Like("qwen3", "Qwen3Model", R"(,"quantization_config":{"quant_method":"fp8"})"),
        R"(config.json: key 'quantization_config' = {"quant_method":"fp8"} marks a pre-quantised )"
        "checkpoint (not supported: load the float checkpoint and serve it with --quantize fp8)"},

@@ -21,6 +21,10 @@ class CpuModel {
   // Writes the final hidden states, [batch.num_tokens(), hidden_size] row-major, to `hidden`.
   // The batch has already been validated against the vocabulary and max length.
   virtual Status Forward(const Batch& batch, std::vector<float>* hidden) const = 0;
+  // Ranking models (config().task == kScore): the score head on `rows` pooled states
+  // ([rows, hidden_size], pooled per config().pooling, not normalised), writing
+  // [rows, config().score_outputs] logits. Embedders have no head (Unimplemented).
+  virtual Status Score(const float* pooled, int rows, float* logits) const;
 };
 
 // Loads the architecture named by `config` from `weights` (its registry entry's create_cpu).

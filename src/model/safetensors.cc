@@ -366,4 +366,45 @@ StatusOr<std::vector<float>> WeightStore::ReadF32(
   return out;
 }
 
+StatusOr<std::vector<float>> WeightStore::ReadRowsF32(const std::string& name,
+                                                      const std::vector<int64_t>& expected_shape,
+                                                      const std::vector<int64_t>& rows) const {
+  const TensorView* v = Find(name);
+  if (!v) return NotFound("tensor '" + name + "' is missing from the checkpoint");
+  if (v->shape != expected_shape || v->shape.size() != 2) {
+    TensorView want;
+    want.shape = expected_shape;
+    return InvalidArgument("tensor '" + name + "' has shape " + v->ShapeString() + ", expected " +
+                           want.ShapeString());
+  }
+  const int64_t cols = v->shape[1];
+  const size_t esize = DTypeSize(v->dtype);
+  std::vector<float> out(rows.size() * static_cast<size_t>(cols));
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (rows[r] < 0 || rows[r] >= v->shape[0]) {
+      return InvalidArgument("tensor '" + name + "': row " + std::to_string(rows[r]) +
+                             " is outside [0, " + std::to_string(v->shape[0]) + ")");
+    }
+    const uint8_t* p = v->data + static_cast<size_t>(rows[r]) * cols * esize;
+    float* dst = out.data() + r * cols;
+    for (int64_t i = 0; i < cols; ++i) {
+      uint16_t h = 0;
+      switch (v->dtype) {
+        case DType::kF32:
+          std::memcpy(dst + i, p + 4 * i, 4);
+          break;
+        case DType::kF16:
+          std::memcpy(&h, p + 2 * i, 2);
+          dst[i] = HalfToFloat(h);
+          break;
+        case DType::kBF16:
+          std::memcpy(&h, p + 2 * i, 2);
+          dst[i] = BFloat16ToFloat(h);
+          break;
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace petal

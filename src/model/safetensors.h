@@ -77,6 +77,11 @@ class WeightStore {
                   uint16_t* dst, size_t begin = 0, size_t count = SIZE_MAX) const;
   StatusOr<std::vector<float>> ReadF32(const std::string& name,
                                        const std::vector<int64_t>& expected_shape) const;
+  // Copies only rows `rows` of a 2-d tensor into fp32 ([rows.size(), shape[1]]), checking its
+  // shape and each row index (e.g. the LM head's "yes" / "no" rows, never the whole vocabulary).
+  StatusOr<std::vector<float>> ReadRowsF32(const std::string& name,
+                                           const std::vector<int64_t>& expected_shape,
+                                           const std::vector<int64_t>& rows) const;
   std::vector<std::string> Names() const;
 
  private:

@@ -231,11 +231,25 @@ void EngineLoop::SchedulerMain() {
     batch.cu_seqlens.reserve(plan.num_seqs + 1);
     batch.cu_seqlens.push_back(0);
     const auto now = Clock::now();
+    // Token types travel only when some sequence of the batch has them (pairs of a ranking
+    // model); the others then get zeros.
+    bool typed = false;
+    for (const Entry& e : item.entries) typed = typed || !e.request->job.token_type_ids.empty();
+    if (typed) batch.token_type_ids.reserve(plan.num_tokens);
     for (const Entry& e : item.entries) {
       LoopRequest& r = *e.request;
       const auto& cu = r.job.cu_seqlens;
       batch.token_ids.insert(batch.token_ids.end(), r.job.token_ids.begin() + cu[e.seq],
                              r.job.token_ids.begin() + cu[e.seq + 1]);
+      if (typed) {
+        if (r.job.token_type_ids.empty()) {
+          batch.token_type_ids.resize(batch.token_ids.size(), 0);
+        } else {
+          batch.token_type_ids.insert(batch.token_type_ids.end(),
+                                      r.job.token_type_ids.begin() + cu[e.seq],
+                                      r.job.token_type_ids.begin() + cu[e.seq + 1]);
+        }
+      }
       batch.cu_seqlens.push_back(static_cast<int32_t>(batch.token_ids.size()));
       int64_t unset = -1;
       if (r.queue_us.compare_exchange_strong(unset, MicrosSince(r.admitted, now))) {

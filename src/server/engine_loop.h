@@ -40,9 +40,10 @@ using Clock = std::chrono::steady_clock;
 
 // One validated request: its sequences packed end to end, and how to encode the results.
 struct EmbedJob {
-  std::string request_id;           // the caller's id, for logs
-  std::vector<int32_t> token_ids;   // all sequences end to end
-  std::vector<int32_t> cu_seqlens;  // num_seqs + 1 offsets into token_ids
+  std::string request_id;               // the caller's id, for logs
+  std::vector<int32_t> token_ids;       // all sequences end to end
+  std::vector<int32_t> cu_seqlens;      // num_seqs + 1 offsets into token_ids
+  std::vector<int32_t> token_type_ids;  // empty (all 0) or one per token id
   wire::OutputFormat format;
   Clock::time_point deadline = Clock::time_point::max();
   // The request's server span (invalid: not traced); the loop records its "queue wait" and

@@ -1,5 +1,6 @@
 #include "server/request.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "wire/messages.h"
@@ -36,14 +37,31 @@ StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig
   if (job.format.dtype == wire::OutputDType::kInt8 && config.int8_mode == Int8Mode::kTanh) {
     job.format.dtype = wire::OutputDType::kInt8Tanh;
   }
+  if (config.task == ModelTask::kScore) {
+    // A ranking model returns its logits as float32; the embedding options do not apply.
+    if (job.format.dtype != wire::OutputDType::kFloat32 || opts.dimensions() != 0 ||
+        opts.normalize() != v1::NORMALIZE_DEFAULT) {
+      return InvalidArgument(
+          "options: this model is a ranking model (it returns " +
+          std::to_string(config.score_outputs) +
+          " float32 logits per sequence); dtype, dimensions and normalize must be left unset");
+    }
+    job.format.dims = config.score_outputs;
+    job.format.normalize = false;
+  }
   const uint32_t hidden = static_cast<uint32_t>(config.hidden_size);
-  if (opts.dimensions() > hidden) {
+  if (config.task == ModelTask::kScore) {
+    // options checked above
+  } else if (opts.dimensions() > hidden) {
     return InvalidArgument("options.dimensions: " + Num(opts.dimensions()) +
                            " exceeds the model's hidden size " + Num(hidden));
   }
-  job.format.dims =
-      opts.dimensions() == 0 ? config.hidden_size : static_cast<int>(opts.dimensions());
-  switch (opts.normalize()) {
+  if (config.task != ModelTask::kScore) {
+    job.format.dims =
+        opts.dimensions() == 0 ? config.hidden_size : static_cast<int>(opts.dimensions());
+  }
+  switch (config.task == ModelTask::kScore ? static_cast<int>(v1::NORMALIZE_FALSE)
+                                           : static_cast<int>(opts.normalize())) {
     case v1::NORMALIZE_DEFAULT:
     case v1::NORMALIZE_TRUE:
       // The engine already normalised full rows when the model does; only truncation (or a model
@@ -53,7 +71,7 @@ StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig
           wire::RenormalizeByDefault(config.normalize, job.format.dims, config.hidden_size);
       break;
     case v1::NORMALIZE_FALSE:
-      if (config.normalize) {
+      if (config.normalize && config.task != ModelTask::kScore) {
         return InvalidArgument(
             "options.normalize: NORMALIZE_FALSE is not available for this model: its pipeline "
             "L2-normalises embeddings before they leave the engine");
@@ -93,6 +111,23 @@ StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig
   job.cu_seqlens[0] = 0;
   for (int i = 0; i < n; ++i)
     job.cu_seqlens[i + 1] = job.cu_seqlens[i] + static_cast<int32_t>(req.lengths(i));
+  const std::string& types = req.token_type_ids();
+  if (!types.empty()) {
+    if (types.size() != bytes.size()) {
+      return InvalidArgument("token_type_ids: " + Num(types.size() / 4) + " ids for " + Num(total) +
+                             " tokens (empty, or one per token id)");
+    }
+    job.token_type_ids.resize(total);
+    std::memcpy(job.token_type_ids.data(), types.data(), types.size());
+    const int32_t limit = std::max(config.type_vocab_size, 1);
+    for (size_t t = 0; t < total; ++t) {
+      if (job.token_type_ids[t] < 0 || job.token_type_ids[t] >= limit) {
+        return InvalidArgument("token_type_ids[" + Num(t) +
+                               "]: " + std::to_string(job.token_type_ids[t]) + " is outside [0, " +
+                               std::to_string(limit) + ") (the model's type_vocab_size)");
+      }
+    }
+  }
   const int32_t vocab = config.vocab_size;
   for (size_t t = 0; t < job.token_ids.size(); ++t) {
     const int32_t id = job.token_ids[t];

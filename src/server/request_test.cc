@@ -1,15 +1,70 @@
-// JobFromRequest: what INT8 means per model (issue 16): linear int8 for most models, the
-// model's own round(127 tanh(x)) for pplx-embed-v1 (int8_mode tanh), INT8_TANH by name anywhere.
+// Request validation for ranking models (server/request.h): the pairs' token types travel and are
+// checked, a ranking model's response format is its float32 logits, and embedding options are
+// refused for it; every message starts with the offending field (gRPC INVALID_ARGUMENT).
 #include "server/request.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 
+#include "wire/messages.h"
+
 namespace petal::server {
 namespace {
 
-v1::EmbedRequest OneSequence(v1::DType dtype) {
+ModelConfig CrossEncoder() {
+  auto c = ParseModelConfig(
+      R"({"architectures":["BertForSequenceClassification"],"model_type":"bert","hidden_size":64,)"
+      R"("num_hidden_layers":1,"num_attention_heads":2,"intermediate_size":4,"vocab_size":100,)"
+      R"("max_position_embeddings":16,"type_vocab_size":2,"num_labels":1})");
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  return *c;
+}
+
+TEST(RequestTest, PairsWithTokenTypesBecomeAScoreJob) {
+  const ModelConfig c = CrossEncoder();
+  auto req = wire::MakeEmbedRequest({{1, 2, 3}, {4, 5}}, {{0, 0, 1}, {0, 1}});
+  auto job = JobFromRequest(req, c);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->token_type_ids, (std::vector<int32_t>{0, 0, 1, 0, 1}));
+  EXPECT_EQ(job->format.dims, 1);
+  EXPECT_FALSE(job->format.normalize);
+  EXPECT_EQ(job->format.dtype, wire::OutputDType::kFloat32);
+  // Without types: all zero (empty).
+  auto plain = JobFromRequest(wire::MakeEmbedRequest({{1, 2}}), c);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE(plain->token_type_ids.empty());
+}
+
+TEST(RequestTest, BadTokenTypesAndEmbeddingOptionsAreRefused) {
+  const ModelConfig c = CrossEncoder();
+  auto req = wire::MakeEmbedRequest({{1, 2, 3}}, {{0, 2, 1}});
+  auto bad_type = JobFromRequest(req, c);
+  ASSERT_FALSE(bad_type.ok());
+  EXPECT_EQ(bad_type.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad_type.status().message().rfind("token_type_ids[1]: 2 is outside [0, 2)", 0), 0u)
+      << bad_type.status().message();
+  req = wire::MakeEmbedRequest({{1, 2, 3}});
+  req.set_token_type_ids(std::string(8, '\0'));
+  auto short_types = JobFromRequest(req, c);
+  ASSERT_FALSE(short_types.ok());
+  EXPECT_EQ(short_types.status().message().rfind("token_type_ids: 2 ids for 3 tokens", 0), 0u)
+      << short_types.status().message();
+  v1::EmbedOptions o;
+  o.set_dimensions(1);
+  auto dims = JobFromRequest(wire::MakeEmbedRequest({{1, 2}}, o), c);
+  ASSERT_FALSE(dims.ok());
+  EXPECT_EQ(dims.status().message().rfind("options: this model is a ranking model", 0), 0u)
+      << dims.status().message();
+  o.Clear();
+  o.set_dtype(v1::DTYPE_INT8);
+  EXPECT_FALSE(JobFromRequest(wire::MakeEmbedRequest({{1, 2}}, o), c).ok());
+}
+
+// What INT8 means per model (issue 16): linear int8 for most models, the model's own
+// round(127 tanh(x)) for pplx-embed-v1 (int8_mode tanh), INT8_TANH by name anywhere.
+
+v1::EmbedRequest OneSequenceInt8(v1::DType dtype) {
   v1::EmbedRequest req;
   req.set_request_id("r");
   req.mutable_options()->set_dtype(dtype);
@@ -19,7 +74,7 @@ v1::EmbedRequest OneSequence(v1::DType dtype) {
   return req;
 }
 
-ModelConfig Config(Int8Mode mode) {
+ModelConfig Int8Config(Int8Mode mode) {
   ModelConfig c;
   c.hidden_size = 16;
   c.vocab_size = 32;
@@ -29,17 +84,17 @@ ModelConfig Config(Int8Mode mode) {
 }
 
 TEST(JobFromRequest, Int8FollowsTheModelsInt8Mode) {
-  auto linear = JobFromRequest(OneSequence(v1::DTYPE_INT8), Config(Int8Mode::kLinear));
+  auto linear = JobFromRequest(OneSequenceInt8(v1::DTYPE_INT8), Int8Config(Int8Mode::kLinear));
   ASSERT_TRUE(linear.ok()) << linear.status().ToString();
   EXPECT_EQ(linear->format.dtype, wire::OutputDType::kInt8);
-  auto tanh = JobFromRequest(OneSequence(v1::DTYPE_INT8), Config(Int8Mode::kTanh));
+  auto tanh = JobFromRequest(OneSequenceInt8(v1::DTYPE_INT8), Int8Config(Int8Mode::kTanh));
   ASSERT_TRUE(tanh.ok()) << tanh.status().ToString();
   EXPECT_EQ(tanh->format.dtype, wire::OutputDType::kInt8Tanh);
   // By name, on a linear model too; other types are unchanged on a tanh model.
-  auto named = JobFromRequest(OneSequence(v1::DTYPE_INT8_TANH), Config(Int8Mode::kLinear));
+  auto named = JobFromRequest(OneSequenceInt8(v1::DTYPE_INT8_TANH), Int8Config(Int8Mode::kLinear));
   ASSERT_TRUE(named.ok());
   EXPECT_EQ(named->format.dtype, wire::OutputDType::kInt8Tanh);
-  auto binary = JobFromRequest(OneSequence(v1::DTYPE_BINARY), Config(Int8Mode::kTanh));
+  auto binary = JobFromRequest(OneSequenceInt8(v1::DTYPE_BINARY), Int8Config(Int8Mode::kTanh));
   ASSERT_TRUE(binary.ok());
   EXPECT_EQ(binary->format.dtype, wire::OutputDType::kBinary);
 }

@@ -169,9 +169,18 @@ class EmbedServer::Impl final : public v1::Embedder::CallbackService {
     resp->set_max_batch_seqs(lo.limits.max_batch_seqs);
     resp->set_max_queue_tokens(lo.max_queue_tokens);
     resp->set_max_queue_requests(lo.max_queue_requests);
-    for (auto t : {v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT16, v1::DTYPE_INT8, v1::DTYPE_BINARY,
-                   v1::DTYPE_UBINARY, v1::DTYPE_INT8_TANH}) {
-      resp->add_dtypes(t);
+    resp->set_task(ModelTaskName(c.task));
+    if (c.task == ModelTask::kScore) {
+      resp->set_score_outputs(static_cast<uint32_t>(c.score_outputs));
+      resp->set_score_activation(c.score_activation == ScoreActivation::kIdentity ? "identity"
+                                                                                  : "sigmoid");
+      resp->set_score_head(ScoreHeadName(c.score_head));
+      resp->add_dtypes(v1::DTYPE_FLOAT32);
+    } else {
+      for (auto t : {v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT16, v1::DTYPE_INT8, v1::DTYPE_BINARY,
+                     v1::DTYPE_UBINARY, v1::DTYPE_INT8_TANH}) {
+        resp->add_dtypes(t);
+      }
     }
     reactor->Finish(grpc::Status::OK);
     return reactor;

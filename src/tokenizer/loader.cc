@@ -219,7 +219,11 @@ StatusOr<std::vector<tok::PostProcessor::Item>> ParseTemplate(element p, std::st
     if (!it["Sequence"].get(seq)) {
       PETAL_ASSIGN_OR_RETURN(std::string id, Str(seq, "id", path + "." + std::string(key)));
       item.sequence = id == "A" ? 0 : 1;
+      int64_t type = 0;
+      if (!seq["type_id"].get_int64().get(type)) item.type_id = static_cast<int>(type);
     } else if (!it["SpecialToken"].get(sp)) {
+      int64_t type = 0;
+      if (!sp["type_id"].get_int64().get(type)) item.type_id = static_cast<int>(type);
       PETAL_ASSIGN_OR_RETURN(std::string name, Str(sp, "id", path + "." + std::string(key)));
       simdjson::dom::array ids;
       if (p["special_tokens"][name]["ids"].get_array().get(ids)) {
@@ -264,11 +268,13 @@ Status ParsePostProcessor(element p, const std::string& path, tok::PostProcessor
   if (type == "BertProcessing" || type == "RobertaProcessing") {
     PETAL_ASSIGN_OR_RETURN(int32_t cls, PairId(p, "cls", path));
     PETAL_ASSIGN_OR_RETURN(int32_t sep, PairId(p, "sep", path));
+    // Token types: BERT's second segment is type 1; RoBERTa has no token types (all 0).
+    const int second = type == "RobertaProcessing" ? 0 : 1;
     std::vector<Item> single = {Item{-1, {cls}}, Item{0, {}}, Item{-1, {sep}}};
     std::vector<Item> pair = single;
     if (type == "RobertaProcessing") pair.push_back(Item{-1, {sep}});
-    pair.push_back(Item{1, {}});
-    pair.push_back(Item{-1, {sep}});
+    pair.push_back(Item{1, {}, second});
+    pair.push_back(Item{-1, {sep}, second});
     *out = tok::PostProcessor(std::move(single), std::move(pair));
     return Status::Ok();
   }

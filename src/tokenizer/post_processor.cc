@@ -13,21 +13,26 @@ int PostProcessor::NumAdded(bool pair) const {
 }
 
 void PostProcessor::Apply(const std::vector<int32_t>& a, const std::vector<int32_t>* b, bool pair,
-                          std::vector<int32_t>* out) const {
+                          std::vector<int32_t>* out, std::vector<int32_t>* type_ids) const {
   out->clear();
+  if (type_ids) type_ids->clear();
+  auto put = [&](const std::vector<int32_t>& ids, int type) {
+    out->insert(out->end(), ids.begin(), ids.end());
+    if (type_ids) type_ids->insert(type_ids->end(), ids.size(), type);
+  };
   const auto& t = pair ? pair_ : single_;
   if (t.empty()) {
-    out->insert(out->end(), a.begin(), a.end());
-    if (pair && b) out->insert(out->end(), b->begin(), b->end());
+    put(a, 0);
+    if (pair && b) put(*b, 1);
     return;
   }
   for (const Item& it : t) {
     if (it.sequence < 0) {
-      out->insert(out->end(), it.ids.begin(), it.ids.end());
+      put(it.ids, it.type_id);
     } else if (it.sequence == 0) {
-      out->insert(out->end(), a.begin(), a.end());
+      put(a, it.type_id);
     } else if (b) {
-      out->insert(out->end(), b->begin(), b->end());
+      put(*b, it.type_id);
     }
   }
 }

@@ -17,6 +17,7 @@ class PostProcessor {
   struct Item {
     int sequence = -1;         // 0 or 1 for $A / $B; -1 for special tokens.
     std::vector<int32_t> ids;  // Special token ids when sequence == -1.
+    int type_id = 0;           // token-type id of every id this item yields
   };
 
   PostProcessor() = default;
@@ -25,9 +26,10 @@ class PostProcessor {
 
   // Number of ids the template adds around one sequence (or a pair).
   int NumAdded(bool pair) const;
-  // Writes template(a[, b]) to *out. `b` is ignored unless `pair`.
+  // Writes template(a[, b]) to *out, and each id's token-type id to *type_ids when non-null
+  // (without a template: A is type 0, B type 1, as tokenizers does). `b` is ignored unless `pair`.
   void Apply(const std::vector<int32_t>& a, const std::vector<int32_t>* b, bool pair,
-             std::vector<int32_t>* out) const;
+             std::vector<int32_t>* out, std::vector<int32_t>* type_ids = nullptr) const;
   // True if the tokenizer.json had no (or a no-op) post-processor.
   bool identity() const { return single_.empty(); }
 

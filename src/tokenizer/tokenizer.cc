@@ -123,49 +123,70 @@ StatusOr<std::vector<int32_t>> Tokenizer::Encode(std::string_view text,
 
 StatusOr<std::vector<int32_t>> Tokenizer::EncodePair(std::string_view a, std::string_view b,
                                                      const EncodeOptions& opts) const {
-  EncodeScratch scratch;
-  EncodeScratch::Impl* s = scratch.impl_.get();
+  PETAL_ASSIGN_OR_RETURN(PairEncoding e, EncodePairTyped(a, b, opts));
+  return std::move(e.ids);
+}
+
+StatusOr<PairEncoding> Tokenizer::EncodePairTyped(std::string_view a, std::string_view b,
+                                                  const EncodeOptions& opts,
+                                                  PairTruncation strategy,
+                                                  EncodeScratch* scratch) const {
+  EncodeScratch local;
+  EncodeScratch::Impl* s = (scratch ? scratch : &local)->impl_.get();
   PETAL_RETURN_IF_ERROR(EncodeContent(a, opts, s, &s->content));
   std::vector<int32_t> first = s->content;
   PETAL_RETURN_IF_ERROR(EncodeContent(b, opts, s, &s->content_b));
   std::vector<int32_t>& second = s->content_b;
   const int added = opts.add_special_tokens ? impl_->post.NumAdded(true) : 0;
+  PairEncoding out;
+  auto cut = [&](std::vector<int32_t>& v, size_t n) {
+    if (v.size() <= n) return;
+    out.truncated = true;
+    if (opts.truncate_left) {
+      v.erase(v.begin(), v.end() - n);
+    } else {
+      v.resize(n);
+    }
+  };
   if (opts.max_length > 0) {
     if (opts.max_length < added) return InvalidArgument("max_length is smaller than the template");
     size_t limit = static_cast<size_t>(opts.max_length - added);
-    // Longest first, as tokenizers computes it: if only the longer one must shrink, it keeps
-    // what the shorter leaves; otherwise both get half, and the odd token goes to the longer
-    // (to the second when they are equally long).
     if (first.size() + second.size() > limit) {
-      size_t n1 = first.size(), n2 = second.size();
-      const bool swap = n1 > n2;
-      if (swap) std::swap(n1, n2);
-      n2 = n1 > limit ? n1 : std::max(n1, limit - n1);
-      if (n1 + n2 > limit) {
-        n1 = limit / 2;
-        n2 = n1 + limit % 2;
-      }
-      if (swap) std::swap(n1, n2);
-      auto cut = [&](std::vector<int32_t>& v, size_t n) {
-        if (v.size() <= n) return;
-        if (opts.truncate_left) {
-          v.erase(v.begin(), v.end() - n);
-        } else {
-          v.resize(n);
+      if (strategy == PairTruncation::kOnlySecond) {
+        if (first.size() >= limit) {
+          return InvalidArgument("the first text has " + std::to_string(first.size()) +
+                                 " tokens: with the template that leaves no room for the second "
+                                 "within max_length " +
+                                 std::to_string(opts.max_length) + " (only_second truncation)");
         }
-      };
-      cut(first, n1);
-      cut(second, n2);
+        cut(second, limit - first.size());
+      } else {
+        // Longest first, as tokenizers computes it: if only the longer one must shrink, it keeps
+        // what the shorter leaves; otherwise both get half, and the odd token goes to the longer
+        // (to the second when they are equally long).
+        size_t n1 = first.size(), n2 = second.size();
+        const bool swap = n1 > n2;
+        if (swap) std::swap(n1, n2);
+        n2 = n1 > limit ? n1 : std::max(n1, limit - n1);
+        if (n1 + n2 > limit) {
+          n1 = limit / 2;
+          n2 = n1 + limit % 2;
+        }
+        if (swap) std::swap(n1, n2);
+        cut(first, n1);
+        cut(second, n2);
+      }
     }
   }
-  std::vector<int32_t> ids;
   if (opts.add_special_tokens) {
-    impl_->post.Apply(first, &second, true, &ids);
+    impl_->post.Apply(first, &second, true, &out.ids, &out.type_ids);
   } else {
-    ids = first;
-    ids.insert(ids.end(), second.begin(), second.end());
+    out.ids = first;
+    out.ids.insert(out.ids.end(), second.begin(), second.end());
+    out.type_ids.assign(first.size(), 0);
+    out.type_ids.insert(out.type_ids.end(), second.size(), 1);
   }
-  return ids;
+  return out;
 }
 
 StatusOr<std::vector<std::vector<int32_t>>> Tokenizer::EncodeBatch(

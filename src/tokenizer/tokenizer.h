@@ -34,6 +34,19 @@ struct EncodeOptions {
 
 enum class TokenizerModel { kWordPiece, kBpe, kUnigram };
 
+// How EncodePair truncates a pair over max_length (tokenizers' TruncationStrategy):
+// kLongestFirst trims the longer text first (both to about half when both are long);
+// kOnlySecond trims only the second text and fails if that is not enough.
+enum class PairTruncation { kLongestFirst, kOnlySecond };
+
+// A pair encoding: ids with the pair template, and each id's token-type id (BERT: 0 for the
+// first segment and its specials, 1 for the second; RoBERTa/XLM-R: all 0).
+struct PairEncoding {
+  std::vector<int32_t> ids;
+  std::vector<int32_t> type_ids;
+  bool truncated = false;  // some content ids were cut to fit max_length
+};
+
 // Reusable per-thread buffers; with one per thread, steady-state encoding does not allocate
 // beyond growing the caller's output vector.
 class EncodeScratch {
@@ -69,6 +82,13 @@ class Tokenizer {
   // Ids of a pair of texts with the pair template; truncation removes from the longer first.
   StatusOr<std::vector<int32_t>> EncodePair(std::string_view a, std::string_view b,
                                             const EncodeOptions& opts) const;
+  // The pair with its token-type ids, truncated to opts.max_length (0 = none) by `strategy`
+  // exactly as tokenizers does. kOnlySecond fails (InvalidArgument) when the first text and the
+  // template alone exceed max_length.
+  StatusOr<PairEncoding> EncodePairTyped(std::string_view a, std::string_view b,
+                                         const EncodeOptions& opts,
+                                         PairTruncation strategy = PairTruncation::kLongestFirst,
+                                         EncodeScratch* scratch = nullptr) const;
   // Encodes every text, spread over `num_threads` threads (0 = hardware concurrency).
   StatusOr<std::vector<std::vector<int32_t>>> EncodeBatch(std::span<const std::string_view> texts,
                                                           const EncodeOptions& opts,

@@ -195,4 +195,12 @@ void DecodeRow(const uint8_t* in, const OutputFormat& f, float scale, float* out
   }
 }
 
+double ScoreFromLogits(const float* logits, int n, bool sigmoid) {
+  const double x = n == 2 ? double{logits[0]} - double{logits[1]} : double{logits[0]};
+  if (!sigmoid) return x;
+  if (x >= 0) return 1.0 / (1.0 + std::exp(-x));
+  const double e = std::exp(x);
+  return e / (1.0 + e);
+}
+
 }  // namespace petal::wire

@@ -66,6 +66,13 @@ void PackBinarySign(const float* x, int n, uint8_t* out);
 // /v1/score, the accuracy checks (bench warm-up) and tests.
 double CosineSimilarity(const float* a, const float* b, int n);
 
+// A ranking model's relevance score from its logits for one sequence (n = score_outputs):
+//   n == 1 (a cross-encoder's one label): sigmoid(x) when `sigmoid`, else x (raw);
+//   n == 2 (an LM reranker's [yes, no]): softmax([yes, no])[yes] = sigmoid(yes - no), and
+//          raw = yes - no (the log-odds), when not `sigmoid`.
+// Computed in double; the sigmoid is stable for large |x|.
+double ScoreFromLogits(const float* logits, int n, bool sigmoid);
+
 // IEEE binary16 conversions; FloatToHalf rounds to nearest even, overflow gives +-inf, NaN stays
 // NaN.
 uint16_t FloatToHalf(float f);

@@ -61,6 +61,22 @@ v1::EmbedRequest MakeEmbedRequest(const std::vector<std::vector<int32_t>>& seqs,
   return req;
 }
 
+v1::EmbedRequest MakeEmbedRequest(const std::vector<std::vector<int32_t>>& seqs,
+                                  const std::vector<std::vector<int32_t>>& type_ids,
+                                  const v1::EmbedOptions& options, const std::string& request_id) {
+  v1::EmbedRequest req = MakeEmbedRequest(seqs, options, request_id);
+  if (type_ids.empty()) return req;
+  std::string* bytes = req.mutable_token_type_ids();
+  bytes->resize(req.token_ids().size());
+  size_t off = 0;
+  for (const auto& t : type_ids) {
+    std::memcpy(bytes->data() + off, t.data(), t.size() * 4);  // little-endian host
+    off += t.size() * 4;
+  }
+  bytes->resize(off);
+  return req;
+}
+
 StatusOr<OutputFormat> ResponseFormat(const v1::EmbedResponse& resp, int64_t rows) {
   if (resp.shape_size() != 2)
     return DataLoss("shape: expected 2 entries, got " + std::to_string(resp.shape_size()));

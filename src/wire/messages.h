@@ -23,6 +23,12 @@ v1::DType DTypeToProto(OutputDType t);
 v1::EmbedRequest MakeEmbedRequest(const std::vector<std::vector<int32_t>>& seqs,
                                   const v1::EmbedOptions& options = {},
                                   const std::string& request_id = "");
+// The same with token-type ids (one vector per sequence, each as long as its sequence; an empty
+// `type_ids` sends none).
+v1::EmbedRequest MakeEmbedRequest(const std::vector<std::vector<int32_t>>& seqs,
+                                  const std::vector<std::vector<int32_t>>& type_ids,
+                                  const v1::EmbedOptions& options = {},
+                                  const std::string& request_id = "");
 
 // Checks that `resp` is well formed (2-d shape, data size matching shape and dtype, one scale per
 // row for int8; `rows` >= 0 also checks the row count) and returns the format of its rows.

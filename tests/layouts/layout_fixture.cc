@@ -140,7 +140,9 @@ Status BuildLayoutFolder(const LayoutSpec& layout, uint64_t seed, const std::str
                          const std::string& config_override, std::map<std::string, double>* sums) {
   std::error_code ec;
   fs::remove_all(out_dir, ec);
-  fs::copy(LayoutsDir() + "/" + layout.name, out_dir, fs::copy_options::recursive, ec);
+  const std::string src =
+      layout.fixtures_dir.empty() ? LayoutsDir() : SourceDir() + "/" + layout.fixtures_dir;
+  fs::copy(src + "/" + layout.name, out_dir, fs::copy_options::recursive, ec);
   if (ec) return NotFound("cannot copy layout " + layout.name + ": " + ec.message());
   if (!config_override.empty()) {
     PETAL_RETURN_IF_ERROR(WriteText(JoinPath(out_dir, "config.json"), config_override));
@@ -175,7 +177,8 @@ Status BuildLayoutFolder(const LayoutSpec& layout, uint64_t seed, const std::str
     const bool norm = IsNormName(spec.name);
     for (int64_t begin = 0; begin < n; begin += kChunk) {
       SeededNormal(seed, spec.name + "#" + std::to_string(begin / kChunk), norm ? 1.0 : 0.0,
-                   norm ? 0.1 : 0.02, values.data() + begin, std::min(kChunk, n - begin));
+                   norm ? 0.1 : layout.weight_std, values.data() + begin,
+                   std::min(kChunk, n - begin));
     }
     double sum = 0;
     TensorToWrite t;

@@ -19,6 +19,10 @@ struct LayoutSpec {
   std::string tokenizer_dir;  // relative to the source tree; its tokenizer.json is copied
   std::string append_eos;     // non-empty: rewrite the post-processor to append this token
   std::string dtype;          // "float32" or "bfloat16": how the checkpoint stores tensors
+  // Where the layout's folder is, relative to the source tree ("" = tests/fixtures/layouts).
+  std::string fixtures_dir;
+  // Standard deviation of the seeded weights that are not norm scales (norms: mean 1, std 0.1).
+  double weight_std = 0.02;
 };
 
 struct GoldenCase {

@@ -210,7 +210,8 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch
     s = graphs_->Run({S_pad, T_pad, L_pad}, stream_,
                      [&] { return model_->Forward(db, dev_pooled_, stream_); });
   }
-  const size_t out_n = static_cast<size_t>(S) * config_.hidden_size;
+  // Embedders return [S, hidden] pooled rows; ranking models [S, score_outputs] logits.
+  const size_t out_n = static_cast<size_t>(S) * config_.OutputDim();
   if (s.ok()) {
     s = CheckCuda(cudaMemcpyAsync(slot.host_out, dev_pooled_, out_n * sizeof(float),
                                   cudaMemcpyDeviceToHost, stream_),
@@ -221,7 +222,7 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch
     slot.busy.store(false, std::memory_order_release);
     return s;
   }
-  return std::unique_ptr<PendingEmbeddings>(new PendingSlot(&slot, S, config_.hidden_size));
+  return std::unique_ptr<PendingEmbeddings>(new PendingSlot(&slot, S, config_.OutputDim()));
 }
 
 std::map<std::string, double> CudaEngine::Stats() const {

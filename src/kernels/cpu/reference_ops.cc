@@ -115,4 +115,16 @@ void PoolDims(const float* hidden, const int32_t* cu_seqlens, int num_seqs, int 
   }
 }
 
+void DenseRows(const float* x, int x_stride, const float* w, const float* bias, bool tanh, float* y,
+               int rows, int out, int in) {
+  for (int r = 0; r < rows; ++r) {
+    for (int o = 0; o < out; ++o) {
+      float acc = 0.f;
+      for (int k = 0; k < in; ++k) acc += x[int64_t{r} * x_stride + k] * w[int64_t{o} * in + k];
+      if (bias) acc += bias[o];
+      y[int64_t{r} * out + o] = tanh ? std::tanh(acc) : acc;
+    }
+  }
+}
+
 }  // namespace petal::cpu

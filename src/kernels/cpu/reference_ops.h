@@ -56,4 +56,9 @@ void QkNormRope(float* qkv, int rows, int row_stride, int num_q_heads, int num_k
 void PoolDims(const float* hidden, const int32_t* cu_seqlens, int num_seqs, int dim, int out_dims,
               Pooling mode, bool normalize, float* out);
 
+// cuda::LaunchDenseRows: y[r, o] = act(sum_k x[r, k] * w[o, k] + bias[o]) with act tanh (when
+// `tanh`) or identity, accumulated in fp32 in k order; bias may be null. x rows are x_stride apart.
+void DenseRows(const float* x, int x_stride, const float* w, const float* bias, bool tanh, float* y,
+               int rows, int out, int in);
+
 }  // namespace petal::cpu

@@ -203,5 +203,30 @@ TEST(ReferenceOps, PoolDimsMatchesDoubleLoop) {
   }
 }
 
+TEST(ReferenceOps, DenseRowsMatchesFloat64WithAndWithoutTanh) {
+  const int rows = 5, out = 7, in = 384, stride = 400;
+  auto x = Random(static_cast<size_t>(rows) * stride, 11);
+  auto w = Random(static_cast<size_t>(out) * in, 12, -0.1f, 0.1f);
+  auto b = Random(out, 13);
+  for (bool tanh : {false, true}) {
+    for (const float* bias :
+         {static_cast<const float*>(nullptr), static_cast<const float*>(b.data())}) {
+      std::vector<float> y(static_cast<size_t>(rows) * out);
+      DenseRows(x.data(), stride, w.data(), bias, tanh, y.data(), rows, out, in);
+      for (int r = 0; r < rows; ++r) {
+        for (int o = 0; o < out; ++o) {
+          double acc = bias ? bias[o] : 0.0;
+          for (int k = 0; k < in; ++k) {
+            acc +=
+                double{x[static_cast<size_t>(r) * stride + k]} * w[static_cast<size_t>(o) * in + k];
+          }
+          if (tanh) acc = std::tanh(acc);
+          EXPECT_NEAR(y[static_cast<size_t>(r) * out + o], acc, 2e-5) << r << " " << o;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace petal::cpu

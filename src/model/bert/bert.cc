@@ -12,7 +12,7 @@ namespace petal {
 namespace {
 
 // Which config dimension a tensor axis has.
-enum class Dim { kHidden, kInter, kVocab, kPos, kType };
+enum class Dim { kHidden, kInter, kVocab, kPos, kType, kOne };
 
 int64_t DimSize(const ModelConfig& c, Dim d) {
   switch (d) {
@@ -26,6 +26,8 @@ int64_t DimSize(const ModelConfig& c, Dim d) {
       return c.max_position_embeddings;
     case Dim::kType:
       return c.type_vocab_size;
+    case Dim::kOne:
+      return 1;
   }
   return 0;
 }
@@ -77,6 +79,27 @@ const std::vector<TensorSpec<L>>& LayerTable() {
       {"output.LayerNorm.bias", &L::ffn_norm_beta, {kH}},
   };
   return t;
+}
+
+// The head tensors of a cross-encoder, by its head kind (names as the task class stores them,
+// without the encoder's "bert." / "roberta." prefix).
+const std::vector<TensorSpec<W>>& HeadTable(ScoreHead head) {
+  static const std::vector<TensorSpec<W>> bert = {
+      {"pooler.dense.weight", &W::head_dense_weight, {kH, kH}},
+      {"pooler.dense.bias", &W::head_dense_bias, {kH}},
+      {"classifier.weight", &W::head_out_weight, {Dim::kOne, kH}},
+      {"classifier.bias", &W::head_out_bias, {Dim::kOne}},
+  };
+  static const std::vector<TensorSpec<W>> roberta = {
+      {"classifier.dense.weight", &W::head_dense_weight, {kH, kH}},
+      {"classifier.dense.bias", &W::head_dense_bias, {kH}},
+      {"classifier.out_proj.weight", &W::head_out_weight, {Dim::kOne, kH}},
+      {"classifier.out_proj.bias", &W::head_out_bias, {Dim::kOne}},
+  };
+  static const std::vector<TensorSpec<W>> none;
+  if (head == ScoreHead::kBertPooler) return bert;
+  if (head == ScoreHead::kRobertaClassifier) return roberta;
+  return none;
 }
 
 // Replaces the trailing `from` of `s` with `to`, or returns "" if `s` does not end with it.
@@ -151,6 +174,9 @@ std::vector<CheckpointTensor> BertCheckpointTensors(const ModelConfig& c) {
       t.push_back({prefix + spec.name, shape(spec.shape), is_norm(spec.name)});
     }
   }
+  for (const auto& spec : HeadTable(c.score_head)) {
+    t.push_back({spec.name, shape(spec.shape), false});
+  }
   return t;
 }
 
@@ -170,6 +196,9 @@ StatusOr<BertWeights> LoadBertWeights(const ModelConfig& config, const WeightSto
     for (const auto& spec : LayerTable()) {
       PETAL_RETURN_IF_ERROR(ReadInto(config, store, prefix, spec, w.layers[l]));
     }
+  }
+  for (const auto& spec : HeadTable(config.score_head)) {
+    PETAL_RETURN_IF_ERROR(ReadInto(config, store, "", spec, w));
   }
   return w;
 }
@@ -254,6 +283,18 @@ Status BertCpuModel::Forward(const Batch& batch, std::vector<float>* hidden) con
     cpu::LayerNorm(x.data(), lw.ffn_norm_gamma.data(), lw.ffn_norm_beta.data(), c.norm_eps,
                    x.data(), T, H);
   }
+  return Status::Ok();
+}
+
+Status BertCpuModel::Score(const float* pooled, int rows, float* logits) const {
+  if (weights_.head_out_weight.empty()) return CpuModel::Score(pooled, rows, logits);
+  const int H = config_.hidden_size;
+  std::vector<float> mid(static_cast<size_t>(rows) * H);
+  cpu::Gemm(pooled, weights_.head_dense_weight.data(), weights_.head_dense_bias.data(), mid.data(),
+            rows, H, H);
+  for (float& v : mid) v = std::tanh(v);
+  cpu::Gemm(mid.data(), weights_.head_out_weight.data(), weights_.head_out_bias.data(), logits,
+            rows, 1, H);
   return Status::Ok();
 }
 

@@ -41,6 +41,13 @@ struct BertWeights {
   std::vector<float> embed_norm_gamma;       // [H]
   std::vector<float> embed_norm_beta;        // [H]
   std::vector<BertLayerWeights> layers;      // num_layers
+  // Cross-encoders only (config.task == kScore): the sequence-classification head on the first
+  // token. BERT: pooler.dense + tanh, then classifier; XLM-R: classifier.dense + tanh, then
+  // classifier.out_proj. Empty for embedders.
+  std::vector<float> head_dense_weight;  // [H, H]
+  std::vector<float> head_dense_bias;    // [H]
+  std::vector<float> head_out_weight;    // [1, H]
+  std::vector<float> head_out_bias;      // [1]
 };
 
 // Reads every tensor the encoder needs (names with or without the "bert." prefix; LayerNorm
@@ -57,6 +64,8 @@ class BertCpuModel final : public CpuModel {
   // sequence; token types are batch.token_type_ids or 0. Fails if a sequence is longer than
   // max_position_embeddings - position_offset.
   Status Forward(const Batch& batch, std::vector<float>* hidden) const override;
+  // The classification head on pooled first-token states: out = W2 tanh(W1 x + b1) + b2.
+  Status Score(const float* pooled, int rows, float* logits) const override;
 
  private:
   ModelConfig config_;

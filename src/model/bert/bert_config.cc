@@ -6,6 +6,8 @@
 #include "model/bert/bert_arch.h"
 #include "model/config_fields.h"
 
+#include <simdjson.h>
+
 namespace petal {
 namespace {
 
@@ -16,11 +18,46 @@ bool IsXlmr(const ConfigFields& f) {
 }
 
 // The checkpoint classes whose encoder is the embedder: the bare model, and the pre-training
-// heads around it (their extra tensors are ignored). Task heads (classification, ...) are other
-// models and are refused.
+// heads around it (their extra tensors are ignored).
 bool KnownClass(const std::string& a, bool xlmr) {
   if (xlmr) return a == "XLMRobertaModel" || a == "XLMRobertaForMaskedLM";
   return a == "BertModel" || a == "BertForMaskedLM" || a == "BertForPreTraining";
+}
+
+// The sequence-classification classes: cross-encoders (ms-marco-MiniLM, bge-reranker-*), run as
+// ranking models. Other task heads (token classification, QA, ...) are refused.
+bool ClassifierClass(const std::string& a, bool xlmr) {
+  return a == (xlmr ? "XLMRobertaForSequenceClassification" : "BertForSequenceClassification");
+}
+
+// num_labels: the key, else the size of id2label (how transformers derives it), else 2 (its
+// default). A ranking head must have exactly one.
+Status ReadOneLabel(const ConfigFields& f) {
+  int labels = 2;
+  simdjson::dom::object id2label;
+  if (f.Has("num_labels")) {
+    PETAL_ASSIGN_OR_RETURN(labels, f.Int("num_labels"));
+    if (labels != 1) {
+      return f.Unsupported("num_labels",
+                           "(a cross-encoder Petal serves has exactly one label: its relevance "
+                           "logit; multi-label classifiers are not supported)");
+    }
+    return Status::Ok();
+  }
+  if (f.Has("id2label")) {
+    if (f.object()["id2label"].get_object().get(id2label) != simdjson::SUCCESS) {
+      return f.Unsupported("id2label", "is not an object");
+    }
+    labels = static_cast<int>(id2label.size());
+  }
+  if (labels != 1) {
+    return f.Unsupported(f.Has("id2label") ? "id2label" : "architectures",
+                         "gives " + std::to_string(labels) +
+                             " labels (a cross-encoder Petal serves has exactly one label: its "
+                             "relevance logit; set num_labels to 1 only if the checkpoint's "
+                             "classifier has one output row)");
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -29,18 +66,28 @@ bool DetectBert(const ConfigFields& f) {
   const std::string mt = f.StrOr("model_type", "");
   if (!mt.empty()) return mt == "bert" || mt == "xlm-roberta";
   const std::string a = f.FirstArchitecture();
-  return KnownClass(a, false) || KnownClass(a, true);
+  return KnownClass(a, false) || KnownClass(a, true) || ClassifierClass(a, false) ||
+         ClassifierClass(a, true);
 }
 
 Status ParseBertExtras(const ConfigFields& f, ModelConfig* c) {
   const bool xlmr = IsXlmr(f);
   const std::string arch = f.FirstArchitecture();
-  if (!arch.empty() && !KnownClass(arch, xlmr)) {
+  const bool classifier = ClassifierClass(arch, xlmr);
+  if (!arch.empty() && !KnownClass(arch, xlmr) && !classifier) {
     return f.Unsupported("architectures",
                          xlmr ? "is not an XLM-RoBERTa encoder Petal runs (expected "
-                                "XLMRobertaModel or XLMRobertaForMaskedLM)"
+                                "XLMRobertaModel, XLMRobertaForMaskedLM or "
+                                "XLMRobertaForSequenceClassification)"
                               : "is not a BERT encoder Petal runs (expected BertModel, "
-                                "BertForMaskedLM or BertForPreTraining)");
+                                "BertForMaskedLM, BertForPreTraining or "
+                                "BertForSequenceClassification)");
+  }
+  if (classifier) {
+    PETAL_RETURN_IF_ERROR(ReadOneLabel(f));
+    c->task = ModelTask::kScore;
+    c->score_head = xlmr ? ScoreHead::kRobertaClassifier : ScoreHead::kBertPooler;
+    c->score_outputs = 1;
   }
   // 64-bit: both factors may be up to 2^30 (found by fuzz_model_config; UB in int).
   if (c->hidden_size != static_cast<int64_t>(c->num_heads) * c->head_dim) {
@@ -76,7 +123,10 @@ double BertParameterCount(const ModelConfig& c) {
       2 * h;
   const double layer =
       (h * 3 * h + 3 * h) + (h * h + h) + 2 * h + (h * i + i) + (i * h + h) + 2 * h;
-  return emb + L * layer;
+  // A cross-encoder's head: a dense H x H + bias (BERT's pooler, XLM-R's classifier.dense) and
+  // one output row + bias.
+  const double head = c.task == ModelTask::kScore ? (h * h + h) + (h + 1) : 0;
+  return emb + L * layer + head;
 }
 
 }  // namespace petal

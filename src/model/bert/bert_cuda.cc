@@ -1,7 +1,8 @@
 // BERT-family encoders on the GPU: the forward pass of bert.cc in bf16 with cuBLASLt GEMMs
 // and Petal's kernels. Post-LN: h = LN(h + attn(h)); h = LN(h + ffn(h)). The residual add is
 // folded into the output GEMMs (their addend), and exact (erf) GELU runs as its own kernel
-// because cuBLASLt's GELU epilogue is the tanh approximation.
+// because cuBLASLt's GELU epilogue is the tanh approximation. Cross-encoders end in their
+// classification head (LaunchDenseRows on the pooled first token) instead of the pooled vector.
 #include <cmath>
 
 #include "engine/cuda/attention_runner.h"
@@ -9,6 +10,7 @@
 #include "engine/cuda/device_weights.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/ops.h"
+#include "kernels/cuda/score_ops.h"
 #include "model/bert/bert.h"
 #include "model/bert/bert_arch.h"
 
@@ -38,6 +40,16 @@ class BertCudaModel final : public CudaModel {
     PETAL_RETURN_IF_ERROR(up(&type_, w.token_type_embeddings));
     PETAL_RETURN_IF_ERROR(up(&emb_g_, w.embed_norm_gamma));
     PETAL_RETURN_IF_ERROR(up(&emb_b_, w.embed_norm_beta));
+    if (!w.head_out_weight.empty()) {  // cross-encoder: the classification head
+      PETAL_RETURN_IF_ERROR(up(&head_dense_w_, w.head_dense_weight));
+      PETAL_RETURN_IF_ERROR(up(&head_dense_b_, w.head_dense_bias));
+      PETAL_RETURN_IF_ERROR(up(&head_out_w_, w.head_out_weight));
+      PETAL_RETURN_IF_ERROR(up(&head_out_b_, w.head_out_bias));
+      const size_t rows = static_cast<size_t>(cap_.max_seqs) * config_.hidden_size;
+      PETAL_RETURN_IF_ERROR(cls_.Allocate(rows));
+      PETAL_RETURN_IF_ERROR(mid_.Allocate(rows));
+      bytes_ += TotalBytes(cls_, mid_);
+    }
     layers_.resize(w.layers.size());
     for (size_t i = 0; i < w.layers.size(); ++i) {
       const auto& s = w.layers[i];
@@ -143,12 +155,37 @@ class BertCudaModel final : public CudaModel {
     pp.mode = static_cast<cpu::Pooling>(config_.pooling);
     pp.normalize = config_.normalize;
     pp.out = pooled;
-    return LaunchPool(pp, stream);
+    if (head_out_w_.size() == 0) return LaunchPool(pp, stream);
+    // Cross-encoder: first-token state -> dense + tanh -> one logit (BERT: pooler then
+    // classifier; XLM-R: classifier.dense then classifier.out_proj), fp32 from the pooled state.
+    pp.normalize = false;
+    pp.out = cls_.get();
+    PETAL_RETURN_IF_ERROR(LaunchPool(pp, stream));
+    const int H = config_.hidden_size;
+    DenseRowsParams dense;
+    dense.x = cls_.get();
+    dense.x_stride = H;
+    dense.w = head_dense_w_.get();
+    dense.bias = head_dense_b_.get();
+    dense.tanh = true;
+    dense.y = mid_.get();
+    dense.rows = b.num_seqs_host;
+    dense.out = H;
+    dense.in = H;
+    PETAL_RETURN_IF_ERROR(LaunchDenseRows(dense, stream));
+    DenseRowsParams out = dense;
+    out.x = mid_.get();
+    out.w = head_out_w_.get();
+    out.bias = head_out_b_.get();
+    out.tanh = false;
+    out.y = pooled;
+    out.out = 1;
+    return LaunchDenseRows(out, stream);
   }
   // A batch of only empty sequences: zeros, as the CPU engine gives.
   Status LaunchPoolOnly(const DeviceBatch& b, float* pooled, cudaStream_t stream) {
     PETAL_CUDA_CHECK(
-        cudaMemsetAsync(pooled, 0, sizeof(float) * b.num_seqs_host * config_.hidden_size, stream));
+        cudaMemsetAsync(pooled, 0, sizeof(float) * b.num_seqs_host * config_.OutputDim(), stream));
     return Status::Ok();
   }
 
@@ -156,6 +193,9 @@ class BertCudaModel final : public CudaModel {
   Capacity cap_;
   size_t bytes_ = 0;
   DeviceBuffer<bf16> word_, pos_, type_, emb_g_, emb_b_;
+  // Cross-encoders: the head's weights and its fp32 scratch, [max_seqs, H] each.
+  DeviceBuffer<bf16> head_dense_w_, head_dense_b_, head_out_w_, head_out_b_;
+  DeviceBuffer<float> cls_, mid_;
   std::vector<BertLayerDev> layers_;
   DeviceBuffer<bf16> x_, tmp_, qkv_, attn_, inter_;
   DeviceBuffer<int32_t> positions_;

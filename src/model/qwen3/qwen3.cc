@@ -49,6 +49,10 @@ std::vector<CheckpointTensor> Qwen3ConfigTensors(const ModelConfig& c) {
   for (Qwen3TensorSpec& s : Qwen3CheckpointTensors(c, c.attention_bias)) {
     out.push_back({std::move(s.name), std::move(s.shape), s.kind == Qwen3TensorKind::kNorm});
   }
+  // An LM reranker with its own head: Qwen3ForCausalLM's lm_head.weight (never prefixed).
+  if (c.score_head == ScoreHead::kLmYesNo && !c.tie_word_embeddings) {
+    out.push_back({"lm_head.weight", {c.vocab_size, c.hidden_size}, false});
+  }
   return out;
 }
 
@@ -135,6 +139,23 @@ StatusOr<Qwen3Weights> LoadQwen3Weights(const ModelConfig& c, const WeightStore&
       dst->insert(dst->end(), v.begin(), v.end());
     }
   }
+  if (c.score_head == ScoreHead::kLmYesNo) {
+    const int64_t h = c.hidden_size;
+    if (c.tie_word_embeddings) {
+      for (int id : {c.yes_token_id, c.no_token_id}) {
+        w.score_rows.insert(w.score_rows.end(), w.embed_tokens.begin() + id * h,
+                            w.embed_tokens.begin() + (id + 1) * h);
+      }
+    } else {
+      if (store.Find("lm_head.weight") == nullptr) {
+        return NotFound(
+            "tensor 'lm_head.weight' is missing from the checkpoint (config.json "
+            "'tie_word_embeddings' is false, so the reranker's yes/no rows come from it)");
+      }
+      PETAL_ASSIGN_OR_RETURN(w.score_rows, store.ReadRowsF32("lm_head.weight", {c.vocab_size, h},
+                                                             {c.yes_token_id, c.no_token_id}));
+    }
+  }
   return w;
 }
 
@@ -198,6 +219,14 @@ class Qwen3CpuModel final : public CpuModel {
       cpu::AddInPlace(x.data(), proj.data(), static_cast<int64_t>(T) * H);
     }
     cpu::RmsNorm(x.data(), w_.final_norm.data(), c.norm_eps, x.data(), T, H);
+    return Status::Ok();
+  }
+
+  // LM reranker: logits of "yes" and "no" on the pooled (last-token, final-normed) state: a
+  // [rows, 2] product with the two LM-head rows, never the whole vocabulary.
+  Status Score(const float* pooled, int rows, float* logits) const override {
+    if (w_.score_rows.empty()) return CpuModel::Score(pooled, rows, logits);
+    cpu::Gemm(pooled, w_.score_rows.data(), nullptr, logits, rows, 2, config_.hidden_size);
     return Status::Ok();
   }
 

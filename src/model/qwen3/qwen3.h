@@ -50,12 +50,16 @@ struct Qwen3Weights {
   std::vector<Qwen3LayerWeights> layers;
   std::vector<float> final_norm;  // [hidden]
   bool attention_bias = false;
+  // LM rerankers (config.score_head == kLmYesNo): the LM head's rows of the "yes" and "no"
+  // tokens, [2, hidden] (from embed_tokens when tie_word_embeddings, else lm_head.weight; only
+  // these two rows are ever read). Empty for embedders.
+  std::vector<float> score_rows;
 };
 
 // Reads every tensor of Qwen3CheckpointTensors from `store` (names with or without the "model."
-// prefix; the LM head, if any, is ignored), fusing q/k/v and gate/up. A missing or mis-shaped
-// tensor fails with its name. Biases are loaded when the checkpoint has them, and required when
-// config.attention_bias is set.
+// prefix; the LM head is ignored except for an LM reranker's two score rows), fusing q/k/v and
+// gate/up. A missing or mis-shaped tensor fails with its name. Biases are loaded when the
+// checkpoint has them, and required when config.attention_bias is set.
 StatusOr<Qwen3Weights> LoadQwen3Weights(const ModelConfig& config, const WeightStore& store);
 
 }  // namespace petal

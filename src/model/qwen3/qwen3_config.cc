@@ -124,7 +124,10 @@ Status ParseQwen3Extras(const ConfigFields& f, ModelConfig* c) {
   PETAL_ASSIGN_OR_RETURN(c->attention_bias, f.StrictBoolOr("attention_bias", false));
   c->qk_norm = true;  // every Qwen3 layer normalises q and k per head
   PETAL_ASSIGN_OR_RETURN(c->mask, ReadMask(f, pplx));
-  // tie_word_embeddings only concerns the LM head, which an embedder does not run.
+  // tie_word_embeddings only concerns the LM head, which an embedder does not run; an LM
+  // reranker (config.cc ResolveTask) reads its yes/no rows from the input embedding when it is
+  // set (Qwen3Config's default is false), else from lm_head.weight.
+  PETAL_ASSIGN_OR_RETURN(c->tie_word_embeddings, f.StrictBoolOr("tie_word_embeddings", false));
   c->pooling = c->mask == AttentionMask::kCausal ? PoolingMode::kLastToken : PoolingMode::kMean;
   c->normalize = true;
   if (pplx) c->int8_mode = Int8Mode::kTanh;

@@ -13,6 +13,7 @@
 #include "engine/cuda/device_weights.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/ops.h"
+#include "kernels/cuda/score_ops.h"
 #include "model/qwen3/qwen3.h"
 #include "model/qwen3/qwen3_arch.h"
 
@@ -50,6 +51,12 @@ class Qwen3CudaModel final : public CudaModel {
     };
     PETAL_RETURN_IF_ERROR(up(&embed_, w.embed_tokens));
     PETAL_RETURN_IF_ERROR(up(&final_norm_, w.final_norm));
+    if (!w.score_rows.empty()) {  // LM reranker: the two LM-head rows and the pooled states
+      PETAL_RETURN_IF_ERROR(up(&score_rows_, w.score_rows));
+      PETAL_RETURN_IF_ERROR(
+          last_.Allocate(static_cast<size_t>(cap_.max_seqs) * config_.hidden_size));
+      bytes_ += last_.bytes();
+    }
     layers_.resize(w.layers.size());
     for (size_t i = 0; i < w.layers.size(); ++i) {
       const auto& s = w.layers[i];
@@ -249,7 +256,8 @@ class Qwen3CudaModel final : public CudaModel {
     const int D = config_.head_dim, Hq = config_.num_heads, Hkv = config_.num_kv_heads;
     const int Q = Hq * D, QKV = (Hq + 2 * Hkv) * D;
     if (T == 0) {
-      PETAL_CUDA_CHECK(cudaMemsetAsync(pooled, 0, sizeof(float) * b.num_seqs_host * H, stream));
+      PETAL_CUDA_CHECK(cudaMemsetAsync(
+          pooled, 0, sizeof(float) * b.num_seqs_host * config_.OutputDim(), stream));
       return Status::Ok();
     }
     PETAL_RETURN_IF_ERROR(
@@ -322,7 +330,21 @@ class Qwen3CudaModel final : public CudaModel {
     pp.mode = static_cast<cpu::Pooling>(config_.pooling);
     pp.normalize = config_.normalize;
     pp.out = pooled;
-    return LaunchPool(pp, stream);
+    if (score_rows_.size() == 0) return LaunchPool(pp, stream);
+    // LM reranker: the last token's final state times the LM head's "yes" and "no" rows only
+    // (a [seqs, 2] product, never the vocabulary): pooled holds [seqs, 2] logits.
+    pp.normalize = false;
+    pp.out = last_.get();
+    PETAL_RETURN_IF_ERROR(LaunchPool(pp, stream));
+    DenseRowsParams dp;
+    dp.x = last_.get();
+    dp.x_stride = H;
+    dp.w = score_rows_.get();
+    dp.y = pooled;
+    dp.rows = b.num_seqs_host;
+    dp.out = 2;
+    dp.in = H;
+    return LaunchDenseRows(dp, stream);
   }
 
  private:
@@ -330,6 +352,8 @@ class Qwen3CudaModel final : public CudaModel {
   Capacity cap_;
   size_t bytes_ = 0;
   DeviceBuffer<bf16> embed_, final_norm_;
+  DeviceBuffer<bf16> score_rows_;  // LM reranker: [2, H], the "yes" and "no" rows
+  DeviceBuffer<float> last_;       // LM reranker: pooled last-token states [max_seqs, H]
   std::vector<Qwen3LayerDev> layers_;
   DeviceBuffer<bf16> r_, x_, qkv_, attn_, gate_up_, act_;
   DeviceBuffer<int32_t> positions_;
