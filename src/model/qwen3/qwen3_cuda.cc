@@ -117,6 +117,23 @@ class Qwen3CudaModel final : public CudaModel {
     }
     const int threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
     PETAL_RETURN_IF_ERROR(UploadTensorsBf16(store, jobs, threads));
+    if (config_.score_head == ScoreHead::kLmYesNo) {
+      // LM reranker: the LM head's "yes" and "no" rows only (as LoadQwen3Weights reads them).
+      const int64_t h = config_.hidden_size;
+      const bool tied = config_.tie_word_embeddings;
+      const std::string name = tied ? prefix + "embed_tokens.weight" : "lm_head.weight";
+      if (!tied && store.Find(name) == nullptr) {
+        return NotFound(
+            "tensor 'lm_head.weight' is missing from the checkpoint (config.json "
+            "'tie_word_embeddings' is false, so the reranker's yes/no rows come from it)");
+      }
+      PETAL_ASSIGN_OR_RETURN(
+          std::vector<float> rows,
+          store.ReadRowsF32(name, {config_.vocab_size, h},
+                            {config_.yes_token_id, config_.no_token_id}));
+      PETAL_ASSIGN_OR_RETURN(score_rows_, UploadBf16(rows));
+      bytes_ += score_rows_.bytes();
+    }
     return InitBuffers(nullptr);
   }
 
