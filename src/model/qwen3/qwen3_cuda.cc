@@ -132,7 +132,8 @@ class Qwen3CudaModel final : public CudaModel {
           store.ReadRowsF32(name, {config_.vocab_size, h},
                             {config_.yes_token_id, config_.no_token_id}));
       PETAL_ASSIGN_OR_RETURN(score_rows_, UploadBf16(rows));
-      bytes_ += score_rows_.bytes();
+      PETAL_RETURN_IF_ERROR(last_.Allocate(static_cast<size_t>(cap_.max_seqs) * h));
+      bytes_ += score_rows_.bytes() + last_.bytes();
     }
     return InitBuffers(nullptr);
   }
