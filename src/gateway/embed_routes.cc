@@ -12,8 +12,8 @@
 #include "gateway/embed_format.h"
 #include "gateway/gateway.h"
 #include "gateway/json_writer.h"
-#include "trace/trace.h"
 #include "gateway/route_errors.h"
+#include "trace/trace.h"
 #include "wire/codec.h"
 
 namespace petal::gateway {

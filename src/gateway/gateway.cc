@@ -105,7 +105,8 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayOptions options) {
   g->workers_ = std::make_unique<boost::asio::thread_pool>(threads);
   g->tokenizer_threads_ = threads;
   g->tokenizers_ = std::make_unique<boost::asio::thread_pool>(threads);
-  g->replicas_ = std::make_unique<ReplicaSet>(o.servers, o.health_interval, o.request_timeout, o.flow);
+  g->replicas_ =
+      std::make_unique<ReplicaSet>(o.servers, o.health_interval, o.request_timeout, o.flow);
   HttpServerOptions ho;
   ho.host = hp.first;
   ho.port = hp.second;

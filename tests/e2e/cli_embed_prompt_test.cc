@@ -29,10 +29,10 @@ int RunShell(const std::string& cmd, std::string* out) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-TEST(CliEmbed, AppliesTheModelsPromptsLikeTheGateway) {
-  const std::string src = "models/all-MiniLM-L6-v2";
-  if (!FileExists(src + "/model.safetensors")) GTEST_SKIP() << src << " is missing";
-  const fs::path dir = fs::temp_directory_path() / ("petal_cli_prompt_" + std::to_string(getpid()));
+// A copy of the model folder `src` (symlinks) whose sentence-transformers config names two
+// prompts and a default prompt.
+fs::path PromptedCopy(const std::string& src, const std::string& prefix) {
+  const fs::path dir = fs::temp_directory_path() / (prefix + std::to_string(getpid()));
   fs::create_directories(dir);
   for (const auto& e : fs::directory_iterator(src)) {
     if (e.path().filename() == "config_sentence_transformers.json") continue;
@@ -40,6 +40,13 @@ TEST(CliEmbed, AppliesTheModelsPromptsLikeTheGateway) {
   }
   std::ofstream(dir / "config_sentence_transformers.json")
       << R"({"prompts": {"query": "query: ", "doc": "passage: "}, "default_prompt_name": "query"})";
+  return dir;
+}
+
+TEST(CliEmbed, AppliesTheModelsPromptsLikeTheGateway) {
+  const std::string src = "models/all-MiniLM-L6-v2";
+  if (!FileExists(src + "/model.safetensors")) GTEST_SKIP() << src << " is missing";
+  const fs::path dir = PromptedCopy(src, "petal_cli_prompt_");
   const std::string bin = PETAL_BIN;
   std::string prompted, plain, named, named_plain, bad;
   ASSERT_EQ(RunShell(bin + " embed --backend cpu --model " + dir.string() + " hello", &prompted),
@@ -65,14 +72,7 @@ TEST(CliEmbed, AppliesTheModelsPromptsLikeTheGateway) {
 TEST(CliInfo, ReportsModelTypeInt8ModeAndPrompts) {
   const std::string src = "models/all-MiniLM-L6-v2";
   if (!FileExists(src + "/model.safetensors")) GTEST_SKIP() << src << " is missing";
-  const fs::path dir = fs::temp_directory_path() / ("petal_cli_info_" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  for (const auto& e : fs::directory_iterator(src)) {
-    if (e.path().filename() == "config_sentence_transformers.json") continue;
-    fs::create_symlink(fs::absolute(e.path()), dir / e.path().filename());
-  }
-  std::ofstream(dir / "config_sentence_transformers.json")
-      << R"({"prompts": {"query": "query: ", "doc": "passage: "}, "default_prompt_name": "query"})";
+  const fs::path dir = PromptedCopy(src, "petal_cli_info_");
   std::string json;
   ASSERT_EQ(RunShell(std::string(PETAL_BIN) + " info --json --model " + dir.string(), &json), 0);
   EXPECT_NE(json.find(R"("model_type":"bert")"), std::string::npos) << json;

@@ -101,7 +101,8 @@ StatusOr<std::vector<LayoutSpec>> LoadLayouts(uint64_t* seed) {
 
 StatusOr<Golden> LoadGolden(const std::string& name, const std::string& suffix,
                             const std::string& dir) {
-  const std::string path = (dir.empty() ? LayoutsDir() : dir) + "/golden_" + name + suffix + ".json";
+  const std::string path =
+      (dir.empty() ? LayoutsDir() : dir) + "/golden_" + name + suffix + ".json";
   PETAL_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   simdjson::dom::parser parser;
   simdjson::dom::element doc;

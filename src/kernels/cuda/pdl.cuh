@@ -10,8 +10,8 @@
 //
 // PDL is off by default: on the H200 it measured neutral at batch 1 (1 x 128 p50 1.147-1.151 ms
 // with, 1.137-1.145 ms without; bench/results/2026-12-01-latency/). PETAL_PDL=1 in the
-// environment turns it on for the whole process (read once). Thread-safety: LaunchPdl is as thread-safe as a kernel
-// launch; PdlEnabled's first call initialises a function-local static.
+// environment turns it on for the whole process (read once). Thread-safety: LaunchPdl is as
+// thread-safe as a kernel launch; PdlEnabled's first call initialises a function-local static.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -127,10 +127,9 @@ class Qwen3CudaModel final : public CudaModel {
             "tensor 'lm_head.weight' is missing from the checkpoint (config.json "
             "'tie_word_embeddings' is false, so the reranker's yes/no rows come from it)");
       }
-      PETAL_ASSIGN_OR_RETURN(
-          std::vector<float> rows,
-          store.ReadRowsF32(name, {config_.vocab_size, h},
-                            {config_.yes_token_id, config_.no_token_id}));
+      PETAL_ASSIGN_OR_RETURN(std::vector<float> rows,
+                             store.ReadRowsF32(name, {config_.vocab_size, h},
+                                               {config_.yes_token_id, config_.no_token_id}));
       PETAL_ASSIGN_OR_RETURN(score_rows_, UploadBf16(rows));
       PETAL_RETURN_IF_ERROR(last_.Allocate(static_cast<size_t>(cap_.max_seqs) * h));
       bytes_ += score_rows_.bytes() + last_.bytes();
