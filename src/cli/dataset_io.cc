@@ -365,9 +365,12 @@ class NpyWriter final : public PartWriter {
                const std::vector<float>& scales) override {
     std::string lines;
     for (const auto& id : ids) lines += JsonQuote(id) + "\n";
-    if (std::fwrite(data.data(), 1, data.size(), rows_) != data.size() ||
-        std::fwrite(lines.data(), 1, lines.size(), ids_) != lines.size() ||
-        std::fwrite(scales.data(), 4, scales.size(), scales_) != scales.size()) {
+    // fwrite's buffer must not be null even for 0 items (an empty vector's data(): UBSan).
+    auto put = [](const void* p, size_t size, size_t n, FILE* f) {
+      return n == 0 || std::fwrite(p, size, n, f) == n;
+    };
+    if (!put(data.data(), 1, data.size(), rows_) || !put(lines.data(), 1, lines.size(), ids_) ||
+        !put(scales.data(), 4, scales.size(), scales_)) {
       return Internal(path_ + ": write failed");
     }
     return Status::Ok();
