@@ -135,8 +135,10 @@ std::optional<RequestError> Gateway::ToSequences(EmbedParams* p, const char* fie
     }
     return std::nullopt;
   };
-  // Large requests are split over the tokenizer pool. This thread waits for the slices, which
-  // never wait themselves, so the two pools cannot deadlock each other.
+  return RunSliced(n, run);
+}
+
+std::optional<RequestError> Gateway::RunSliced(size_t n, const SliceFn& run) const {
   const size_t slices = std::min<size_t>(tokenizer_threads_, n / kTextsPerSlice);
   if (slices < 2) return run(0, n);
   std::vector<std::optional<RequestError>> errors(slices);

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -121,6 +122,11 @@ class Gateway {
   std::optional<RequestError> ToSequences(EmbedParams* p, const char* field,
                                           std::vector<std::vector<int32_t>>* seqs);
   // Options for the servers from the request; an error names the field.
+  // Runs run(begin, end) over [0, n): in slices on the tokenizer pool when n is large (this
+  // thread waits; the slices never do, so the pools cannot deadlock), else inline. Returns the
+  // first error in input order.
+  using SliceFn = std::function<std::optional<RequestError>(size_t, size_t)>;
+  std::optional<RequestError> RunSliced(size_t n, const SliceFn& run) const;
   std::optional<RequestError> ServerOptions(const EmbedParams& p, v1::EmbedOptions* o) const;
   std::string NextRequestId();
 

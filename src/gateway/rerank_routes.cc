@@ -6,7 +6,6 @@
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
-#include <latch>
 #include <numeric>
 
 #include "gateway/embed_format.h"
@@ -65,23 +64,7 @@ std::optional<RequestError> Gateway::ToPairs(const RerankParams& p, const char* 
     }
     return std::nullopt;
   };
-  // As ToSequences: large lists are tokenized in slices on the tokenizer pool.
-  const size_t slices = std::min<size_t>(tokenizer_threads_, n / kTextsPerSlice);
-  if (slices < 2) return run(0, n);
-  std::vector<std::optional<RequestError>> errors(slices);
-  std::latch done(static_cast<std::ptrdiff_t>(slices - 1));
-  for (size_t s = 1; s < slices; ++s) {
-    boost::asio::post(*tokenizers_, [&, s] {
-      errors[s] = run(n * s / slices, n * (s + 1) / slices);
-      done.count_down();
-    });
-  }
-  errors[0] = run(0, n / slices);
-  done.wait();
-  for (auto& e : errors) {
-    if (e) return e;
-  }
-  return std::nullopt;
+  return RunSliced(n, run);  // large lists in slices on the tokenizer pool, as ToSequences
 }
 
 namespace {
