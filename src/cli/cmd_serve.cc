@@ -1,9 +1,11 @@
 // `petal serve`: the one-command deployment. Starts one `petal server` child process per replica
-// on loopback ports (re-executing this binary), waits until each answers SERVING, then runs the
+// (re-executing this binary) listening on a Unix domain socket in a private temporary folder
+// (`--replica-transport unix`, the default: no TCP stack on the gateway-to-replica hop) or on a
+// loopback port (`tcp`), waits until each answers SERVING, then runs the
 // gateway in this process in front of them. With `--gpus all|N|LIST` there is one replica per
 // GPU, each child seeing only its GPU through CUDA_VISIBLE_DEVICES; `--replicas N` (any
 // backend) runs N replicas on whatever device the server picks, which is how CI exercises this
-// supervisor on the CPU engine. A replica that dies is restarted on its port (at
+// supervisor on the CPU engine. A replica that dies is restarted on its address (at
 // most once a second); SIGINT/SIGTERM stop the gateway first (no new requests; in-flight ones
 // finish), then the children, which drain themselves.
 #include <signal.h>
@@ -16,6 +18,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <thread>
 
 #include "cli/command.h"
@@ -44,11 +47,13 @@ struct ServeArgs {
   int start_timeout_s = 600;
   int grace_ms = 30000;
   int port = -1;  // overrides --listen's port
+  std::string transport = "unix";  // gateway-to-replica hop: unix (domain socket) or tcp
 };
 
 struct Child {
   pid_t pid = -1;
-  int port = 0;
+  std::string address;  // what the child listens on: unix:/tmp/petal-serve-*/replica-N.sock or
+                        // 127.0.0.1:PORT
   std::vector<std::string> argv;
   std::vector<std::string> env;  // empty: inherit ours
   std::string gpu;               // its CUDA_VISIBLE_DEVICES, for the logs
@@ -102,12 +107,12 @@ bool StartChild(Child* c) {
   c->pid = Spawn(c->argv, c->env);
   c->started = std::chrono::steady_clock::now();
   if (c->pid < 0) {
-    Log("error", "cannot fork a replica", {{"port", std::to_string(c->port)}});
+    Log("error", "cannot fork a replica", {{"address", c->address}});
     return false;
   }
   Log("info", "replica started",
       {{"pid", std::to_string(c->pid)},
-       {"port", std::to_string(c->port)},
+       {"address", c->address},
        {"gpu", c->gpu.empty() ? "-" : c->gpu}});
   return true;
 }
@@ -121,7 +126,7 @@ void ReapAndRestart(std::vector<Child>* children) {
       if (c.pid != pid) continue;
       Log("warn", "replica exited; restarting",
           {{"pid", std::to_string(pid)},
-           {"port", std::to_string(c.port)},
+           {"address", c.address},
            {"status",
             std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status))}});
       // Crash loops are slowed to one start per second per replica.
@@ -154,6 +159,11 @@ void StopChildren(std::vector<Child>* children, int grace_ms) {
   }
 }
 
+// --reply-poll-us not given: poll for CUDA replicas (their answers come in ~1 ms, and a wake-up is
+// a noticeable share of that), not for CPU ones (the poller's core is theirs).
+constexpr int kReplyPollAuto = -2;
+constexpr int kReplyPollCudaUs = 200;
+
 int RunServe(ServeArgs& a) {
   sigset_t signals;
   sigemptyset(&signals);
@@ -178,6 +188,22 @@ int RunServe(ServeArgs& a) {
       a.devices = {0};
     }
   }
+  // Unix sockets live in a folder only this user can enter, removed on the way out.
+  std::string socket_dir;
+  if (a.transport == "unix") {
+    char tmpl[] = "/tmp/petal-serve-XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) {
+      std::fprintf(stderr, "error: cannot create a folder for the replicas' sockets in /tmp\n");
+      return 1;
+    }
+    socket_dir = tmpl;
+  }
+  struct RemoveSockets {
+    const std::string& dir;
+    ~RemoveSockets() {
+      if (!dir.empty()) std::filesystem::remove_all(dir);
+    }
+  } remove_sockets{socket_dir};
   std::vector<Child> children(a.replicas);
   for (int i = 0; i < a.replicas; ++i) {
     Child& c = children[i];
@@ -185,11 +211,16 @@ int RunServe(ServeArgs& a) {
       c.gpu = gpus[i];
       c.env = EnvWith("CUDA_VISIBLE_DEVICES", c.gpu);
     }
-    c.port = FreePort();
+    if (socket_dir.empty()) {
+      const int port = FreePort();
+      c.address = port == 0 ? "" : "127.0.0.1:" + std::to_string(port);
+    } else {
+      c.address = "unix:" + socket_dir + "/replica-" + std::to_string(i) + ".sock";
+    }
     c.argv = {"petal",
               "server",
               "--listen",
-              "127.0.0.1:" + std::to_string(c.port),
+              c.address,
               "--shutdown-grace-ms",
               std::to_string(a.grace_ms)};
     if (a.fake) {
@@ -203,11 +234,11 @@ int RunServe(ServeArgs& a) {
     }
     if (!a.otlp_endpoint.empty()) c.argv.insert(c.argv.end(), {"--otlp-endpoint", a.otlp_endpoint});
     c.argv.insert(c.argv.end(), a.server_args.begin(), a.server_args.end());
-    if (c.port == 0 || !StartChild(&c)) {
+    if (c.address.empty() || !StartChild(&c)) {
       StopChildren(&children, 0);
       return 1;
     }
-    a.gateway.servers.push_back("127.0.0.1:" + std::to_string(c.port));
+    a.gateway.servers.push_back(c.address);
   }
   // Wait for every replica to load its model (a replica that exits here is a start failure).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(a.start_timeout_s);
@@ -215,10 +246,10 @@ int RunServe(ServeArgs& a) {
     while (true) {
       // A fresh channel per attempt: a channel that failed to connect backs off for seconds
       // before trying again, which would delay start-up well past the replica being ready.
-      wire::EmbedClient client("127.0.0.1:" + std::to_string(c.port));
+      wire::EmbedClient client(c.address);
       int status;
       if (waitpid(c.pid, &status, WNOHANG) == c.pid) {
-        Log("error", "replica exited while starting", {{"port", std::to_string(c.port)}});
+        Log("error", "replica exited while starting", {{"address", c.address}});
         c.pid = -1;
         StopChildren(&children, 0);
         return 1;
@@ -226,12 +257,16 @@ int RunServe(ServeArgs& a) {
       auto s = client.Serving();
       if (s.ok() && *s) break;
       if (std::chrono::steady_clock::now() > deadline) {
-        Log("error", "replica not serving in time", {{"port", std::to_string(c.port)}});
+        Log("error", "replica not serving in time", {{"address", c.address}});
         StopChildren(&children, 0);
         return 1;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
+  }
+  if (a.gateway.reply_poll_us == kReplyPollAuto) {
+    const bool cuda = !a.fake && (a.backend == "cuda" || (a.backend == "auto" && CudaAvailable()));
+    a.gateway.reply_poll_us = cuda ? kReplyPollCudaUs : -1;
   }
   Tracing tracing;  // outlives the gateway
   if (!tracing.Start(a.otlp_endpoint, "petal-gateway")) {
@@ -263,6 +298,7 @@ std::function<int()> SetupServe(CLI::App* app) {
   auto a = std::make_shared<ServeArgs>();
   a->gateway.model_dir = "models/all-MiniLM-L6-v2";
   a->gateway.listen = "127.0.0.1:8080";
+  a->gateway.reply_poll_us = kReplyPollAuto;
   AddGatewayFlags(app, &a->gateway);
   auto* replicas = app->add_option("--replicas", a->replicas,
                                    "Inference server processes (any backend; see also --gpus)")
@@ -292,6 +328,11 @@ std::function<int()> SetupServe(CLI::App* app) {
   app->add_option("--shutdown-grace-ms", a->grace_ms, "Replicas' drain time on shutdown")
       ->capture_default_str();
   app->add_option("--port", a->port, "HTTP port (shorthand for --listen 127.0.0.1:PORT)");
+  app->add_option("--replica-transport", a->transport,
+                  "Gateway-to-replica gRPC hop: unix (a domain socket per replica in a private "
+                  "/tmp folder) or tcp (loopback ports)")
+      ->check(CLI::IsMember({"unix", "tcp"}))
+      ->capture_default_str();
   AddTraceFlag(app, &a->otlp_endpoint);
   return [a] {
     if (!a->gpus.empty() && a->gpus != "0" && (a->fake || a->backend == "cpu")) {

@@ -33,6 +33,7 @@ struct ServerArgs {
   int grace_ms = 30000;
   bool fake = false;
   int fake_latency_us = 0;
+  int fake_vocab_size = 1000;
   std::string otlp_endpoint;
 };
 
@@ -71,6 +72,7 @@ int RunServer(const ServerArgs& a) {
   if (a.fake) {
     server::FakeEngineOptions fo;
     fo.per_batch = std::chrono::microseconds(a.fake_latency_us);
+    fo.vocab_size = a.fake_vocab_size;
     fo.result_slots = ResultSlotsFor(a.max_inflight);
     engine = std::make_unique<server::FakeEngine>(fo);
   } else {
@@ -144,6 +146,10 @@ std::function<int()> SetupServer(CLI::App* app) {
   app->add_flag("--fake-engine", a->fake,
                 "Serve the deterministic FakeEngine (no model; for tests)");
   app->add_option("--fake-latency-us", a->fake_latency_us, "FakeEngine: simulated time per batch");
+  app->add_option("--fake-vocab-size", a->fake_vocab_size,
+                  "FakeEngine: token ids it accepts (a real tokenizer in front needs its vocabulary)")
+      ->check(CLI::Range(2, 1 << 24))
+      ->capture_default_str();
   AddTraceFlag(app, &a->otlp_endpoint);
   return [a] {
     if (a->model.empty() && !a->fake) {

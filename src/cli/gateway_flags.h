@@ -45,6 +45,10 @@ inline void AddGatewayFlags(CLI::App* app, gateway::GatewayOptions* o) {
                   "Calls in flight per server (at most its --max-queue-requests)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app->add_option("--reply-poll-us", o->reply_poll_us,
+                  "Collect servers' replies on a thread that polls while calls are in flight and "
+                  "this long after (microseconds; -1: sleep in gRPC's callbacks; petal serve: 200 "
+                  "for CUDA replicas, -1 otherwise)");
   app->add_option("--max-inputs", o->max_inputs, "Most inputs per request (beyond: 413)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -74,7 +78,8 @@ inline void LogGatewayStarted(const gateway::GatewayOptions& o, uint16_t port) {
        {"model", o.model_dir},
        {"servers", servers},
        {"chunk_max_sequences", std::to_string(o.chunk.max_seqs)},
-       {"chunk_max_tokens", std::to_string(o.chunk.max_tokens)}});
+       {"chunk_max_tokens", std::to_string(o.chunk.max_tokens)},
+       {"reply_poll_us", std::to_string(o.reply_poll_us)}});
   std::string host = o.listen.substr(0, o.listen.rfind(':'));
   if (host.empty() || host == "0.0.0.0") host = "127.0.0.1";
   const std::string url = "http://" + host + ":" + std::to_string(port);

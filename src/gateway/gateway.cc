@@ -106,7 +106,8 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayOptions options) {
   g->tokenizer_threads_ = threads;
   g->tokenizers_ = std::make_unique<boost::asio::thread_pool>(threads);
   g->replicas_ =
-      std::make_unique<ReplicaSet>(o.servers, o.health_interval, o.request_timeout, o.flow);
+      std::make_unique<ReplicaSet>(o.servers, o.health_interval, o.request_timeout, o.flow,
+                                   std::chrono::microseconds(o.reply_poll_us));
   HttpServerOptions ho;
   ho.host = hp.first;
   ho.port = hp.second;

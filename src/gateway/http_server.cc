@@ -8,7 +8,9 @@
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 
+#include <cstdlib>
 #include <future>
+#include <string_view>
 #include <optional>
 
 namespace petal::gateway {
@@ -18,6 +20,13 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
+
+// Measurement switch (PETAL_HTTP_POST_REPLY=1: hand each answer to an I/O thread, as before),
+// for the serving-path A/B in docs/performance.md.
+const bool kWriteFromReplier = [] {
+  const char* e = std::getenv("PETAL_HTTP_POST_REPLY");
+  return e == nullptr || std::string_view(e) != "1";
+}();
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
@@ -87,6 +96,13 @@ class Session : public std::enable_shared_from_this<Session> {
       res.version(version);
       res.keep_alive(keep_alive);
       res.prepare_payload();
+      if (kWriteFromReplier) {
+        // The session has no operation pending between this read and its answer's write (the
+        // next read starts in OnWrite), so the replying thread may start the write itself: the
+        // socket usually takes the bytes at once, without waking an I/O thread. The write's
+        // completion still runs on the session's strand.
+        return self->Write(std::move(res));
+      }
       net::post(self->stream_.get_executor(),
                 [self, res = std::move(res)]() mutable { self->Write(std::move(res)); });
     };

@@ -24,15 +24,17 @@ int64_t DefaultMaxHeldTokens() {
 
 ReplicaSet::ReplicaSet(const std::vector<std::string>& addresses,
                        std::chrono::milliseconds health_interval,
-                       std::chrono::milliseconds call_timeout, FlowOptions flow)
+                       std::chrono::milliseconds call_timeout, FlowOptions flow,
+                       std::chrono::microseconds reply_poll)
     : health_interval_(health_interval), call_timeout_(call_timeout), flow_(flow) {
+  if (reply_poll.count() >= 0) poller_ = std::make_unique<wire::ReplyPoller>(reply_poll);
   if (flow_.max_held_tokens <= 0) flow_.max_held_tokens = DefaultMaxHeldTokens();
   flow_.replica_window_tokens = std::max<int64_t>(1, flow_.replica_window_tokens);
   flow_.replica_window_calls = std::max(1, flow_.replica_window_calls);
   for (const auto& a : addresses) {
     auto r = std::make_unique<Replica>();
     r->address = a;
-    r->client = std::make_shared<wire::EmbedClient>(a);
+    r->client = std::make_shared<wire::EmbedClient>(a, poller_.get());
     replicas_.push_back(std::move(r));
   }
   // One synchronous round so that a gateway started after its servers is ready at once.
@@ -59,7 +61,7 @@ void ReplicaSet::HealthLoop(Replica* r) {
     auto s = r->Client()->Serving();
     bool up = s.ok() && *s;
     if (!up) {
-      auto fresh = std::make_shared<wire::EmbedClient>(r->address);
+      auto fresh = std::make_shared<wire::EmbedClient>(r->address, poller_.get());
       auto f = fresh->Serving();
       if (f.ok() && *f) {
         std::lock_guard<std::mutex> client_lock(r->mu);

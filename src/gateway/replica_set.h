@@ -34,6 +34,7 @@
 
 #include "common/status.h"
 #include "wire/client.h"
+#include "wire/reply_poller.h"
 
 namespace petal::gateway {
 
@@ -70,9 +71,12 @@ class ReplicaSet {
 
   // Checks every replica's health once before returning; then every `health_interval`.
   // `call_timeout` is also each request's deadline, counted from when its chunks are queued.
+  // reply_poll >= 0: answers are collected by one polling thread (wire/reply_poller.h) that
+  // spins while calls are in flight and for reply_poll after the last; < 0: gRPC's callbacks.
   ReplicaSet(const std::vector<std::string>& addresses, std::chrono::milliseconds health_interval,
-             std::chrono::milliseconds call_timeout, FlowOptions flow = {});
-  // Stops the health threads (calls still in flight complete normally).
+             std::chrono::milliseconds call_timeout, FlowOptions flow = {},
+             std::chrono::microseconds reply_poll = std::chrono::microseconds(-1));
+  // Stops the health threads. Destroy only once no call is in flight (the gateway waits).
   ~ReplicaSet();
 
   // Reserves `tokens` of the gateway's bound for one request's chunks: RESOURCE_EXHAUSTED past
@@ -131,6 +135,8 @@ class ReplicaSet {
   void Finish(Chunk c, StatusOr<v1::EmbedResponse> result);
   void HealthLoop(Replica* r);
 
+  // Declared before the replicas, destroyed after them: their clients hand calls to it.
+  std::unique_ptr<wire::ReplyPoller> poller_;
   std::vector<std::unique_ptr<Replica>> replicas_;
   mutable std::atomic<size_t> next_{0};  // where Pick starts looking, for tie-breaking
   std::chrono::milliseconds health_interval_;

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "wire/reply_poller.h"
 
 namespace petal::wire {
 
@@ -25,7 +26,7 @@ StatusOr<v1::EmbedResponse> PendingCall::Wait() {
   return std::move(response_);
 }
 
-EmbedClient::EmbedClient(const std::string& address) {
+EmbedClient::EmbedClient(const std::string& address, ReplyPoller* poller) : poller_(poller) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
@@ -89,6 +90,9 @@ std::unique_ptr<PendingCall> EmbedClient::StartEmbed(v1::EmbedRequest request,
 void EmbedClient::EmbedAsync(v1::EmbedRequest request, std::chrono::milliseconds timeout,
                              std::function<void(StatusOr<v1::EmbedResponse>)> done,
                              const std::string& traceparent) {
+  if (poller_ != nullptr) {
+    return poller_->Embed(stub_.get(), std::move(request), timeout, std::move(done), traceparent);
+  }
   // gRPC needs the context and messages alive until the callback; they die with it.
   struct Call {
     grpc::ClientContext ctx;

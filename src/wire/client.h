@@ -45,10 +45,14 @@ class PendingCall {
   grpc::Status status_;
 };
 
+class ReplyPoller;
+
 class EmbedClient {
  public:
-  // Connects lazily to "host:port" without TLS.
-  explicit EmbedClient(const std::string& address);
+  // Connects lazily to "host:port" or "unix:/path" without TLS. With a `poller`, EmbedAsync's
+  // answers are picked up by its polling thread (reply_poller.h) instead of gRPC's callback
+  // threads; the poller must outlive every call made through this client.
+  explicit EmbedClient(const std::string& address, ReplyPoller* poller = nullptr);
 
   // Synchronous Embed; timeout 0 means no deadline.
   StatusOr<v1::EmbedResponse> Embed(
@@ -79,6 +83,7 @@ class EmbedClient {
  private:
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Embedder::Stub> stub_;
+  ReplyPoller* poller_ = nullptr;
 };
 
 }  // namespace petal::wire

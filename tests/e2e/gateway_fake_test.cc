@@ -25,8 +25,9 @@ using FakeServer = FakeReplica;
 
 std::unique_ptr<Gateway> StartGateway(std::vector<std::string> servers, ChunkLimits chunk = {},
                                       std::vector<std::string> api_keys = {},
-                                      size_t body_limit = 32u << 20) {
+                                      size_t body_limit = 32u << 20, int reply_poll_us = -1) {
   GatewayOptions go;
+  go.reply_poll_us = reply_poll_us;
   go.servers = std::move(servers);
   go.chunk = chunk;
   go.request_timeout = 10000ms;
@@ -116,9 +117,10 @@ TEST_F(GatewayFake, ReplicaDownIsRetriedElsewhereThenReadyFails) {
   EXPECT_NE(r.body.find("\"error\""), std::string::npos);
 }
 
-TEST_F(GatewayFake, ReplicaKilledUnderLoadLosesNoRequest) {
+// reply_poll_us < 0: gRPC's callbacks deliver the answers; >= 0: the gateway's ReplyPoller.
+void ReplicaKilledUnderLoad(int reply_poll_us) {
   FakeServer a, b;
-  auto g = StartGateway({a.address(), b.address()}, {8, 100000});
+  auto g = StartGateway({a.address(), b.address()}, {8, 100000}, {}, 32u << 20, reply_poll_us);
   ASSERT_TRUE(g);
   std::atomic<bool> stop{false};
   std::atomic<int> ok{0}, failed{0};
@@ -143,6 +145,11 @@ TEST_F(GatewayFake, ReplicaKilledUnderLoadLosesNoRequest) {
   for (auto& t : clients) t.join();
   EXPECT_GT(ok.load(), 10);
   EXPECT_EQ(failed.load(), 0);
+}
+
+TEST_F(GatewayFake, ReplicaKilledUnderLoadLosesNoRequest) { ReplicaKilledUnderLoad(-1); }
+TEST_F(GatewayFake, ReplicaKilledUnderLoadLosesNoRequestWithReplyPoller) {
+  ReplicaKilledUnderLoad(0);
 }
 
 TEST_F(GatewayFake, ReplicaThatComesBackIsUsedAgain) {
@@ -181,9 +188,9 @@ TEST_F(GatewayFake, ApiKeysAreChecked) {
   EXPECT_EQ(c.Post("/v1/embeddings", "{\"input\":[[1,2]]}").status, 200u);
 }
 
-TEST_F(GatewayFake, ConcurrentClientsGetTheirOwnRows) {
+void ConcurrentClientsGetTheirOwnRows(int reply_poll_us) {
   FakeServer a, b;
-  auto g = StartGateway({a.address(), b.address()}, {3, 100000});
+  auto g = StartGateway({a.address(), b.address()}, {3, 100000}, {}, 32u << 20, reply_poll_us);
   ASSERT_TRUE(g);
   std::atomic<int> wrong{0};
   std::vector<std::thread> clients;
@@ -216,6 +223,11 @@ TEST_F(GatewayFake, ConcurrentClientsGetTheirOwnRows) {
   }
   for (auto& t : clients) t.join();
   EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST_F(GatewayFake, ConcurrentClientsGetTheirOwnRows) { ConcurrentClientsGetTheirOwnRows(-1); }
+TEST_F(GatewayFake, ConcurrentClientsGetTheirOwnRowsWithReplyPoller) {
+  ConcurrentClientsGetTheirOwnRows(200);
 }
 
 TEST_F(GatewayFake, LargeBodyIs413) {

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -64,6 +65,13 @@ TEST(GatewayServe, StartsReplicasServesAndStopsCleanly) {
     children.push_back(std::stoi((*it)[1]));
   }
   EXPECT_EQ(children.size(), 2u) << text;
+  // By default the replicas listen on Unix sockets in a private folder, removed on the way out.
+  std::smatch sock;
+  const bool unix_sockets =
+      std::regex_search(text, sock, std::regex("servers=unix:(/tmp/petal-serve-[A-Za-z0-9]+)/"));
+  EXPECT_TRUE(unix_sockets) << text;
+  const std::string socket_dir = unix_sockets ? sock[1].str() : "";
+  if (unix_sockets) EXPECT_TRUE(std::filesystem::exists(socket_dir + "/replica-1.sock")) << socket_dir;
   {
     HttpClient c(static_cast<uint16_t>(port));
     EXPECT_EQ(c.Get("/ready").status, 200u);
@@ -107,6 +115,7 @@ TEST(GatewayServe, StartsReplicasServesAndStopsCleanly) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
   // Children are reaped by `petal serve`, so kill(pid, 0) fails for each (the restarted one too).
   for (pid_t c : children) EXPECT_FALSE(Alive(c)) << "replica " << c << " still running";
+  if (!socket_dir.empty()) EXPECT_FALSE(std::filesystem::exists(socket_dir)) << socket_dir;
 }
 
 struct Started {
@@ -162,12 +171,15 @@ TEST(GatewayServe, TwoCpuReplicasShareTheLoad) {
   const std::string model = SourceDir() + "/models/all-MiniLM-L6-v2";
   if (!FileExists(model + "/model.safetensors")) GTEST_SKIP() << model << " is missing";
   const std::string log = ::testing::TempDir() + "/gateway_serve_cpu_replicas.log";
+  // Loopback TCP between gateway and replicas here (the other test covers Unix sockets).
   auto [pid, port, exited] = StartServe({"--model", model, "--backend", "cpu", "--replicas", "2",
-                                         "--listen", "127.0.0.1:0", "--shutdown-grace-ms", "1000"},
+                                         "--listen", "127.0.0.1:0", "--shutdown-grace-ms", "1000",
+                                         "--replica-transport", "tcp"},
                                         log);
   ASSERT_GT(pid, 0);
   ASSERT_NE(port, 0) << ReadFile(log);
   const std::string text = ReadFile(log);
+  EXPECT_TRUE(std::regex_search(text, std::regex("servers=127\\.0\\.0\\.1:[0-9]+,127"))) << text;
   const std::regex child_re("replica started\" pid=([0-9]+)");
   EXPECT_EQ(std::distance(std::sregex_iterator(text.begin(), text.end(), child_re),
                           std::sregex_iterator()),
