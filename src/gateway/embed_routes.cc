@@ -199,7 +199,7 @@ void Gateway::Embed(const HttpRequest& req, bool openai, Reply reply) {
         auto format = [this, p, openai, tokens, tc, r = std::move(r),
                        reply = std::move(reply)]() mutable {
           trace::Span format_span = trace::Span::Child("format", tc);
-          if (!r.ok()) return reply(ServerError(r.status()));
+          if (!r.ok()) return reply(ServerError(r.status(), replicas_->RetryAfterSeconds()));
           if (Status s = CheckChunks(*r); !s.ok()) return reply(ServerError(s));
           JsonOut o(64 + r->responses.size() * 16);
           size_t index = 0;
@@ -283,9 +283,9 @@ void Gateway::Score(const HttpRequest& req, Reply reply) {
       [this, model, top_k, tokens, t1,
        reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
         metrics_.Inference(Since(t1));
-        boost::asio::post(*workers_, [model, top_k, tokens, r = std::move(r),
+        boost::asio::post(*workers_, [this, model, top_k, tokens, r = std::move(r),
                                       reply = std::move(reply)]() mutable {
-          if (!r.ok()) return reply(ServerError(r.status()));
+          if (!r.ok()) return reply(ServerError(r.status(), replicas_->RetryAfterSeconds()));
           auto json = ScoreJson(*r, model, top_k, tokens);
           if (!json.ok()) return reply(ServerError(json.status()));
           reply(MakeResponse(200, std::move(json).value()));

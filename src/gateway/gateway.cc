@@ -291,6 +291,19 @@ void Gateway::Metrics(const HttpRequest&, Reply reply) {
                    std::to_string(r.outstanding_tokens) + "\n";
   }
   out += outstanding;
+  const auto gauge = [&out](const char* name, const char* help, const std::string& value) {
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n" + name +
+           " " + value + "\n";
+  };
+  gauge("petal_gateway_held_tokens", "Tokens of accepted requests not yet answered (queued + sent).",
+        std::to_string(replicas_->held_tokens()));
+  gauge("petal_gateway_queued_tokens", "Tokens waiting in the gateway for room on a replica.",
+        std::to_string(replicas_->queued_tokens()));
+  gauge("petal_gateway_max_held_tokens", "The gateway's bound on held tokens (past it: 429).",
+        std::to_string(replicas_->max_held_tokens()));
+  gauge("petal_gateway_answer_rate_tokens_per_second",
+        "Recent tokens answered per second (what a 429's Retry-After is computed from).",
+        std::to_string(replicas_->answer_rate()));
   // Each serving replica's own counters; the Stats RPCs are quick, but they are blocking calls,
   // so this route is for scrapers, not for hot paths.
   std::vector<std::string> pages;

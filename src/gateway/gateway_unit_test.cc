@@ -1,5 +1,5 @@
 // Unit tests of the gateway's pure parts: JSON writing (floats round-trip, escaping, base64),
-// request parsing errors, chunk splitting and Prometheus page merging.
+// request parsing errors, chunk splitting, Prometheus page merging and a 429's Retry-After.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -8,6 +8,7 @@
 #include "gateway/chunker.h"
 #include "gateway/json_writer.h"
 #include "gateway/metrics.h"
+#include "gateway/replica_set.h"
 #include "gateway/request_parse.h"
 
 namespace petal::gateway {
@@ -92,6 +93,15 @@ TEST(SplitChunks, BoundsSequencesAndTokens) {
   c = SplitChunks(big, {100, 10});  // an over-long sequence gets a chunk of its own
   ASSERT_EQ(c.size(), 2u);
   EXPECT_EQ(c[0], (std::pair<size_t, size_t>{0, 1}));
+}
+
+TEST(RetryAfter, IsTheBacklogOverTheAnswerRateWithinOneToSixtySeconds) {
+  EXPECT_EQ(RetryAfterSeconds(1000, 0), 1);         // no rate known yet
+  EXPECT_EQ(RetryAfterSeconds(0, 5000), 1);         // nothing held
+  EXPECT_EQ(RetryAfterSeconds(5000, 5000), 1);      // 1.0 s of work
+  EXPECT_EQ(RetryAfterSeconds(5001, 5000), 2);      // rounded up
+  EXPECT_EQ(RetryAfterSeconds(120000, 10000), 12);  // 12 s of work
+  EXPECT_EQ(RetryAfterSeconds(int64_t{1} << 40, 1.0), 60);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <limits>
 
@@ -100,14 +101,18 @@ ReplicaSet::Replica* ReplicaSet::PickLocked(int64_t tokens) const {
 Status ReplicaSet::Reserve(int64_t tokens) {
   std::lock_guard<std::mutex> lock(flow_mu_);
   if (tokens > flow_.max_held_tokens) {
-    return OutOfRange("the request has " + std::to_string(tokens) +
+    return OutOfRange("gateway: the request has " + std::to_string(tokens) +
                       " tokens, more than the gateway holds at once (" +
                       std::to_string(flow_.max_held_tokens) + "); split it");
   }
   if (held_tokens_ + tokens > flow_.max_held_tokens) {
-    return ResourceExhausted("gateway queue is full (" + std::to_string(held_tokens_) +
+    return ResourceExhausted("gateway: queue is full (" + std::to_string(held_tokens_) +
                              " tokens held, bound " + std::to_string(flow_.max_held_tokens) +
                              "); retry later");
+  }
+  if (held_tokens_ == 0) {  // idle until now: the answer rate is measured from here
+    rate_tokens_ = 0;
+    rate_since_ = Clock::now();
   }
   held_tokens_ += tokens;
   return Status::Ok();
@@ -131,7 +136,7 @@ void ReplicaSet::Embed(v1::EmbedRequest request, int64_t tokens, Done done,
   c.tokens = tokens;
   c.deadline = Clock::now() + call_timeout_;
   c.done = std::move(done);
-  if (!AnyUp()) return Finish(std::move(c), Unavailable("no inference server is serving"));
+  if (!AnyUp()) return Finish(std::move(c), Unavailable("gateway: no inference server is serving"));
   {
     std::lock_guard<std::mutex> lock(flow_mu_);
     queued_tokens_ += c.tokens;
@@ -140,10 +145,37 @@ void ReplicaSet::Embed(v1::EmbedRequest request, int64_t tokens, Done done,
   Dispatch();
 }
 
+int RetryAfterSeconds(int64_t held, double tokens_per_s) {
+  if (!(tokens_per_s > 0) || held <= 0) return 1;
+  const double s = std::ceil(static_cast<double>(held) / tokens_per_s);
+  return static_cast<int>(std::clamp(s, 1.0, 60.0));
+}
+
+int ReplicaSet::RetryAfterSeconds() const {
+  std::lock_guard<std::mutex> lock(flow_mu_);
+  return gateway::RetryAfterSeconds(held_tokens_, rate_);
+}
+
+double ReplicaSet::answer_rate() const {
+  std::lock_guard<std::mutex> lock(flow_mu_);
+  return rate_;
+}
+
 void ReplicaSet::Finish(Chunk c, StatusOr<v1::EmbedResponse> result) {
   {
     std::lock_guard<std::mutex> lock(flow_mu_);
     held_tokens_ -= c.tokens;
+    if (result.ok()) {
+      rate_tokens_ += c.tokens;
+      const auto now = Clock::now();
+      const double dt = std::chrono::duration<double>(now - rate_since_).count();
+      if (dt >= 0.25) {
+        const double r = static_cast<double>(rate_tokens_) / dt;
+        rate_ = rate_ > 0 ? 0.5 * rate_ + 0.5 * r : r;
+        rate_tokens_ = 0;
+        rate_since_ = now;
+      }
+    }
   }
   c.done(std::move(result));
 }
@@ -162,10 +194,10 @@ void ReplicaSet::Dispatch() {
       Chunk& c = queue_.front();
       Replica* r = nullptr;
       if (!any_up) {
-        failed.emplace_back(std::move(c), Unavailable("no inference server is serving"));
+        failed.emplace_back(std::move(c), Unavailable("gateway: no inference server is serving"));
       } else if (c.deadline <= now) {
         failed.emplace_back(std::move(c),
-                            ResourceExhausted("the request's deadline passed while it waited for "
+                            ResourceExhausted("gateway: the request's deadline passed while it waited for "
                                               "capacity in the gateway; retry later"));
       } else if ((r = PickLocked(c.tokens)) != nullptr) {
         r->outstanding += c.tokens;
@@ -271,7 +303,7 @@ StatusOr<v1::ModelInfoResponse> ReplicaSet::ModelInfo() {
   for (auto& r : replicas_) {
     if (r->up.load()) return r->Client()->ModelInfo();
   }
-  return Unavailable("no inference server is serving");
+  return Unavailable("gateway: no inference server is serving");
 }
 
 }  // namespace petal::gateway

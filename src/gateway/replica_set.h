@@ -55,6 +55,10 @@ inline constexpr int64_t kHeldBytesPerToken = 16;
 // The default gateway bound: an eighth of the memory this process may use (the cgroup limit, else
 // physical memory) divided by kHeldBytesPerToken, within [2^22, 2^28] tokens.
 int64_t DefaultMaxHeldTokens();
+// The Retry-After of a 429: the seconds the replicas need, at `tokens_per_s` (their recent
+// answer rate), to work off the `held` tokens ahead of a new request; within [1, 60] (1 when no
+// rate is known yet).
+int RetryAfterSeconds(int64_t held, double tokens_per_s);
 
 struct ReplicaState {
   std::string address;
@@ -89,6 +93,10 @@ class ReplicaSet {
   void Embed(v1::EmbedRequest request, int64_t tokens, Done done, std::string traceparent = {});
   int64_t held_tokens() const;
   int64_t queued_tokens() const;
+  // RetryAfterSeconds for the tokens held now at the recent answer rate.
+  int RetryAfterSeconds() const;
+  // Tokens answered per second, smoothed over recent answers (0 before the first).
+  double answer_rate() const;
   int64_t max_held_tokens() const { return flow_.max_held_tokens; }
   bool AnyUp() const;
   std::vector<ReplicaState> Snapshot() const;
@@ -146,6 +154,10 @@ class ReplicaSet {
   std::deque<Chunk> queue_;  // chunks waiting for room, in arrival order
   int64_t held_tokens_ = 0;  // reserved: queued or in flight
   int64_t queued_tokens_ = 0;
+  // Answer-rate estimate: tokens answered since rate_since_, folded into rate_ every ~250 ms.
+  int64_t rate_tokens_ = 0;
+  Clock::time_point rate_since_ = Clock::now();
+  double rate_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;

@@ -403,7 +403,7 @@ TEST_F(GatewayFake, PastTheGatewayBoundIs429WithRetryAfter) {
   auto r = c.Post("/v1/embeddings", "{\"input\":[[1,2,3,4],[1,2,3,4]]}");  // 3 + 8 > 10
   EXPECT_EQ(r.status, 429u) << r.body;
   EXPECT_EQ(r.retry_after, "1");
-  EXPECT_NE(r.body.find("gateway queue is full"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("gateway: queue is full"), std::string::npos) << r.body;
   r = c.Post("/v1/embeddings", "{\"input\":[[1,2,3,4,5,6],[1,2,3,4,5]]}");  // 11 > 10
   EXPECT_EQ(r.status, 400u) << r.body;
   auto fits = std::async(std::launch::async, [&] {  // 3 + 7 = 10: accepted, waits for the engine
