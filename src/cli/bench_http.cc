@@ -60,12 +60,27 @@ int RunBenchHttp(const HttpBenchArgs& a) {
         "  concurrency %-3d p50 %8.3f  p90 %8.3f  p99 %8.3f  max %8.3f ms  %8.1f req/s  (n=%d, "
         "errors=%d, %d tokens per text)\n",
         c, st.p50, st.p90, st.p99, st.max, rps, st.n, r->errors, r->prompt_tokens);
+    // Where the time went, from the answers' Server-Timing headers (p50 of each phase).
+    std::string phases;
+    if (!r->phases_ms.empty()) {
+      std::printf("    server-timing p50 ms:");
+      for (const auto& [name, v] : r->phases_ms) {
+        const double p50 = Summarise(v).p50;
+        std::printf(" %s %.3f", name.c_str(), p50);
+        char one[96];
+        std::snprintf(one, sizeof one, "%s%s:%.4f", phases.empty() ? "" : ",",
+                      JsonString(name).c_str(), p50);
+        phases += one;
+      }
+      std::printf("\n");
+    }
     std::fflush(stdout);
     char buf[128];
-    std::snprintf(buf, sizeof buf, ",\"errors\":%d,\"req_per_s\":%.2f,\"prompt_tokens\":%d}",
+    std::snprintf(buf, sizeof buf, ",\"errors\":%d,\"req_per_s\":%.2f,\"prompt_tokens\":%d",
                   r->errors, rps, r->prompt_tokens);
+    const std::string tail = std::string(buf) + ",\"server_timing_p50_ms\":{" + phases + "}}";
     json += std::string(first ? "" : ",") + "\"concurrency_" + std::to_string(c) +
-            "\":{\"concurrency\":" + std::to_string(c) + "," + LatencyJsonFields(st) + buf;
+            "\":{\"concurrency\":" + std::to_string(c) + "," + LatencyJsonFields(st) + tail;
     first = false;
     WriteResultFile(a.out, json + "}}\n", /*quiet=*/true);
   }

@@ -13,6 +13,7 @@
 #include "gateway/gateway.h"
 #include "gateway/json_writer.h"
 #include "gateway/route_errors.h"
+#include "gateway/server_timing.h"
 #include "trace/trace.h"
 #include "wire/codec.h"
 
@@ -160,6 +161,7 @@ std::optional<RequestError> Gateway::RunSliced(size_t n, const SliceFn& run) con
 
 void Gateway::Embed(const HttpRequest& req, bool openai, Reply reply) {
   const trace::SpanContext tc = trace::Current();  // invalid when the request is not traced
+  const auto entry = Clock::now();
   if (auto err = RequireTask(ModelTask::kEmbed)) return reply(ErrorResponse(*err));
   auto p = std::make_shared<EmbedParams>();
   const char* field = openai ? "input" : "inputs";
@@ -182,22 +184,31 @@ void Gateway::Embed(const HttpRequest& req, bool openai, Reply reply) {
   auto chunks = SplitChunks(*seqs, options_.chunk);
   metrics_.Chunks(static_cast<int64_t>(chunks.size()));
   const auto t1 = Clock::now();
+  auto timing = std::make_shared<ServerTiming>();
+  timing->Add("parse", std::chrono::duration<double>(t0 - entry).count());
+  timing->Add("tokenize", std::chrono::duration<double>(t1 - t0).count());
   EmbedChunks(
       replicas_.get(), *seqs, std::move(chunks), so, NextRequestId(),
-      [this, p, openai, tokens, t1, tc,
+      [this, p, openai, tokens, t1, tc, entry, timing,
        reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
-        metrics_.Inference(Since(t1));
+        const double replica_s = Since(t1);
+        metrics_.Inference(replica_s);
+        timing->Add("replica", replica_s);
         size_t rows = 0;
         if (r.ok()) {
-          uint64_t queue_us = 0;
+          uint64_t queue_us = 0, server_us = 0;
           for (const auto& resp : r->responses) {
             queue_us = std::max(queue_us, resp.queue_us());
+            server_us = std::max(server_us, resp.total_us());
             rows += resp.shape_size() > 0 ? resp.shape(0) : 0;
           }
           metrics_.Queue(static_cast<double>(queue_us) * 1e-6);
+          timing->Add("server", static_cast<double>(server_us) * 1e-6);
+          timing->Add("queue", static_cast<double>(queue_us) * 1e-6);
         }
-        auto format = [this, p, openai, tokens, tc, r = std::move(r),
+        auto format = [this, p, openai, tokens, tc, entry, timing, r = std::move(r),
                        reply = std::move(reply)]() mutable {
+          const auto f0 = Clock::now();
           trace::Span format_span = trace::Span::Child("format", tc);
           if (!r.ok()) return reply(ServerError(r.status(), replicas_->RetryAfterSeconds()));
           if (Status s = CheckChunks(*r); !s.ok()) return reply(ServerError(s));
@@ -228,7 +239,11 @@ void Gateway::Embed(const HttpRequest& req, bool openai, Reply reply) {
             o.Raw("]");
           }
           format_span.End();
-          reply(MakeResponse(200, o.Take()));
+          HttpResponse res = MakeResponse(200, o.Take());
+          timing->Add("format", Since(f0));
+          timing->Add("gateway", Since(entry));
+          res.set("Server-Timing", timing->value());
+          reply(std::move(res));
         };
         // A few rows (or an error) are cheaper to format here than the hand-off to a worker.
         if (rows <= kInlineFormatRows) return format();

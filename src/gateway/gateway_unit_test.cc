@@ -1,15 +1,17 @@
 // Unit tests of the gateway's pure parts: JSON writing (floats round-trip, escaping, base64),
-// request parsing errors, chunk splitting, Prometheus page merging and a 429's Retry-After.
+// request parsing errors, chunk splitting, Prometheus page merging, a 429's Retry-After and Server-Timing.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <cstring>
 
 #include "gateway/chunker.h"
+#include "gateway/http_bench.h"
 #include "gateway/json_writer.h"
 #include "gateway/metrics.h"
 #include "gateway/replica_set.h"
 #include "gateway/request_parse.h"
+#include "gateway/server_timing.h"
 
 namespace petal::gateway {
 namespace {
@@ -102,6 +104,24 @@ TEST(RetryAfter, IsTheBacklogOverTheAnswerRateWithinOneToSixtySeconds) {
   EXPECT_EQ(RetryAfterSeconds(5001, 5000), 2);      // rounded up
   EXPECT_EQ(RetryAfterSeconds(120000, 10000), 12);  // 12 s of work
   EXPECT_EQ(RetryAfterSeconds(int64_t{1} << 40, 1.0), 60);
+}
+
+TEST(ServerTiming, HeaderRoundTripsThroughTheBenchParser) {
+  ServerTiming t;
+  t.Add("tokenize", 61e-6);
+  t.Add("replica", 1.9123e-3);
+  EXPECT_EQ(t.value(), "tokenize;dur=0.061, replica;dur=1.912");
+  std::vector<std::pair<std::string, std::vector<double>>> phases;
+  AddServerTiming(t.value(), &phases);
+  AddServerTiming("replica;dur=2.5, bad-entry, gateway;desc=\"x\";dur=3", &phases);
+  ASSERT_EQ(phases.size(), 3u);
+  EXPECT_EQ(phases[0].first, "tokenize");
+  EXPECT_EQ(phases[1].first, "replica");
+  ASSERT_EQ(phases[1].second.size(), 2u);
+  EXPECT_DOUBLE_EQ(phases[1].second[0], 1.912);
+  EXPECT_DOUBLE_EQ(phases[1].second[1], 2.5);
+  EXPECT_EQ(phases[2].first, "gateway");
+  EXPECT_DOUBLE_EQ(phases[2].second[0], 3.0);
 }
 
 }  // namespace

@@ -44,6 +44,25 @@ std::string BenchText(int words, uint64_t seed) {
   return s;
 }
 
+void AddServerTiming(std::string_view header,
+                     std::vector<std::pair<std::string, std::vector<double>>>* phases) {
+  while (!header.empty()) {
+    const size_t comma = header.find(',');
+    std::string_view entry = header.substr(0, comma);
+    header = comma == std::string_view::npos ? std::string_view() : header.substr(comma + 1);
+    while (!entry.empty() && entry.front() == ' ') entry.remove_prefix(1);
+    const size_t semi = entry.find(';');
+    const size_t dur = entry.find("dur=");
+    if (semi == std::string_view::npos || dur == std::string_view::npos) continue;
+    const std::string name(entry.substr(0, semi));
+    const double ms = std::strtod(std::string(entry.substr(dur + 4)).c_str(), nullptr);
+    auto it = std::find_if(phases->begin(), phases->end(),
+                           [&](const auto& p) { return p.first == name; });
+    if (it == phases->end()) it = phases->insert(phases->end(), {name, {}});
+    it->second.push_back(ms);
+  }
+}
+
 StatusOr<HttpBenchResult> RunHttpBench(const HttpBenchSpec& spec) {
   HttpBenchResult result;
   std::mutex mu;
@@ -64,6 +83,7 @@ StatusOr<HttpBenchResult> RunHttpBench(const HttpBenchSpec& spec) {
       }
       // Texts longer than the model's maximum (MiniLM: 256) are truncated by the gateway.
       std::vector<double> samples;
+      std::vector<std::pair<std::string, std::vector<double>>> phases;
       beast::flat_buffer buffer;
       // The timed window opens when this client's warm-up ends: on a slow backend the warm-up
       // alone can outlast `seconds`.
@@ -107,7 +127,11 @@ StatusOr<HttpBenchResult> RunHttpBench(const HttpBenchSpec& spec) {
           if (ec) return;  // the connection is gone
           continue;
         }
-        if (!warming) samples.push_back(ms);
+        if (!warming) {
+          samples.push_back(ms);
+          const auto st = res["Server-Timing"];
+          AddServerTiming(std::string_view(st.data(), st.size()), &phases);
+        }
         if (i == 0 && c == 0) {
           // After truncation to the model's maximum: MiniLM, for one, stops at 256 tokens.
           const std::string key = "\"prompt_tokens\":";
@@ -121,6 +145,12 @@ StatusOr<HttpBenchResult> RunHttpBench(const HttpBenchSpec& spec) {
       const auto timed_end = Clock::now();
       std::lock_guard<std::mutex> lock(mu);
       result.latency_ms.insert(result.latency_ms.end(), samples.begin(), samples.end());
+      for (auto& [name, v] : phases) {
+        auto it = std::find_if(result.phases_ms.begin(), result.phases_ms.end(),
+                               [&](const auto& p) { return p.first == name; });
+        if (it == result.phases_ms.end()) it = result.phases_ms.insert(result.phases_ms.end(), {name, {}});
+        it->second.insert(it->second.end(), v.begin(), v.end());
+      }
       if (!samples.empty()) {
         first_timed = std::min(first_timed, timed_start);
         last_timed = std::max(last_timed, timed_end);

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -33,7 +35,14 @@ struct HttpBenchResult {
   int errors = 0;
   std::string first_error;
   int prompt_tokens = 0;  // `usage.prompt_tokens` of one answer: the tokens the model saw
+  // The answers' Server-Timing phases (gateway/server_timing.h), ms, one sample per timed request
+  // that carried the phase, by name in order of first appearance.
+  std::vector<std::pair<std::string, std::vector<double>>> phases_ms;
 };
+
+// Adds the `name;dur=MS` entries of a Server-Timing header value to `phases`.
+void AddServerTiming(std::string_view header,
+                     std::vector<std::pair<std::string, std::vector<double>>>* phases);
 
 // A text of `words` words, varied by `seed` so that requests differ.
 std::string BenchText(int words, uint64_t seed);
