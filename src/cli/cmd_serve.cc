@@ -46,7 +46,7 @@ struct ServeArgs {
   bool fake = false;
   int start_timeout_s = 600;
   int grace_ms = 30000;
-  int port = -1;  // overrides --listen's port
+  int port = -1;                   // overrides --listen's port
   std::string transport = "unix";  // gateway-to-replica hop: unix (domain socket) or tcp
 };
 

@@ -30,6 +30,7 @@ struct ServerArgs {
   int max_queue_requests = 4096;
   int max_inflight = 2;
   int idle_spin_us = -1;  // -1: auto (spin on the CUDA engine, not on the CPU one)
+  int grpc_poll_us = 0;   // server.h: ServerOptions::grpc_poll_us
   int grace_ms = 30000;
   bool fake = false;
   int fake_latency_us = 0;
@@ -59,6 +60,7 @@ int RunServer(const ServerArgs& a) {
   const bool gpu =
       !a.fake && (a.engine.backend == "cuda" || (a.engine.backend == "auto" && CudaAvailable()));
   so.loop.idle_spin_us = a.idle_spin_us >= 0 ? a.idle_spin_us : (gpu ? 2000 : 0);
+  so.grpc_poll_us = a.grpc_poll_us;
   auto srv = server::EmbedServer::Start(so);
   if (!srv.ok()) {
     Log("error", "cannot start server", {{"error", srv.status().ToString()}});
@@ -136,6 +138,11 @@ std::function<int()> SetupServer(CLI::App* app) {
                   "Batches enqueued on the engine at once")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app->add_option("--grpc-poll-us", a->grpc_poll_us,
+                  "Poll the gRPC sockets on a spare thread for this long after each request and "
+                  "answer (0: gRPC's threads sleep between events)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app->add_option("--idle-spin-us", a->idle_spin_us,
                   "How long the scheduler polls for work before sleeping (-1: 2000 on the CUDA "
                   "engine, 0 on the CPU engine)")
@@ -146,8 +153,9 @@ std::function<int()> SetupServer(CLI::App* app) {
   app->add_flag("--fake-engine", a->fake,
                 "Serve the deterministic FakeEngine (no model; for tests)");
   app->add_option("--fake-latency-us", a->fake_latency_us, "FakeEngine: simulated time per batch");
-  app->add_option("--fake-vocab-size", a->fake_vocab_size,
-                  "FakeEngine: token ids it accepts (a real tokenizer in front needs its vocabulary)")
+  app->add_option(
+         "--fake-vocab-size", a->fake_vocab_size,
+         "FakeEngine: token ids it accepts (a real tokenizer in front needs its vocabulary)")
       ->check(CLI::Range(2, 1 << 24))
       ->capture_default_str();
   AddTraceFlag(app, &a->otlp_endpoint);

@@ -105,9 +105,8 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayOptions options) {
   g->workers_ = std::make_unique<boost::asio::thread_pool>(threads);
   g->tokenizer_threads_ = threads;
   g->tokenizers_ = std::make_unique<boost::asio::thread_pool>(threads);
-  g->replicas_ =
-      std::make_unique<ReplicaSet>(o.servers, o.health_interval, o.request_timeout, o.flow,
-                                   std::chrono::microseconds(o.reply_poll_us));
+  g->replicas_ = std::make_unique<ReplicaSet>(o.servers, o.health_interval, o.request_timeout,
+                                              o.flow, std::chrono::microseconds(o.reply_poll_us));
   HttpServerOptions ho;
   ho.host = hp.first;
   ho.port = hp.second;
@@ -295,7 +294,8 @@ void Gateway::Metrics(const HttpRequest&, Reply reply) {
     out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n" + name +
            " " + value + "\n";
   };
-  gauge("petal_gateway_held_tokens", "Tokens of accepted requests not yet answered (queued + sent).",
+  gauge("petal_gateway_held_tokens",
+        "Tokens of accepted requests not yet answered (queued + sent).",
         std::to_string(replicas_->held_tokens()));
   gauge("petal_gateway_queued_tokens", "Tokens waiting in the gateway for room on a replica.",
         std::to_string(replicas_->queued_tokens()));

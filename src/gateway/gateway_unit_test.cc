@@ -1,5 +1,6 @@
 // Unit tests of the gateway's pure parts: JSON writing (floats round-trip, escaping, base64),
-// request parsing errors, chunk splitting, Prometheus page merging, a 429's Retry-After and Server-Timing.
+// request parsing errors, chunk splitting, Prometheus page merging, a 429's Retry-After and
+// Server-Timing.
 #include <gtest/gtest.h>
 
 #include <cstdlib>

@@ -148,7 +148,8 @@ StatusOr<HttpBenchResult> RunHttpBench(const HttpBenchSpec& spec) {
       for (auto& [name, v] : phases) {
         auto it = std::find_if(result.phases_ms.begin(), result.phases_ms.end(),
                                [&](const auto& p) { return p.first == name; });
-        if (it == result.phases_ms.end()) it = result.phases_ms.insert(result.phases_ms.end(), {name, {}});
+        if (it == result.phases_ms.end())
+          it = result.phases_ms.insert(result.phases_ms.end(), {name, {}});
         it->second.insert(it->second.end(), v.begin(), v.end());
       }
       if (!samples.empty()) {

@@ -10,8 +10,8 @@
 
 #include <cstdlib>
 #include <future>
-#include <string_view>
 #include <optional>
+#include <string_view>
 
 namespace petal::gateway {
 namespace {

@@ -196,9 +196,10 @@ void ReplicaSet::Dispatch() {
       if (!any_up) {
         failed.emplace_back(std::move(c), Unavailable("gateway: no inference server is serving"));
       } else if (c.deadline <= now) {
-        failed.emplace_back(std::move(c),
-                            ResourceExhausted("gateway: the request's deadline passed while it waited for "
-                                              "capacity in the gateway; retry later"));
+        failed.emplace_back(
+            std::move(c),
+            ResourceExhausted("gateway: the request's deadline passed while it waited for "
+                              "capacity in the gateway; retry later"));
       } else if ((r = PickLocked(c.tokens)) != nullptr) {
         r->outstanding += c.tokens;
         r->inflight_calls++;

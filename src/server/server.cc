@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "petal.grpc.pb.h"
+#include "server/grpc_poller.h"
 #include "server/request.h"
 #include "trace/trace.h"
 
@@ -44,6 +45,7 @@ class EmbedServer::Impl final : public v1::Embedder::CallbackService {
   std::atomic<Backend*> backend_{nullptr};
   std::unique_ptr<Backend> backend_owner_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<GrpcPoller> poller_;  // --grpc-poll-us > 0 only
   int port_ = 0;
   std::mutex shutdown_mu_;
   bool shut_down_ = false;
@@ -54,6 +56,7 @@ class EmbedServer::Impl final : public v1::Embedder::CallbackService {
     EmbedReactor(Impl* impl, grpc::CallbackServerContext* ctx, const v1::EmbedRequest* req,
                  v1::EmbedResponse* resp)
         : impl_(impl) {
+      if (impl->poller_) impl->poller_->Touch();
       impl->metrics_.requests.fetch_add(1, std::memory_order_relaxed);
       Backend* backend = impl->backend_.load(std::memory_order_acquire);
       if (backend == nullptr) {
@@ -91,6 +94,7 @@ class EmbedServer::Impl final : public v1::Embedder::CallbackService {
       auto admitted = backend->loop->Submit(
           std::move(*job),
           [this, resp, request_id, span](const Status& status, EmbedResult* result) {
+            if (impl_->poller_) impl_->poller_->Touch();  // the answer goes out next
             if (status.ok()) FillResponse(request_id, result, resp);
             if (span) {
               if (!status.ok()) span->SetError(status.ToString());
@@ -246,9 +250,14 @@ StatusOr<std::unique_ptr<EmbedServer>> EmbedServer::Start(const ServerOptions& o
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   builder.RegisterService(impl.get());
+  if (options.grpc_poll_us > 0) {
+    impl->poller_ =
+        std::make_unique<GrpcPoller>(&builder, std::chrono::microseconds(options.grpc_poll_us));
+  }
   impl->server_ = builder.BuildAndStart();
   if (!impl->server_ || impl->port_ == 0)
     return Unavailable("could not listen on " + options.listen);
+  if (impl->poller_) impl->poller_->Start();
   impl->SetHealth(false);
   return std::unique_ptr<EmbedServer>(new EmbedServer(std::move(impl)));
 }
@@ -276,6 +285,7 @@ void EmbedServer::Shutdown(std::chrono::milliseconds grace) {
   impl_->server_->Shutdown(std::chrono::system_clock::now() + grace);
   if (impl_->backend_owner_) impl_->backend_owner_->loop->Shutdown();
   impl_->server_->Wait();
+  if (impl_->poller_) impl_->poller_->Shutdown();  // its queue drains after the server's
 }
 
 }  // namespace petal::server

@@ -24,6 +24,9 @@ struct ServerOptions {
   std::string listen = "0.0.0.0:50051";  // host:port; port 0 picks a free one (see port())
   EngineLoopOptions loop;
   int max_message_bytes = 256 << 20;  // largest request or response
+  // > 0: a thread polls the gRPC sockets for this long after each request and answer
+  // (grpc_poller.h); 0: gRPC's threads sleep in epoll between events.
+  int grpc_poll_us = 0;
 };
 
 class EmbedServer {

@@ -57,10 +57,10 @@ void ReplyPoller::Main() {
     bool ok = false;
     const bool hot = inflight_.load(std::memory_order_relaxed) > 0 || Clock::now() < hot_until;
     // A zero deadline polls the queue (and the sockets behind it) without sleeping.
-    const auto r = hot ? cq_.AsyncNext(&tag, &ok, gpr_time_0(GPR_CLOCK_MONOTONIC))
-                       : cq_.AsyncNext(&tag, &ok,
-                                       std::chrono::system_clock::now() +
-                                           std::chrono::milliseconds(20));
+    const auto r =
+        hot ? cq_.AsyncNext(&tag, &ok, gpr_time_0(GPR_CLOCK_MONOTONIC))
+            : cq_.AsyncNext(&tag, &ok,
+                            std::chrono::system_clock::now() + std::chrono::milliseconds(20));
     if (r == grpc::CompletionQueue::SHUTDOWN) return;
     if (r != grpc::CompletionQueue::GOT_EVENT) continue;
     std::unique_ptr<Call> c(static_cast<Call*>(tag));

@@ -71,7 +71,9 @@ TEST(GatewayServe, StartsReplicasServesAndStopsCleanly) {
       std::regex_search(text, sock, std::regex("servers=unix:(/tmp/petal-serve-[A-Za-z0-9]+)/"));
   EXPECT_TRUE(unix_sockets) << text;
   const std::string socket_dir = unix_sockets ? sock[1].str() : "";
-  if (unix_sockets) EXPECT_TRUE(std::filesystem::exists(socket_dir + "/replica-1.sock")) << socket_dir;
+  if (unix_sockets) {
+    EXPECT_TRUE(std::filesystem::exists(socket_dir + "/replica-1.sock")) << socket_dir;
+  }
   {
     HttpClient c(static_cast<uint16_t>(port));
     EXPECT_EQ(c.Get("/ready").status, 200u);
@@ -115,7 +117,9 @@ TEST(GatewayServe, StartsReplicasServesAndStopsCleanly) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
   // Children are reaped by `petal serve`, so kill(pid, 0) fails for each (the restarted one too).
   for (pid_t c : children) EXPECT_FALSE(Alive(c)) << "replica " << c << " still running";
-  if (!socket_dir.empty()) EXPECT_FALSE(std::filesystem::exists(socket_dir)) << socket_dir;
+  if (!socket_dir.empty()) {
+    EXPECT_FALSE(std::filesystem::exists(socket_dir)) << socket_dir;
+  }
 }
 
 struct Started {
@@ -172,10 +176,10 @@ TEST(GatewayServe, TwoCpuReplicasShareTheLoad) {
   if (!FileExists(model + "/model.safetensors")) GTEST_SKIP() << model << " is missing";
   const std::string log = ::testing::TempDir() + "/gateway_serve_cpu_replicas.log";
   // Loopback TCP between gateway and replicas here (the other test covers Unix sockets).
-  auto [pid, port, exited] = StartServe({"--model", model, "--backend", "cpu", "--replicas", "2",
-                                         "--listen", "127.0.0.1:0", "--shutdown-grace-ms", "1000",
-                                         "--replica-transport", "tcp"},
-                                        log);
+  auto [pid, port, exited] =
+      StartServe({"--model", model, "--backend", "cpu", "--replicas", "2", "--listen",
+                  "127.0.0.1:0", "--shutdown-grace-ms", "1000", "--replica-transport", "tcp"},
+                 log);
   ASSERT_GT(pid, 0);
   ASSERT_NE(port, 0) << ReadFile(log);
   const std::string text = ReadFile(log);

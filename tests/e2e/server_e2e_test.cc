@@ -2,6 +2,7 @@
 // concurrency, wire dtypes, backpressure, validation errors, cancellation, deadlines, health and
 // graceful shutdown.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <future>
@@ -57,8 +58,8 @@ TEST(ServerE2E, BusyPortIsAnError) {
   EXPECT_FALSE(second.ok());
 }
 
-TEST(ServerE2E, ConcurrentClientsGetExactlyTheirOwnEmbeddings) {
-  ServerOptions so;
+// 12 clients, each its own channel, 15 requests each: every answer is its own request's rows.
+void ConcurrentClientsGetTheirOwnRows(ServerOptions so) {
   so.loop.limits = {96, 7};  // small, so requests spread over several batches
   TestServer ts(so);
   const FakeEngineOptions fo = ts.engine_options;
@@ -69,7 +70,7 @@ TEST(ServerE2E, ConcurrentClientsGetExactlyTheirOwnEmbeddings) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       std::mt19937 rng(100 + t);
-      wire::EmbedClient client("127.0.0.1:" + std::to_string(ts.server->port()));  // own channel
+      wire::EmbedClient client(ts.address);  // own channel
       for (int i = 0; i < kPerThread; ++i) {
         auto seqs =
             RandomSeqs(rng, std::uniform_int_distribution<int>(1, 12)(rng), 60, fo.vocab_size);
@@ -114,6 +115,19 @@ TEST(ServerE2E, ConcurrentClientsGetExactlyTheirOwnEmbeddings) {
     engine_seqs += b.num_seqs;
   }
   EXPECT_EQ(engine_seqs, sequences.load());
+}
+
+TEST(ServerE2E, ConcurrentClientsGetExactlyTheirOwnEmbeddings) {
+  ConcurrentClientsGetTheirOwnRows(ServerOptions{});
+}
+
+// The same over a Unix domain socket, with the polling thread on (grpc_poller.h).
+TEST(ServerE2E, UnixSocketAndGrpcPollerServeConcurrentClients) {
+  ServerOptions so;
+  so.listen =
+      "unix:" + ::testing::TempDir() + "/server_e2e_" + std::to_string(::getpid()) + ".sock";
+  so.grpc_poll_us = 500;
+  ConcurrentClientsGetTheirOwnRows(so);
 }
 
 TEST(ServerE2E, AsyncCallbacksDeliverEachRequestsRows) {

@@ -21,14 +21,17 @@ struct TestServer {
   FakeEngine* engine = nullptr;  // owned by the server
   std::unique_ptr<EmbedServer> server;
   std::unique_ptr<wire::EmbedClient> client;
+  std::string address;  // what clients dial: 127.0.0.1:PORT or the unix: socket
 
   explicit TestServer(ServerOptions so = {}, FakeEngineOptions fo = {}, bool attach = true)
       : engine_options(fo) {
-    so.listen = "127.0.0.1:0";
+    if (!so.listen.starts_with("unix:")) so.listen = "127.0.0.1:0";  // else: that Unix socket
     auto s = EmbedServer::Start(so);
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     server = std::move(s).value();
-    client = std::make_unique<wire::EmbedClient>("127.0.0.1:" + std::to_string(server->port()));
+    address =
+        so.listen.starts_with("unix:") ? so.listen : "127.0.0.1:" + std::to_string(server->port());
+    client = std::make_unique<wire::EmbedClient>(address);
     if (attach) Attach();
   }
   void Attach() {
