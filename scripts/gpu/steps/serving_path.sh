@@ -8,6 +8,7 @@
 #     configurations, each adding one change: TCP + callbacks + answers posted to an I/O thread
 #     (the previous path) -> Unix socket -> reply poller -> answers written by the replying
 #     thread (the new default);
+#     (+ f: the server's gRPC poller, --grpc-poll-us 2000);
 #  4. the transport alone: the same with the FakeEngine at 0 and 1,200 us per batch.
 # Results: $OUT/serving/*.json, summary.md; summary on stdout.
 set -uo pipefail
@@ -26,9 +27,10 @@ timeout 120 petal bench engine --model $M --backend cuda $CAP --seconds $SECS \
 
 wait_grpc() { for _ in $(seq 1 240); do petal client --server "$1" health >/dev/null 2>&1 && return 0; sleep 0.25; done; return 1; }
 echo "== 2. server + gRPC"
-for t in tcp unix; do
+for t in tcp unix unix-grpcpoll; do
   if [[ $t == tcp ]]; then A=127.0.0.1:50161; else A=unix:/tmp/petal-serving-path.sock; rm -f /tmp/petal-serving-path.sock; fi
-  petal server --model $M --listen $A --backend cuda $CAP > "$D/server-$t.log" 2>&1 &
+  X=""; [[ $t == unix-grpcpoll ]] && X="--grpc-poll-us 2000"
+  petal server --model $M --listen $A --backend cuda $CAP $X > "$D/server-$t.log" 2>&1 &
   pid=$!
   wait_grpc $A || { echo "server ($t) did not start"; tail -5 "$D/server-$t.log"; rc=1; }
   for poll in "" --busy-poll; do
@@ -61,12 +63,14 @@ PETAL_HTTP_POST_REPLY=1 serve_run b-unix-callbacks-posted $S --replica-transport
 PETAL_HTTP_POST_REPLY=1 serve_run c-unix-poller-posted $S --replica-transport unix --reply-poll-us 200
 serve_run d-unix-poller-direct $S
 serve_run e-tcp-poller-direct $S --replica-transport tcp
+serve_run f-unix-poller-direct-grpcpoll $S --server-arg=--grpc-poll-us=2000
 
 echo "== 4. transport alone (FakeEngine)"
 F="--fake-engine --server-arg=--fake-vocab-size=200000"
 for lat in 0 1200; do
   PETAL_HTTP_POST_REPLY=1 serve_run fake${lat}-a $F --server-arg=--fake-latency-us=$lat --replica-transport tcp --reply-poll-us -1
   serve_run fake${lat}-d $F --server-arg=--fake-latency-us=$lat --reply-poll-us 200
+  serve_run fake${lat}-f $F --server-arg=--fake-latency-us=$lat --reply-poll-us 200 --server-arg=--grpc-poll-us=2000
 done
 
 python3 - "$D" <<'PY' | tee "$D/summary.md"
@@ -81,24 +85,18 @@ def p50(j, sc):
 e = load("engine.json")
 print("| layer | 1x128 p50 ms | 1x512 p50 ms |\n|---|---|---|")
 print("| engine | %s | %s |" % (p50(e, "latency_1x128"), p50(e, "latency_1x512")))
-for t in ("tcp", "unix"):
+for t in ("tcp", "unix", "unix-grpcpoll"):
     for poll in ("", "--busy-poll"):
         j = load("grpc-%s%s.json" % (t, poll))
         srv = lambda sc: (j or {}).get("scenarios", {}).get(sc, {}).get("server_p50_ms")
         print("| gRPC %s%s | %s (server %s) | %s (server %s) |" % (t, " busy-poll" if poll else "",
               p50(j, "latency_1x128"), srv("latency_1x128"), p50(j, "latency_1x512"), srv("latency_1x512")))
-print("\n| petal serve config | 1 client p50 ms | p99 | 16 clients p50 ms | p99 | tokenize mean ms |\n|---|---|---|---|---|---|")
+print("\n| petal serve config | 1 client p50 ms | p99 | 16 clients p50 ms | p99 | 1 client Server-Timing p50 ms |\n|---|---|---|---|---|---|")
 for f in sorted(glob.glob(os.path.join(d, "http-*.json"))):
     name = os.path.basename(f)[5:-5]
     j = load(os.path.basename(f))
     c1 = j["scenarios"].get("concurrency_1", {}); c16 = j["scenarios"].get("concurrency_16", {})
-    tok = ""
-    try:
-        m = open(os.path.join(d, "metrics-%s.txt" % name)).read()
-        s = float(re.search(r"petal_gateway_tokenize_seconds_sum\S* (\S+)", m).group(1))
-        c = float(re.search(r"petal_gateway_tokenize_seconds_count\S* (\S+)", m).group(1))
-        tok = "%.3f" % (1e3 * s / c) if c else ""
-    except Exception: pass
+    tok = " ".join("%s %.3f" % kv for kv in c1.get("server_timing_p50_ms", {}).items())
     print("| %s | %s | %s | %s | %s | %s |" % (name, c1.get("p50_ms"), c1.get("p99_ms"), c16.get("p50_ms"), c16.get("p99_ms"), tok))
 PY
 exit $rc
