@@ -102,7 +102,7 @@ std::string LongText(int sentences) {
 TEST_F(GatewayLongDoc, LateChunksOfShortAndWindowedDocuments) {
   const std::vector<std::vector<std::string>> docs = {
       {"Berlin is the capital of Germany.", " It has 3.8 million inhabitants."},
-      {LongText(20), LongText(25), "A closing remark.", LongText(15)},  // ~600 tokens: windows
+      {LongText(30), LongText(35), "A closing remark.", LongText(25)},  // ~730 tokens: windows
       {"One chunk."}};
   std::string body = "{\"input\":[";
   for (size_t d = 0; d < docs.size(); ++d) body += (d ? "," : "") + JsonStrings(docs[d]);
@@ -167,7 +167,7 @@ TEST_F(GatewayLongDoc, ErrorsNameTheirField) {
 
 TEST_F(GatewayLongDoc, LongInputMeanOnEmbeddings) {
   HttpClient c(gateway_->port());
-  const std::string text = LongText(60);  // ~700 tokens, past MiniLM's 256
+  const std::string text = LongText(90);  // ~720 tokens, past MiniLM's 256
   // The default stays the clear 413, which now names the opt-in.
   const auto refused = c.Post("/v1/embeddings", "{\"input\":" + JsonString(text) + "}");
   EXPECT_EQ(refused.status, 413u);

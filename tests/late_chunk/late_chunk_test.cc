@@ -64,7 +64,7 @@ TEST(LateChunk, MatchesHfOnTheJoinedSequence) {
             simdjson::SUCCESS);
   int models_run = 0;
   for (simdjson::dom::element m : golden["models"].get_array()) {
-    const std::string name(std::string_view(m["name"]));
+    const std::string name{std::string_view(m["name"])};
     const std::string dir = Source(std::string(std::string_view(m["folder"])));
     if (!FileExists(JoinPath(dir, "model.safetensors"))) {
       std::printf("skipping %s: %s is missing\n", name.c_str(), dir.c_str());
