@@ -38,13 +38,20 @@ def settings(model_dir):
 
 
 @torch.no_grad()
-def hf_embed(model_dir, seqs, causal, pooling, normalize, dtype):
+def hf_embed(model_dir, seqs, causal, pooling, normalize, dtype, lean=False):
     from transformers import Qwen3Model
     model = Qwen3Model.from_pretrained(model_dir, dtype=dtype, attn_implementation="sdpa").cuda().eval()
     out = []
     for ids in seqs:
         x = torch.tensor([ids], device="cuda")
-        m = mask4d(len(ids), causal, "cuda").to(dtype)
+        if lean:
+            # Long sequences: no [L, L] float mask (32K^2 fp32 is 4 GiB). Causal: transformers'
+            # own causal mask (SDPA's is_causal); bidirectional: an all-True 4D bool mask, which
+            # transformers 5 uses as the final mask.
+            n = len(ids)
+            m = None if causal else torch.ones(1, 1, n, n, dtype=torch.bool, device="cuda")
+        else:
+            m = mask4d(len(ids), causal, "cuda").to(dtype)
         h = model(input_ids=x, attention_mask=m, use_cache=False).last_hidden_state[0]
         out.append(pool(h.double().cpu().numpy(), pooling, normalize))
     del model
@@ -76,6 +83,8 @@ def main():
     ap.add_argument("--petal", default="petal")
     ap.add_argument("--lengths", default="1,16,77,128,300,512,1000,2048")
     ap.add_argument("--with-cpu", action="store_true")
+    ap.add_argument("--lean-masks", action="store_true",
+                    help="long sequences: no materialised float mask (see hf_embed)")
     ap.add_argument("--variant", action="append", default=[],
                     help="NAME=ARGS: also run `petal embed ARGS` (e.g. fp8='--quantize fp8 "
                          "--fp8-min-tokens 0') against the same references; repeatable")
@@ -86,8 +95,8 @@ def main():
     cfg, causal, pooling, normalize = settings(args.model)
     rng = np.random.default_rng(11)
     seqs = [rng.integers(0, cfg["vocab_size"], n).tolist() for n in map(int, args.lengths.split(","))]
-    ref = hf_embed(args.model, seqs, causal, pooling, normalize, torch.float32)
-    hf16 = hf_embed(args.model, seqs, causal, pooling, normalize, torch.bfloat16)
+    ref = hf_embed(args.model, seqs, causal, pooling, normalize, torch.float32, args.lean_masks)
+    hf16 = hf_embed(args.model, seqs, causal, pooling, normalize, torch.bfloat16, args.lean_masks)
     got, secs = petal_embed(args.petal, args.model, seqs, "cuda")
     res = {"model": args.name, "causal": causal, "pooling": pooling,
            "lengths": [len(s) for s in seqs],

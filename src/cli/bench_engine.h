@@ -23,11 +23,14 @@ struct BenchScenario {
   int seqs = 1;
   int len = 128;
   bool throughput = false;
+  // Late chunking: pooling spans per sequence (equal chunks of len / spans tokens, mean-pooled);
+  // the throughput line then also reports chunks/s. Named latechunk_BxLxC (a throughput run).
+  int spans = 0;
 };
 
 // The standard scenario list; `only` (comma-separated names) filters it when non-empty. Names
 // of the form latency_BxL / throughput_BxL outside the list add such scenarios (B sequences of
-// L tokens per request).
+// L tokens per request), and latechunk_BxLxC throughput with C pooling spans per sequence.
 std::vector<BenchScenario> StandardScenarios(const std::string& only);
 
 // Runs `s` on `engine`: latency scenarios wait for each request before the next; throughput

@@ -245,6 +245,11 @@ int RunEmbed(const EmbedOptions& opts) {
   eo.cuda.fp8_gate = opts.quant.fp8_gate;
   // A batch may end one input past --max-batch-tokens; leave room for a long last input.
   eo.cuda.max_tokens = std::max(2 * opts.max_batch_tokens, 16384);
+  // ... however long that input may be: up to the model's whole context (32K for Qwen3 shapes).
+  if (auto cfg = LoadModelConfig(opts.model_dir); cfg.ok()) {
+    eo.cuda.max_tokens =
+        std::max(eo.cuda.max_tokens, opts.max_batch_tokens + cfg->max_position_embeddings);
+  }
   eo.cuda.max_seqs = opts.max_batch_texts + 1;
   auto engine = CreateEngine(opts.model_dir, eo);
   if (!engine.ok()) {

@@ -18,6 +18,12 @@ void Batch::Add(const std::vector<int32_t>& ids) {
   cu_seqlens.push_back(static_cast<int32_t>(token_ids.size()));
 }
 
+void Batch::AddSpan(int32_t start, int32_t end, int32_t pooling, bool normalize) {
+  pool_spans.push_back(start);
+  pool_spans.push_back(end);
+  pool_spans.push_back((pooling & kSpanPoolingMask) | (normalize ? kSpanNormalize : 0));
+}
+
 Status Batch::Validate(int vocab_size, int max_len) const {
   if (cu_seqlens.empty() || cu_seqlens[0] != 0)
     return InvalidArgument("cu_seqlens must start at 0");
@@ -42,6 +48,23 @@ Status Batch::Validate(int vocab_size, int max_len) const {
                              std::to_string(i) + " is outside the vocabulary [0, " +
                              std::to_string(vocab_size) + ")");
     }
+  }
+  if (pool_spans.size() % kSpanInts != 0)
+    return InvalidArgument("pool_spans must hold " + std::to_string(kSpanInts) + " ints per span");
+  int seq = 0;  // spans come in sequence order: walk the sequences alongside
+  for (int i = 0; i < num_spans(); ++i) {
+    const int32_t start = pool_spans[kSpanInts * i], end = pool_spans[kSpanInts * i + 1];
+    const int32_t flags = pool_spans[kSpanInts * i + 2];
+    const std::string where = "pool span " + std::to_string(i);
+    if (start < 0 || end <= start || end > num_tokens())
+      return InvalidArgument(where + " [" + std::to_string(start) + ", " + std::to_string(end) +
+                             ") is empty or outside the batch's " + std::to_string(num_tokens()) +
+                             " tokens");
+    while (seq < num_seqs() && cu_seqlens[seq + 1] <= start) ++seq;
+    if (seq >= num_seqs() || start < cu_seqlens[seq] || end > cu_seqlens[seq + 1])
+      return InvalidArgument(where + " crosses a sequence boundary or is out of sequence order");
+    if ((flags & ~(kSpanPoolingMask | kSpanNormalize)) != 0 || (flags & kSpanPoolingMask) > 2)
+      return InvalidArgument(where + " has unknown flags " + std::to_string(flags));
   }
   return Status::Ok();
 }

@@ -1,6 +1,7 @@
 #include "engine/cpu_engine.h"
 
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/span_pool.h"
 
 namespace petal {
 
@@ -14,13 +15,23 @@ StatusOr<std::unique_ptr<CpuEngine>> CpuEngine::Load(const std::string& model_di
 
 StatusOr<std::unique_ptr<PendingEmbeddings>> CpuEngine::Step(const Batch& batch) {
   PETAL_RETURN_IF_ERROR(batch.Validate(config_.vocab_size, config_.max_position_embeddings));
+  const bool score = config_.task == ModelTask::kScore;
+  if (score && !batch.pool_spans.empty())
+    return InvalidArgument("pool spans are for embedding models, not ranking models");
   std::vector<float> hidden;
   PETAL_RETURN_IF_ERROR(model_->Forward(batch, &hidden));
   Embeddings out;
+  if (!batch.pool_spans.empty()) {
+    // One row per span, pooled and normalised as each span's flags say.
+    out.rows = batch.num_spans();
+    out.dim = config_.hidden_size;
+    out.data.resize(static_cast<size_t>(out.rows) * out.dim);
+    cpu::PoolSpans(hidden.data(), batch.pool_spans.data(), out.rows, out.dim, out.data.data());
+    return std::unique_ptr<PendingEmbeddings>(new ReadyEmbeddings(std::move(out)));
+  }
   out.rows = batch.num_seqs();
   out.dim = config_.hidden_size;
   out.data.resize(static_cast<size_t>(out.rows) * out.dim);
-  const bool score = config_.task == ModelTask::kScore;
   cpu::Pool(hidden.data(), batch.cu_seqlens.data(), out.rows, out.dim,
             static_cast<cpu::Pooling>(config_.pooling), config_.normalize && !score,
             out.data.data());

@@ -99,6 +99,44 @@ TEST(CpuEngineTest, RejectsBadBatches) {
   EXPECT_NE(too_long.status().message().find("513"), std::string::npos);
 }
 
+// Pool spans: a whole-sequence span with the model's pooling and normalisation is exactly the
+// normal row; a sub-span is the raw mean of those tokens' final states (checked against the
+// sequence's own mean row being different, and against the span being pooled from a batch that
+// also holds another sequence: spans see only their own sequence's states).
+TEST(CpuEngineTest, PoolSpansMatchRowsAndStayInsideTheirSequence) {
+  SKIP_WITHOUT_MINILM();
+  auto engine = CpuEngine::Load(MiniLmDir());
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  Batch plain = Batch::FromSequences(kSeqs);
+  auto rows = (*engine)->Embed(plain);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  Batch spans = plain;
+  spans.AddSpan(0, 4, 0, true);   // sequence 0 whole, mean, normalised: row 0
+  spans.AddSpan(5, 7, 0, false);  // tokens 1..2 of sequence 1, raw mean
+  spans.AddSpan(4, 12, 0, true);  // sequence 1 whole: row 1
+  auto out = (*engine)->Embed(spans);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_EQ(out->rows, 3);
+  for (int d = 0; d < out->dim; ++d) {
+    EXPECT_FLOAT_EQ(out->row(0)[d], rows->row(0)[d]);
+    EXPECT_FLOAT_EQ(out->row(2)[d], rows->row(1)[d]);
+  }
+  Batch alone = Batch::FromSequences({kSeqs[1]});
+  alone.AddSpan(1, 3, 0, false);
+  auto single = (*engine)->Embed(alone);
+  ASSERT_TRUE(single.ok()) << single.status().ToString();
+  for (int d = 0; d < out->dim; ++d) EXPECT_NEAR(out->row(1)[d], single->row(0)[d], 1e-5);
+
+  Batch crossing = plain;
+  crossing.AddSpan(2, 6, 0, false);
+  auto bad = (*engine)->Step(crossing);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("sequence boundary"), std::string::npos);
+  Batch empty = plain;
+  empty.AddSpan(3, 3, 0, false);
+  EXPECT_FALSE((*engine)->Step(empty).ok());
+}
+
 TEST(CpuEngineTest, MissingFolderFails) {
   auto engine = CpuEngine::Load("/nonexistent/petal-model");
   ASSERT_FALSE(engine.ok());

@@ -16,6 +16,13 @@ int BucketPolicy::PadSeqs(int seqs) const {
   return std::min(p, max_seqs);
 }
 
+int BucketPolicy::PadSpans(int spans) const {
+  if (spans <= 0) return 0;
+  int p = 1;
+  while (p < spans) p *= 2;
+  return std::min(p, max_rows);
+}
+
 int BucketPolicy::PadMaxLen(int max_len, int padded_tokens) const {
   int p = std::max(1, token_small);
   while (p < max_len) p *= 2;

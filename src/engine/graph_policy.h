@@ -19,23 +19,29 @@ struct BucketPolicy {
   int threshold = 1024;
   int max_tokens = 0;  // capacity: buckets are clamped to it
   int max_seqs = 0;    // capacity in sequences, dummy padding sequence included
+  int max_rows = 0;    // capacity in pooling spans (output rows of a span batch)
 
   // Token count padded to its bucket (never below `tokens`, never above max_tokens).
   int PadTokens(int tokens) const;
   // Sequence count padded to a power of two, clamped to max_seqs.
   int PadSeqs(int seqs) const;
+  // Pooling-span count padded to a power of two (0 stays 0), clamped to max_rows.
+  int PadSpans(int spans) const;
   // Longest sequence padded to a power of two (at least token_small), clamped to padded_tokens.
   int PadMaxLen(int max_len, int padded_tokens) const;
 };
 
-// The shape a graph is captured for: padded sequence count, padded token count and the padded
-// bound on the longest sequence (attention backends may size their launch by it).
+// The shape a graph is captured for: padded sequence count, padded token count, the padded
+// bound on the longest sequence (attention backends may size their launch by it) and the padded
+// pooling-span count.
+// `spans`: the padded pooling-span count (0 = the batch pools whole sequences).
 struct GraphKey {
-  int seqs = 0, tokens = 0, max_len = 0;
+  int seqs = 0, tokens = 0, max_len = 0, spans = 0;
   bool operator<(const GraphKey& o) const {
     return seqs != o.seqs       ? seqs < o.seqs
            : tokens != o.tokens ? tokens < o.tokens
-                                : max_len < o.max_len;
+           : max_len != o.max_len ? max_len < o.max_len
+                                  : spans < o.spans;
   }
   bool operator==(const GraphKey& o) const = default;
 };

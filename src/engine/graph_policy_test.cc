@@ -27,6 +27,24 @@ TEST(GraphPolicy, EagerThenCaptureThenReplay) {
   EXPECT_EQ(p.cached(), 1);
 }
 
+// Pooling-span counts are bucketed like sequence counts (0 stays 0: no spans), and a span batch
+// has its own graph key.
+TEST(BucketPolicy, SpanCountsPadToPowersOfTwo) {
+  BucketPolicy b{64, 256, 1024, 32768, 512, 2048};
+  EXPECT_EQ(b.PadSpans(0), 0);
+  EXPECT_EQ(b.PadSpans(1), 1);
+  EXPECT_EQ(b.PadSpans(5), 8);
+  EXPECT_EQ(b.PadSpans(1025), 2048);
+  EXPECT_EQ(b.PadSpans(4000), 2048);
+  EXPECT_EQ(b.PadTokens(32768), 32768);  // a full 32K context is one bucket of its own
+  const GraphKey plain{1, 32768, 32768}, spans{1, 32768, 32768, 16};
+  EXPECT_TRUE(plain < spans);
+  EXPECT_FALSE(plain == spans);
+  GraphPolicy p(8, true);
+  EXPECT_EQ(p.Next(plain), A::kEager);
+  EXPECT_EQ(p.Next(spans), A::kEager);  // a different key: its own warm-up
+}
+
 TEST(GraphPolicy, FailedCaptureStaysEagerForGood) {
   // Regression: the old counter (uses = -(1 << 30), then ++uses == 1 never again) made every later
   // batch of a failed shape try to capture again.

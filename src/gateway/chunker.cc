@@ -44,7 +44,7 @@ void EmbedChunks(ReplicaSet* replicas, const std::vector<std::vector<int32_t>>& 
                  std::vector<std::pair<size_t, size_t>> chunks, const v1::EmbedOptions& options,
                  const std::string& request_id, std::function<void(StatusOr<ChunkedResult>)> done,
                  const trace::SpanContext& trace,
-                 const std::vector<std::vector<int32_t>>* type_ids) {
+                 const std::vector<std::vector<int32_t>>* type_ids, SpanInput spans) {
   auto g = std::make_shared<Gather>();
   g->result.ranges = std::move(chunks);
   g->result.responses.resize(g->result.ranges.size());
@@ -81,6 +81,14 @@ void EmbedChunks(ReplicaSet* replicas, const std::vector<std::vector<int32_t>>& 
       for (size_t i = b; i < e; ++i) {
         std::memcpy(t, (*type_ids)[i].data(), (*type_ids)[i].size() * 4);
         t += (*type_ids)[i].size() * 4;
+      }
+    }
+    if (spans.spans != nullptr) {
+      req.set_span_pooling(spans.pooling);
+      for (size_t i = b; i < e; ++i) {
+        const auto& sp = (*spans.spans)[i];
+        req.add_span_counts(static_cast<uint32_t>(sp.size() / 2));
+        for (uint32_t v : sp) req.add_spans(v);
       }
     }
     std::shared_ptr<trace::Span> span;  // only for traced requests

@@ -38,10 +38,17 @@ struct ChunkedResult {
 // With a valid `trace` (the request's span), each chunk's call is a client span, child of it,
 // whose context travels to the server as the call's `traceparent`.
 // `type_ids`, when non-null, holds each sequence's token-type ids (ranking pairs), sent with it.
+// `spans`, when non-null, holds each sequence's pooling spans ([start, end) pairs, at least one
+// per sequence), sent with `span_pooling`: each response then has one row per span.
+struct SpanInput {
+  const std::vector<std::vector<uint32_t>>* spans = nullptr;
+  v1::SpanPooling pooling = v1::SPAN_POOLING_MEAN;
+};
 void EmbedChunks(ReplicaSet* replicas, const std::vector<std::vector<int32_t>>& seqs,
                  std::vector<std::pair<size_t, size_t>> chunks, const v1::EmbedOptions& options,
                  const std::string& request_id, std::function<void(StatusOr<ChunkedResult>)> done,
                  const trace::SpanContext& trace = {},
-                 const std::vector<std::vector<int32_t>>* type_ids = nullptr);
+                 const std::vector<std::vector<int32_t>>* type_ids = nullptr,
+                 SpanInput spans = {});
 
 }  // namespace petal::gateway

@@ -82,7 +82,9 @@ std::optional<RequestError> Gateway::ToSequences(EmbedParams* p, const char* fie
     return RequestError{413,
                         "'" + f + "[" + std::to_string(i) + "]' has " + std::to_string(n) +
                             " tokens; the model's maximum context length is " +
-                            std::to_string(max_len) + " (send \"truncate\": true to cut it)",
+                            std::to_string(max_len) + " (send \"truncate\": true to cut it" +
+                            (f == "input" ? ", or \"long_input\": \"mean\" to embed it in windows)"
+                                          : ")"),
                         f};
   };
   if (p->inputs.pretokenized) {
@@ -171,6 +173,7 @@ void Gateway::Embed(const HttpRequest& req, bool openai, Reply reply) {
   v1::EmbedOptions so;
   if (!err) err = ServerOptions(*p, &so);
   parse.End();
+  if (!err && p->long_input_mean) return EmbedLongInputs(std::move(p), std::move(reply));
   auto seqs = std::make_shared<std::vector<std::vector<int32_t>>>();
   const auto t0 = Clock::now();
   trace::Span tokenize = trace::Span::Child("tokenize", tc);

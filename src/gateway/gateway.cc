@@ -48,6 +48,7 @@ using T = Route::Thread;
 const Route Gateway::kRouteTable[] = {
     {"/v1/embeddings", http::verb::post, &Gateway::OpenAiEmbed, T::kIoIfSmall, true},
     {"/embed", http::verb::post, &Gateway::TeiEmbed, T::kIoIfSmall, true},
+    {"/v1/contextualizedembeddings", http::verb::post, &Gateway::ContextualEmbed, T::kWorker, true},
     {"/v1/score", http::verb::post, &Gateway::Score, T::kWorker, true},
     {"/rerank", http::verb::post, &Gateway::TeiRerank, T::kWorker, true},
     {"/v1/rerank", http::verb::post, &Gateway::CohereRerank, T::kWorker, true},

@@ -29,6 +29,7 @@
 #include "model/config.h"
 #include "tokenizer/prompts.h"
 #include "tokenizer/tokenizer.h"
+#include "trace/trace.h"
 
 namespace petal::gateway {
 
@@ -57,6 +58,7 @@ struct GatewayOptions {
 };
 
 class Gateway;
+struct SpanPlan;  // span_plan.h
 
 // One row of the gateway's route table (Gateway::kRouteTable in gateway.cc): every route is
 // declared there and nowhere else. Handlers all take the request and the reply; the table says
@@ -109,6 +111,18 @@ class Gateway {
   void OpenApi(const HttpRequest& req, Reply reply);
   void Docs(const HttpRequest& req, Reply reply);  // /docs and its files
   void Embed(const HttpRequest& req, bool openai, Reply reply);
+  // Pooling-span routes (contextual_routes.cc): late chunking, and /v1/embeddings' long_input.
+  void ContextualEmbed(const HttpRequest& req, Reply reply);
+  void EmbedLongInputs(std::shared_ptr<EmbedParams> p, Reply reply);
+  // Tokenizes the documents' chunks and plans their windows; an error names the field.
+  std::optional<RequestError> PlanDocuments(const ContextualParams& p, SpanPlan* plan);
+  // Sends the plan's windows with their spans and gives `done` the combined raw rows
+  // ([plan->outputs, hidden_size], not normalised), on a worker thread; or the first error.
+  void RunSpanPlan(std::shared_ptr<SpanPlan> plan, v1::SpanPooling pooling,
+                   const trace::SpanContext& tc,
+                   std::function<void(StatusOr<std::vector<float>>)> done);
+  // The longest input the gateway sends: max_seq_length, else max_position_embeddings.
+  int MaxInputTokens() const;
   // Ranking routes (rerank_routes.cc).
   void TeiRerank(const HttpRequest& req, Reply reply);
   void CohereRerank(const HttpRequest& req, Reply reply);

@@ -222,6 +222,91 @@ std::optional<RequestError> ParseOpenAiEmbed(std::string_view body, size_t max_i
   if (auto err = TruncationDirection(doc, &out->truncate_left)) return err;
   if (auto err = OptString(doc, "prompt_name", &out->prompt_name)) return err;
   if (auto err = InputType(doc, &out->input_type)) return err;
+  std::string long_input;
+  if (auto err = OptString(doc, "long_input", &long_input)) return err;
+  if (long_input == "mean") {
+    out->long_input_mean = true;
+  } else if (!long_input.empty() && long_input != "error") {
+    return Bad("'long_input' must be \"error\" or \"mean\"", "long_input");
+  }
+  if (out->long_input_mean && out->truncate) {
+    return Bad("'long_input': \"mean\" and 'truncate': true exclude each other", "long_input");
+  }
+  return std::nullopt;
+}
+
+std::optional<RequestError> ParseContextualEmbed(std::string_view body, ContextualParams* out) {
+  object doc;
+  if (auto err = ParseBody(body, &doc)) return err;
+  element input;
+  simdjson::dom::array docs;
+  if (doc.at_key("input").get(input) || input.get_array().get(docs)) {
+    return Bad("'input' is required: an array of documents, each an array of chunk strings",
+               "input");
+  }
+  if (docs.size() == 0) return Bad("'input' must not be empty", "input");
+  if (docs.size() > kMaxContextDocuments) {
+    return RequestError{413,
+                        "'input' has " + std::to_string(docs.size()) + " documents; at most " +
+                            std::to_string(kMaxContextDocuments) + " are allowed",
+                        "input"};
+  }
+  size_t i = 0, total = 0;
+  out->documents.reserve(docs.size());
+  for (element d : docs) {
+    const std::string where = "input[" + std::to_string(i) + "]";
+    simdjson::dom::array chunks;
+    if (d.get_array().get(chunks)) {
+      return Bad("'" + where + "' must be an array of chunk strings", "input");
+    }
+    if (chunks.size() == 0) return Bad("'" + where + "' is an empty document", "input");
+    if (chunks.size() > kMaxChunksPerDocument) {
+      return RequestError{413,
+                          "'" + where + "' has " + std::to_string(chunks.size()) +
+                              " chunks; at most " + std::to_string(kMaxChunksPerDocument) +
+                              " per document",
+                          "input"};
+    }
+    total += chunks.size();
+    if (total > kMaxContextChunks) {
+      return RequestError{413,
+                          "'input' has more than " + std::to_string(kMaxContextChunks) +
+                              " chunks in all",
+                          "input"};
+    }
+    auto& out_doc = out->documents.emplace_back();
+    out_doc.reserve(chunks.size());
+    size_t j = 0;
+    for (element c : chunks) {
+      std::string_view sv;
+      const std::string cw = where + "[" + std::to_string(j) + "]";
+      if (c.get_string().get(sv)) return Bad("'" + cw + "' must be a string", "input");
+      if (sv.empty()) return Bad("'" + cw + "' is an empty chunk", "input");
+      out_doc.emplace_back(sv);
+      ++j;
+    }
+    ++i;
+  }
+  if (auto err = OptString(doc, "model", &out->model)) return err;
+  if (auto err = OptDimensions(doc, &out->dimensions)) return err;
+  std::string format;
+  if (auto err = OptString(doc, "encoding_format", &format)) return err;
+  if (format == "base64") {
+    out->base64 = true;
+  } else if (!format.empty() && format != "float") {
+    return Bad("'encoding_format' must be \"float\" or \"base64\"", "encoding_format");
+  }
+  if (auto err = OptOutput(doc, &out->output)) return err;
+  element ov;
+  if (!doc.at_key("window_overlap").get(ov) && !ov.is_null()) {
+    int64_t v;
+    if (ov.get_int64().get(v) || v < 0 || v > INT32_MAX) {
+      return Bad("'window_overlap' must be a non-negative integer (tokens)", "window_overlap");
+    }
+    out->overlap = static_cast<int>(v);
+  }
+  if (auto err = OptString(doc, "prompt_name", &out->prompt_name)) return err;
+  if (auto err = InputType(doc, &out->input_type)) return err;
   return std::nullopt;
 }
 

@@ -42,6 +42,9 @@ struct EmbedParams {
   std::optional<bool> normalize;  // unset = the model's own setting
   std::string prompt_name;        // sentence-transformers prompt to prepend
   std::string input_type;  // "query" | "document": the prompt of that name, if the model has one
+  // "long_input": "mean" (OpenAI route): an input past the model's length is embedded in windows
+  // and their pooled vectors averaged, token-weighted (docs/api.md); default: 413.
+  bool long_input_mean = false;
 };
 
 // OpenAI's POST /v1/embeddings body. `max_inputs` bounds the array (beyond: 413).
@@ -50,6 +53,25 @@ std::optional<RequestError> ParseOpenAiEmbed(std::string_view body, size_t max_i
 // TEI-style POST /embed body (`inputs`, `normalize`, `truncate`, ...).
 std::optional<RequestError> ParseTeiEmbed(std::string_view body, size_t max_inputs,
                                           EmbedParams* out);
+
+// POST /v1/contextualizedembeddings (late chunking): documents, each a list of chunk strings.
+// Limits (docs/api.md; beyond them 413 naming the field): documents per request, chunks per
+// document, chunks per request; tokens per document are checked by the route.
+inline constexpr size_t kMaxContextDocuments = 512;
+inline constexpr size_t kMaxChunksPerDocument = 1024;
+inline constexpr size_t kMaxContextChunks = 16384;
+inline constexpr int64_t kMaxDocumentTokens = 262144;
+struct ContextualParams {
+  std::vector<std::vector<std::string>> documents;
+  std::string model;
+  uint32_t dimensions = 0;
+  bool base64 = false;
+  OutputType output = OutputType::kFloat32;
+  int overlap = -1;  // "window_overlap" tokens for documents past the model's length; -1: default
+  std::string prompt_name;
+  std::string input_type;
+};
+std::optional<RequestError> ParseContextualEmbed(std::string_view body, ContextualParams* out);
 
 struct TokenizeParams {
   std::vector<std::string> texts;

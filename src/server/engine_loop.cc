@@ -34,13 +34,13 @@ EngineLoop::~EngineLoop() { Shutdown(); }
 
 StatusOr<RequestHandle> EngineLoop::Submit(EmbedJob job, EmbedCallback done) {
   auto r = std::make_shared<LoopRequest>();
-  const int n = job.num_seqs();
+  const int n = job.num_seqs(), rows = job.num_rows();
   r->tokens = job.token_ids.size();
   r->unresolved = n;
-  r->result.rows = n;
+  r->result.rows = rows;
   r->result.format = job.format;
-  r->result.data.resize(static_cast<size_t>(n) * wire::BytesPerRow(job.format));
-  if (job.format.dtype == wire::OutputDType::kInt8) r->result.scales.resize(n);
+  r->result.data.resize(static_cast<size_t>(rows) * wire::BytesPerRow(job.format));
+  if (job.format.dtype == wire::OutputDType::kInt8) r->result.scales.resize(rows);
   r->job = std::move(job);
   r->done = std::move(done);
   {
@@ -213,8 +213,8 @@ void EngineLoop::SchedulerMain() {
     for (size_t i = 0; i < n; ++i) {
       const Entry& e = pool_[i];
       const auto& cu = e.request->job.cu_seqlens;
-      window.push_back(
-          {reinterpret_cast<uintptr_t>(e.request.get()), e.seq, cu[e.seq + 1] - cu[e.seq]});
+      window.push_back({reinterpret_cast<uintptr_t>(e.request.get()), e.seq,
+                        cu[e.seq + 1] - cu[e.seq], e.request->job.rows_of(e.seq)});
     }
     const BatchPlan plan = ScheduleNextBatch(window, options_.limits);
     Inflight item;
@@ -233,12 +233,28 @@ void EngineLoop::SchedulerMain() {
     const auto now = Clock::now();
     // Token types travel only when some sequence of the batch has them (pairs of a ranking
     // model); the others then get zeros.
-    bool typed = false;
-    for (const Entry& e : item.entries) typed = typed || !e.request->job.token_type_ids.empty();
+    bool typed = false, spanned = false;
+    for (const Entry& e : item.entries) {
+      typed = typed || !e.request->job.token_type_ids.empty();
+      spanned = spanned || !e.request->job.cu_spans.empty();
+    }
+    // Pooling spans travel when some sequence has them; the others then get one span over the
+    // whole sequence with the model's pooling and normalisation, which is their usual row.
+    const ModelConfig& model = engine_->config();
     if (typed) batch.token_type_ids.reserve(plan.num_tokens);
     for (const Entry& e : item.entries) {
       LoopRequest& r = *e.request;
       const auto& cu = r.job.cu_seqlens;
+      const int32_t base = static_cast<int32_t>(batch.token_ids.size());
+      if (spanned && r.job.cu_spans.empty()) {
+        batch.AddSpan(base, base + cu[e.seq + 1] - cu[e.seq], static_cast<int32_t>(model.pooling),
+                      model.normalize);
+      } else if (spanned) {
+        for (int k = r.job.cu_spans[e.seq]; k < r.job.cu_spans[e.seq + 1]; ++k) {
+          const int32_t* sp = r.job.spans.data() + Batch::kSpanInts * k;
+          batch.pool_spans.insert(batch.pool_spans.end(), {base + sp[0], base + sp[1], sp[2]});
+        }
+      }
       batch.token_ids.insert(batch.token_ids.end(), r.job.token_ids.begin() + cu[e.seq],
                              r.job.token_ids.begin() + cu[e.seq + 1]);
       if (typed) {
@@ -299,9 +315,12 @@ void EngineLoop::CompletionMain() {
     const auto now = Clock::now();
     metrics_->step_latency_s.Observe(std::chrono::duration<double>(now - item.submitted).count());
     Status status = out.status();
-    if (status.ok() && out->rows != static_cast<int>(item.entries.size())) {
+    int want_rows = 0;
+    for (const Entry& e : item.entries) want_rows += e.request->job.rows_of(e.seq);
+    if (status.ok() && out->rows != want_rows) {
       status = Internal("engine returned " + std::to_string(out->rows) + " rows for a batch of " +
-                        std::to_string(item.entries.size()) + " sequences");
+                        std::to_string(item.entries.size()) + " sequences (" +
+                        std::to_string(want_rows) + " rows)");
     }
     if (!status.ok()) {
       Log("error", "engine batch failed",
@@ -310,7 +329,8 @@ void EngineLoop::CompletionMain() {
     // Traced requests get an "engine step" span per batch they ran in (one per request even when
     // several of its sequences shared the batch).
     const LoopRequest* last_traced = nullptr;
-    for (size_t i = 0; i < item.entries.size(); ++i) {
+    for (size_t i = 0, out_row = 0; i < item.entries.size();
+         out_row += item.entries[i].request->job.rows_of(item.entries[i].seq), ++i) {
       LoopRequest& r = *item.entries[i].request;
       if (r.job.trace.valid() && &r != last_traced) {
         last_traced = &r;
@@ -330,10 +350,13 @@ void EngineLoop::CompletionMain() {
       }
       const int seq = item.entries[i].seq;
       const size_t bpr = wire::BytesPerRow(r.result.format);
-      float scale = 0;
-      wire::EncodeRow(out->row(static_cast<int>(i)), r.result.format,
-                      reinterpret_cast<uint8_t*>(r.result.data.data()) + seq * bpr, &scale);
-      if (!r.result.scales.empty()) r.result.scales[seq] = scale;
+      for (int k = 0; k < r.job.rows_of(seq); ++k) {
+        const int row = r.job.first_row(seq) + k;
+        float scale = 0;
+        wire::EncodeRow(out->row(static_cast<int>(out_row) + k), r.result.format,
+                        reinterpret_cast<uint8_t*>(r.result.data.data()) + row * bpr, &scale);
+        if (!r.result.scales.empty()) r.result.scales[row] = scale;
+      }
     }
     finished.clear();
     lock.lock();

@@ -44,12 +44,21 @@ struct EmbedJob {
   std::vector<int32_t> token_ids;       // all sequences end to end
   std::vector<int32_t> cu_seqlens;      // num_seqs + 1 offsets into token_ids
   std::vector<int32_t> token_type_ids;  // empty (all 0) or one per token id
+  // Optional pooling spans (EmbedRequest.spans): empty = one output row per sequence. Otherwise
+  // cu_spans has num_seqs + 1 offsets into the span list and spans Batch::kSpanInts ints per
+  // span: start, end relative to its sequence, and Batch::pool_spans flags; one row per span.
+  std::vector<int32_t> cu_spans;
+  std::vector<int32_t> spans;
   wire::OutputFormat format;
   Clock::time_point deadline = Clock::time_point::max();
   // The request's server span (invalid: not traced); the loop records its "queue wait" and
   // "engine step" spans as children.
   trace::SpanContext trace;
   int num_seqs() const { return static_cast<int>(cu_seqlens.size()) - 1; }
+  // Output rows: one per span, or one per sequence without spans.
+  int num_rows() const { return cu_spans.empty() ? num_seqs() : cu_spans.back(); }
+  int rows_of(int seq) const { return cu_spans.empty() ? 1 : cu_spans[seq + 1] - cu_spans[seq]; }
+  int first_row(int seq) const { return cu_spans.empty() ? seq : cu_spans[seq]; }
 };
 
 struct EmbedResult {

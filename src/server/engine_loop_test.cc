@@ -149,6 +149,36 @@ TEST(EngineLoop, OverlapsSubmissionWithRunningBatch) {
   EXPECT_EQ(engine.batches().size(), 3u);
 }
 
+// Pooling spans: a job with spans and an ordinary job share one batch; the span job gets one raw
+// row per span (its tokens only), the ordinary one its usual normalised row per sequence.
+TEST(EngineLoop, SpanJobsAndOrdinaryJobsShareABatch) {
+  FakeEngineOptions fo;
+  FakeEngine engine(fo);
+  ServerMetrics metrics;
+  EngineLoopOptions lo;
+  lo.max_inflight_batches = 1;
+  engine.Hold();
+  EngineLoop loop(&engine, lo, &metrics);
+  const wire::OutputFormat f{fo.hidden_size, false, wire::OutputDType::kFloat32};
+  auto blocker = Submit(loop, MakeJob({{9, 9}}, f));  // batch 1, held: the next two queue
+  for (int i = 0; i < 200 && engine.batches().empty(); ++i) std::this_thread::sleep_for(5ms);
+  EmbedJob spanned = MakeJob({{1, 2, 3, 4, 5}, {6, 7}}, f);
+  spanned.cu_spans = {0, 2, 3};
+  spanned.spans = {0, 2, 0, 2, 5, 0, 0, 2, 0};
+  auto a = Submit(loop, std::move(spanned));
+  auto b = Submit(loop, MakeJob({{11, 12, 13}}, f));
+  engine.Release();
+  const Outcome ra = a.outcome.get(), rb = b.outcome.get();
+  ASSERT_TRUE(ra.status.ok()) << ra.status.ToString();
+  ASSERT_TRUE(rb.status.ok()) << rb.status.ToString();
+  ASSERT_EQ(engine.batches().size(), 2u);
+  EXPECT_EQ(engine.batches()[1].num_seqs, 3);  // both jobs in one batch
+  FakeEngineOptions raw = fo;
+  raw.normalize = false;
+  ExpectRows(ra.result, {{1, 2}, {3, 4, 5}, {6, 7}}, raw);
+  ExpectRows(rb.result, {{11, 12, 13}}, fo);
+}
+
 // Runs 8 one-sequence requests with 6 batches held in flight on an engine with `slots` result
 // slots; returns how many requests failed.
 int FailuresWithSixInflight(int slots) {

@@ -90,13 +90,23 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> FakeEngine::Step(const Batch& batch
                              " result slots are held by handles that were not waited on");
   }
   Embeddings out;
-  out.rows = batch.num_seqs();
+  out.rows = batch.num_rows();
   out.dim = options_.hidden_size;
   out.data.reserve(static_cast<size_t>(out.rows) * out.dim);
-  for (int s = 0; s < batch.num_seqs(); ++s) {
+  for (int s = 0; s < batch.num_seqs(); ++s)
+    rec.first_tokens.push_back(batch.seq_len(s) == 0 ? -1 : batch.token_ids[batch.cu_seqlens[s]]);
+  // Pooling spans: the reference of the span's tokens (normalised iff the span says so).
+  for (int i = 0; i < batch.num_spans(); ++i) {
+    const int32_t* sp = batch.pool_spans.data() + Batch::kSpanInts * i;
+    std::vector<int32_t> ids(batch.token_ids.begin() + sp[0], batch.token_ids.begin() + sp[1]);
+    FakeEngineOptions o = options_;
+    o.normalize = (sp[2] & Batch::kSpanNormalize) != 0;
+    auto row = Reference(ids, o);
+    out.data.insert(out.data.end(), row.begin(), row.end());
+  }
+  for (int s = 0; s < batch.num_seqs() && batch.pool_spans.empty(); ++s) {
     std::vector<int32_t> ids(batch.token_ids.begin() + batch.cu_seqlens[s],
                              batch.token_ids.begin() + batch.cu_seqlens[s + 1]);
-    rec.first_tokens.push_back(ids.empty() ? -1 : ids[0]);
     auto row = Reference(ids, options_);
     out.data.insert(out.data.end(), row.begin(), row.end());
   }

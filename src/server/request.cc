@@ -10,6 +10,67 @@ namespace {
 
 std::string Num(uint64_t v) { return std::to_string(v); }
 
+// Fills job->cu_spans / job->spans from the request's pooling spans, and makes span rows
+// normalised by the codec where the model (or the request) asks for it: the engine returns them
+// raw.
+Status ParseSpans(const v1::EmbedRequest& req, const ModelConfig& config,
+                  const std::vector<int32_t>& cu, EmbedJob* job) {
+  if (req.span_counts_size() == 0) {
+    if (req.spans_size() != 0) return InvalidArgument("spans: given without span_counts");
+    return Status::Ok();
+  }
+  if (config.task == ModelTask::kScore)
+    return InvalidArgument("span_counts: pooling spans are for embedding models, not ranking models");
+  const int n = static_cast<int>(cu.size()) - 1;
+  if (req.span_counts_size() != n) {
+    return InvalidArgument("span_counts: " + Num(req.span_counts_size()) + " entries for " +
+                           Num(n) + " sequences (one per sequence)");
+  }
+  int32_t pooling = 0;
+  switch (req.span_pooling()) {
+    case v1::SPAN_POOLING_MEAN:
+      pooling = 0;  // cpu::Pooling::kMean
+      break;
+    case v1::SPAN_POOLING_MODEL:
+      pooling = static_cast<int32_t>(config.pooling);
+      break;
+    default:
+      return InvalidArgument("span_pooling: unknown value " + std::to_string(req.span_pooling()));
+  }
+  job->cu_spans.assign(n + 1, 0);
+  uint64_t total = 0;
+  for (int i = 0; i < n; ++i) {
+    const uint32_t k = req.span_counts(i);
+    if (k == 0 || k > static_cast<uint32_t>(kMaxSpansPerSequence)) {
+      return InvalidArgument("span_counts[" + Num(i) + "]: " + Num(k) + " spans (1.." +
+                             Num(kMaxSpansPerSequence) + " per sequence)");
+    }
+    total += k;
+    job->cu_spans[i + 1] = static_cast<int32_t>(total);
+  }
+  if (static_cast<uint64_t>(req.spans_size()) != 2 * total) {
+    return InvalidArgument("spans: " + Num(req.spans_size()) + " values for " + Num(total) +
+                           " spans (2 per span: start, end)");
+  }
+  job->spans.resize(3 * total);
+  for (int i = 0; i < n; ++i) {
+    const uint32_t len = static_cast<uint32_t>(cu[i + 1] - cu[i]);
+    for (int k = job->cu_spans[i]; k < job->cu_spans[i + 1]; ++k) {
+      const uint32_t a = req.spans(2 * k), b = req.spans(2 * k + 1);
+      if (a >= b || b > len) {
+        return InvalidArgument("spans[" + Num(2 * k) + "]: [" + Num(a) + ", " + Num(b) +
+                               ") is empty or outside sequence " + Num(i) + " of " + Num(len) +
+                               " tokens");
+      }
+      job->spans[3 * k] = static_cast<int32_t>(a);
+      job->spans[3 * k + 1] = static_cast<int32_t>(b);
+      job->spans[3 * k + 2] = pooling;  // raw: the codec normalises (below)
+    }
+  }
+  if (req.options().normalize() == v1::NORMALIZE_DEFAULT) job->format.normalize = config.normalize;
+  return Status::Ok();
+}
+
 }  // namespace
 
 int MaxSequenceTokens(const ModelConfig& config) {
@@ -71,7 +132,8 @@ StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig
           wire::RenormalizeByDefault(config.normalize, job.format.dims, config.hidden_size);
       break;
     case v1::NORMALIZE_FALSE:
-      if (config.normalize && config.task != ModelTask::kScore) {
+      // Span rows leave the engine raw: a caller combining windows normalises them itself.
+      if (config.normalize && config.task != ModelTask::kScore && req.span_counts_size() == 0) {
         return InvalidArgument(
             "options.normalize: NORMALIZE_FALSE is not available for this model: its pipeline "
             "L2-normalises embeddings before they leave the engine");
@@ -128,6 +190,7 @@ StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig
       }
     }
   }
+  PETAL_RETURN_IF_ERROR(ParseSpans(req, config, job.cu_seqlens, &job));
   const int32_t vocab = config.vocab_size;
   for (size_t t = 0; t < job.token_ids.size(); ++t) {
     const int32_t id = job.token_ids[t];

@@ -14,6 +14,9 @@ namespace petal::server {
 inline constexpr uint32_t kProtocolVersion = 1;
 inline constexpr uint32_t kMinProtocolVersion = 1;
 
+// Most pooling spans one sequence may carry (EmbedRequest.span_counts).
+inline constexpr int kMaxSpansPerSequence = 1024;
+
 // Longest sequence the server accepts for `config`: the model's maximum positions.
 int MaxSequenceTokens(const ModelConfig& config);
 

@@ -99,5 +99,59 @@ TEST(JobFromRequest, Int8FollowsTheModelsInt8Mode) {
   EXPECT_EQ(binary->format.dtype, wire::OutputDType::kBinary);
 }
 
+// Pooling spans (late chunking): one row per span; counts, bounds and ranking models checked,
+// NORMALIZE_FALSE allowed for spans on a normalising model (raw span means), and DEFAULT makes
+// the codec normalise span rows (the engine returns them raw).
+TEST(JobFromRequest, PoolingSpans) {
+  ModelConfig c = Int8Config(Int8Mode::kLinear);
+  c.normalize = true;
+  c.pooling = PoolingMode::kLastToken;
+  auto req = wire::MakeEmbedRequest({{1, 2, 3, 4}, {5, 6}});
+  for (uint32_t v : {2u, 1u}) req.add_span_counts(v);
+  for (uint32_t v : {0u, 2u, 2u, 4u, 0u, 2u}) req.add_spans(v);
+  auto job = JobFromRequest(req, c);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->num_rows(), 3);
+  EXPECT_EQ(job->cu_spans, (std::vector<int32_t>{0, 2, 3}));
+  EXPECT_EQ(job->spans, (std::vector<int32_t>{0, 2, 0, 2, 4, 0, 0, 2, 0}));
+  EXPECT_TRUE(job->format.normalize);
+  req.set_span_pooling(v1::SPAN_POOLING_MODEL);
+  job = JobFromRequest(req, c);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->spans[2], 2);  // last token
+  req.mutable_options()->set_normalize(v1::NORMALIZE_FALSE);
+  job = JobFromRequest(req, c);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_FALSE(job->format.normalize);
+
+  auto expect_error = [&](v1::EmbedRequest r, const std::string& field) {
+    auto j = JobFromRequest(r, c);
+    ASSERT_FALSE(j.ok());
+    EXPECT_EQ(j.status().message().rfind(field, 0), 0u) << j.status().message();
+  };
+  auto bad = req;
+  bad.set_spans(5, 3);  // [2, 3) of a 2-token sequence
+  expect_error(bad, "spans[4]");
+  bad = req;
+  bad.set_spans(1, 0);  // empty
+  expect_error(bad, "spans[0]");
+  bad = req;
+  bad.set_span_counts(1, 0);
+  expect_error(bad, "span_counts[1]");
+  bad = req;
+  bad.add_span_counts(1);
+  expect_error(bad, "span_counts");
+  bad = req;
+  bad.add_spans(1);
+  expect_error(bad, "spans");
+  auto ranking = wire::MakeEmbedRequest({{1, 2}});
+  ranking.add_span_counts(1);
+  ranking.add_spans(0);
+  ranking.add_spans(2);
+  auto refused = JobFromRequest(ranking, CrossEncoder());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message().rfind("span_counts", 0), 0u);
+}
+
 }  // namespace
 }  // namespace petal::server

@@ -10,6 +10,8 @@ BatchPlan ScheduleNextBatch(std::span<const PendingSeq> pending, const Scheduler
   // Limits below 1 would make no progress; treat them as 1 so the head always runs.
   const int max_seqs = std::max(1, limits.max_batch_seqs);
   const int max_tokens = std::max(1, limits.max_batch_tokens);
+  const int max_rows = std::max(1, limits.max_batch_rows);
+  int rows = pending[0].rows;
   // The head always runs, even when it alone exceeds the token budget (a batch of its own).
   plan.num_seqs = 1;
   plan.num_tokens = pending[0].length;
@@ -18,7 +20,9 @@ BatchPlan ScheduleNextBatch(std::span<const PendingSeq> pending, const Scheduler
     // Stop at the first sequence that does not fit rather than skipping ahead to a smaller one:
     // skipping would reorder work and could starve long sequences.
     if (plan.num_tokens + pending[i].length > max_tokens) break;
+    if (rows + pending[i].rows > max_rows) break;
     plan.num_tokens += pending[i].length;
+    rows += pending[i].rows;
     ++plan.num_seqs;
   }
   return plan;

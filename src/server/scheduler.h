@@ -2,7 +2,8 @@
 // and the batch limits, how many of them form the next batch.
 //
 // Policy: strict first-come-first-served over sequences. The next batch is always a prefix of
-// the pending list, grown while it stays within max_batch_tokens and max_batch_seqs; a sequence
+// the pending list, grown while it stays within max_batch_tokens, max_batch_seqs and
+// max_batch_rows; a sequence
 // longer than the whole token budget runs in a batch of its own. Because the head of the list
 // is always taken, nothing starves, and a request's sequences may end up spread over several
 // consecutive batches. Latency grows with tokens, not sequences (docs/server.md), so the token
@@ -19,11 +20,15 @@ struct PendingSeq {
   uint64_t request_id = 0;
   int seq_index = 0;  // position within its request
   int length = 0;     // tokens, >= 1
+  int rows = 1;       // output rows: 1, or its pooling spans
 };
 
 struct SchedulerLimits {
   int max_batch_tokens = 16384;
   int max_batch_seqs = 512;
+  // Output rows per batch (a sequence is one row, or one per pooling span): bounds the engine's
+  // result buffers (CudaEngineOptions::max_rows).
+  int max_batch_rows = 2048;
 };
 
 struct BatchPlan {

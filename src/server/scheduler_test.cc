@@ -51,6 +51,16 @@ TEST(Scheduler, RespectsSequenceLimit) {
   EXPECT_EQ(p.num_tokens, 3);
 }
 
+TEST(Scheduler, RespectsRowLimitOfPoolingSpans) {
+  // Rows count a sequence's pooling spans; the head runs even when its spans alone exceed it.
+  std::vector<PendingSeq> s = {{1, 0, 10, 600}, {1, 1, 10, 1}, {2, 0, 10, 30}, {2, 1, 10, 1}};
+  SchedulerLimits lim{512, 8, 631};
+  BatchPlan p = ScheduleNextBatch(s, lim);
+  EXPECT_EQ(p.num_seqs, 3);  // 600 + 1 + 30 = 631 rows; one more would pass the limit
+  lim.max_batch_rows = 100;
+  EXPECT_EQ(ScheduleNextBatch(s, lim).num_seqs, 1);
+}
+
 TEST(Scheduler, OversizedHeadRunsAlone) {
   auto s = Seqs({2000, 5, 5});
   BatchPlan p = ScheduleNextBatch(s, {512, 8});

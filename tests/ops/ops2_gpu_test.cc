@@ -6,15 +6,19 @@
 //     the v part of QKV must be bit-identical.
 //   Pool (fp32 output from bf16 inputs, fp32 sums): max_rel <= 1e-4, cosine >= 0.999999;
 //     CLS / last-token without normalisation are exact copies but share the same tolerance.
+//   PoolSpans (late chunking: per-span mean / first / last, per-span normalisation, empty padding
+//     spans give zeros): as Pool, against cpu::PoolSpans;
 //   DenseRows (fp32 accumulation, a different summation order than the reference): as Pool;
 //     a lone logit (1 row, 1-2 outputs): max_rel <= 1e-3.
 #include <cmath>
+#include <random>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/reference_ops.h"
+#include "kernels/cpu/span_pool.h"
 #include "kernels/cuda/ops.h"
 #include "kernels/cuda/score_ops.h"
 #include "op_harness.h"
@@ -220,6 +224,49 @@ TEST_F(OpsGpuTest2, Pool) {
           }
         }
       }
+    }
+  }
+}
+
+// Span pooling (cuda::LaunchPoolSpans vs cpu::PoolSpans): random spans over a ragged batch of
+// hidden states, mixed flags (mean / first / last token, normalised or not), overlapping spans,
+// and trailing empty spans as the engine pads span buckets with.
+TEST_F(OpsGpuTest2, PoolSpans) {
+  uint64_t seed = 8500;
+  for (int dim : {32, 384, 1024, 2560}) {
+    for (auto [spans_n, padding] : {std::pair{1, 0}, std::pair{7, 1}, std::pair{54, 10}}) {
+      const int rows = 3000;
+      const auto hidden = RandomBf16(static_cast<size_t>(rows) * dim, seed++, -2.f, 2.f);
+      std::mt19937 rng(static_cast<uint32_t>(seed++));
+      std::vector<int32_t> spans;
+      for (int i = 0; i < spans_n; ++i) {
+        const int a = static_cast<int>(rng() % rows);
+        const int len = 1 + static_cast<int>(rng() % std::min(rows - a, i % 3 == 0 ? 2000 : 40));
+        spans.insert(spans.end(), {a, a + len, static_cast<int32_t>(rng() % 3) |
+                                                   (rng() % 2 ? 0x100 : 0)});
+      }
+      for (int i = 0; i < padding; ++i) spans.insert(spans.end(), {0, 0, 0});
+      const int n = spans_n + padding;
+      OpCase c;
+      c.op = "PoolSpans";
+      c.shape = std::to_string(spans_n) + " spans +" + std::to_string(padding) +
+                " empty dim=" + std::to_string(dim);
+      OpOutput o;
+      o.elem = Elem::kF32, o.rows = n, o.cols = dim, o.tol = kPoolTol;
+      c.outputs = {o};
+      c.gpu = [=, &hidden](const std::vector<void*>& out) -> Status {
+        PETAL_ASSIGN_OR_RETURN(auto d_hidden, UploadBf16(hidden));
+        PETAL_ASSIGN_OR_RETURN(auto d_spans, UploadInts(spans));
+        PETAL_RETURN_IF_ERROR(LaunchPoolSpans(
+            {d_hidden.get(), d_spans.get(), n, dim, 0, static_cast<float*>(out[0])}, 0));
+        return SyncDevice();
+      };
+      c.reference = [=, &hidden] {
+        std::vector<float> ref(static_cast<size_t>(n) * dim);
+        cpu::PoolSpans(hidden.data(), spans.data(), n, dim, ref.data());
+        return std::vector<std::vector<float>>{ref};
+      };
+      EXPECT_TRUE(RunOpCase(c));
     }
   }
 }

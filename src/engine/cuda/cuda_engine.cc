@@ -75,8 +75,10 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
   // the round-up of the sequence bucket to a power of two.
   int seq_cap = 1;
   while (seq_cap < opt.max_seqs + 1) seq_cap *= 2;
+  int row_cap = 1;
+  while (row_cap < std::max(1, opt.max_rows)) row_cap *= 2;
   buckets_ = BucketPolicy{opt.token_bucket_small, opt.token_bucket_large, opt.bucket_threshold,
-                          opt.max_tokens, seq_cap};
+                          opt.max_tokens, seq_cap, row_cap};
   graphs_ = std::make_unique<GraphCache>(opt.max_graphs, opt.use_graphs);
   Capacity cap{opt.max_tokens, seq_cap, AttentionMode::kAuto};
   if (opt.attention == "flash") {
@@ -122,7 +124,7 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
   PETAL_RETURN_IF_ERROR(
       CheckCuda(cudaMalloc(&dev_inputs_, in_ints * sizeof(int32_t)), "cudaMalloc inputs"));
   PETAL_RETURN_IF_ERROR(CheckCuda(cudaMemset(dev_inputs_, 0, in_ints * sizeof(int32_t)), "memset"));
-  const size_t out_floats = static_cast<size_t>(seq_cap) * config_.hidden_size;
+  const size_t out_floats = static_cast<size_t>(std::max(seq_cap, row_cap)) * config_.hidden_size;
   PETAL_RETURN_IF_ERROR(
       CheckCuda(cudaMalloc(&dev_pooled_, out_floats * sizeof(float)), "cudaMalloc pooled"));
   slots_ = std::vector<RingSlot>(std::max(1, opt.ring_slots));
@@ -140,8 +142,9 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
 }
 
 size_t CudaEngine::InputInts() const {
-  // token ids + token type ids + cu_seqlens + num_seqs
-  return 2 * static_cast<size_t>(options_.max_tokens) + buckets_.max_seqs + 1 + 1;
+  // token ids + token type ids + cu_seqlens + num_seqs + pooling spans
+  return 2 * static_cast<size_t>(options_.max_tokens) + buckets_.max_seqs + 1 + 1 +
+         static_cast<size_t>(Batch::kSpanInts) * buckets_.max_rows;
 }
 
 StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch) {
@@ -151,6 +154,14 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch
         "batch of " + std::to_string(batch.num_seqs()) + " sequences / " +
         std::to_string(batch.num_tokens()) + " tokens exceeds the engine capacity of " +
         std::to_string(options_.max_seqs) + " / " + std::to_string(options_.max_tokens));
+  }
+  if (!batch.pool_spans.empty()) {
+    if (config_.task == ModelTask::kScore)
+      return InvalidArgument("pool spans are for embedding models, not ranking models");
+    if (batch.num_spans() > buckets_.max_rows)
+      return InvalidArgument("batch of " + std::to_string(batch.num_spans()) +
+                             " pooling spans exceeds the engine capacity of " +
+                             std::to_string(buckets_.max_rows));
   }
   RingSlot& slot = slots_[next_slot_];
   next_slot_ = (next_slot_ + 1) % slots_.size();
@@ -172,6 +183,7 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch
     longest = std::max(longest, batch.cu_seqlens[i + 1] - batch.cu_seqlens[i]);
   }
   const int L_pad = buckets_.PadMaxLen(longest, T_pad);
+  const int P = batch.num_spans(), P_pad = buckets_.PadSpans(P);  // 0 without spans
   ++batches_;
   real_tokens_ += T;
   padded_tokens_ += T_pad;
@@ -192,11 +204,20 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch
   for (int i = S + 1; i <= S_pad; ++i) h_cu[i] = T_pad;
   int32_t* h_num = h_cu + buckets_.max_seqs + 1;
   *h_num = S_pad;
+  // Pooling spans, padded with empty spans (zero rows, dropped) up to their bucket.
+  int32_t* h_spans = h_num + 1;
+  const size_t span_ints = static_cast<size_t>(Batch::kSpanInts) * P_pad;
+  if (P > 0) {
+    std::memcpy(h_spans, batch.pool_spans.data(), batch.pool_spans.size() * sizeof(int32_t));
+    std::memset(h_spans + batch.pool_spans.size(), 0,
+                (span_ints - batch.pool_spans.size()) * sizeof(int32_t));
+  }
 
   int32_t* d = dev_inputs_;
   int32_t* d_types = d + options_.max_tokens;
   int32_t* d_cu = d_types + options_.max_tokens;
   int32_t* d_num = d_cu + buckets_.max_seqs + 1;
+  int32_t* d_spans = d_num + 1;
   auto copy = [&](int32_t* dst, const int32_t* src, size_t n) {
     return CheckCuda(
         cudaMemcpyAsync(dst, src, n * sizeof(int32_t), cudaMemcpyHostToDevice, stream_), "H2D");
@@ -205,13 +226,16 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch
   if (s.ok()) s = copy(d_types, h_types, T_pad);
   if (s.ok()) s = copy(d_cu, h_cu, S_pad + 1);
   if (s.ok()) s = copy(d_num, h_num, 1);
-  DeviceBatch db{d, d_types, d_cu, d_num, T_pad, S_pad, L_pad};
+  if (s.ok() && P > 0) s = copy(d_spans, h_spans, span_ints);
+  DeviceBatch db{d, d_types, d_cu, d_num, T_pad, S_pad, L_pad, d_spans, P_pad};
   if (s.ok()) {
-    s = graphs_->Run({S_pad, T_pad, L_pad}, stream_,
+    s = graphs_->Run({S_pad, T_pad, L_pad, P_pad}, stream_,
                      [&] { return model_->Forward(db, dev_pooled_, stream_); });
   }
-  // Embedders return [S, hidden] pooled rows; ranking models [S, score_outputs] logits.
-  const size_t out_n = static_cast<size_t>(S) * config_.OutputDim();
+  // Embedders return [S, hidden] pooled rows (with spans: [P, hidden]); ranking models
+  // [S, score_outputs] logits.
+  const int rows = batch.num_rows();
+  const size_t out_n = static_cast<size_t>(rows) * config_.OutputDim();
   if (s.ok()) {
     s = CheckCuda(cudaMemcpyAsync(slot.host_out, dev_pooled_, out_n * sizeof(float),
                                   cudaMemcpyDeviceToHost, stream_),
@@ -222,7 +246,7 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch
     slot.busy.store(false, std::memory_order_release);
     return s;
   }
-  return std::unique_ptr<PendingEmbeddings>(new PendingSlot(&slot, S, config_.OutputDim()));
+  return std::unique_ptr<PendingEmbeddings>(new PendingSlot(&slot, rows, config_.OutputDim()));
 }
 
 std::map<std::string, double> CudaEngine::Stats() const {

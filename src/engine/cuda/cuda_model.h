@@ -49,6 +49,11 @@ struct DeviceBatch {
   int num_seqs_host = 0;
   // Upper bound on every sequence's length in this batch (the engine rounds it up to a bucket).
   int max_seq_len = 0;
+  // Pooling spans (Batch::pool_spans, absolute offsets): [max_rows * 3] at a fixed address;
+  // num_spans_host is the span-count bucket (padding spans are empty), 0 = no spans (one row per
+  // sequence). With spans, Forward writes [num_spans_host, hidden] rows (LaunchPoolSpans).
+  const int32_t* pool_spans = nullptr;
+  int num_spans_host = 0;
 };
 
 class CudaModel {
@@ -56,7 +61,8 @@ class CudaModel {
   virtual ~CudaModel() = default;
   virtual const ModelConfig& config() const = 0;
   // Enqueues the forward pass and pooling; writes [num_seqs_host, hidden] fp32 pooled (and, per
-  // config, L2-normalised) embeddings to `pooled`, or, for a ranking model, its score head's
+  // config, L2-normalised) embeddings to `pooled` (with pooling spans: [num_spans_host, hidden],
+  // each span pooled and normalised per its flags; embedding models only), or, for a ranking model, its score head's
   // [num_seqs_host, score_outputs] fp32 logits (config().OutputDim() per row).
   virtual Status Forward(const DeviceBatch& batch, float* pooled, cudaStream_t stream) = 0;
   // Bytes of device memory held (weights + scratch), for stats.

@@ -172,6 +172,21 @@ struct PoolParams {
 };
 Status LaunchPool(const PoolParams& p, cudaStream_t stream);
 
+// Span pooling (late chunking, windowed long inputs): out[i, 0:out_dims] = cpu::PoolSpans row i
+// (kernels/cpu/span_pool.h) on the truncated features: span i = spans[3i .. 3i+2] = start, end
+// (absolute token rows of hidden), flags (pooling | 0x100 normalise), all in device memory, so a
+// captured graph serves any spans of its span-count bucket; an empty span (start >= end, e.g.
+// the padding of that bucket) gives zeros. One block per span.
+struct PoolSpansParams {
+  const bf16* hidden = nullptr;    // [tokens, dim]
+  const int32_t* spans = nullptr;  // [num_spans * 3], device
+  int num_spans = 0;
+  int dim = 0;
+  int out_dims = 0;      // 0 = dim
+  float* out = nullptr;  // [num_spans, out_dims], fp32
+};
+Status LaunchPoolSpans(const PoolSpansParams& p, cudaStream_t stream);
+
 // ---- Conversions (weight upload, results) ------------------------------------------------------
 // out[i] = bf16_rne(in[i]) / float(in[i]) for i < n; any n, any alignment.
 Status LaunchF32ToBf16(const float* in, bf16* out, int64_t n, cudaStream_t stream);

@@ -147,6 +147,10 @@ class BertCudaModel final : public CudaModel {
 
  private:
   Status Pool(const DeviceBatch& b, const bf16* hidden, float* pooled, cudaStream_t stream) {
+    if (b.num_spans_host > 0) {  // late chunking / windows: one row per pooling span
+      return LaunchPoolSpans(
+          {hidden, b.pool_spans, b.num_spans_host, config_.hidden_size, 0, pooled}, stream);
+    }
     PoolParams pp;
     pp.hidden = hidden;
     pp.cu_seqlens = b.cu_seqlens;

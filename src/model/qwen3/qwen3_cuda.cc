@@ -339,6 +339,8 @@ class Qwen3CudaModel final : public CudaModel {
     }
     PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm(
         {nullptr, r_.get(), final_norm_.get(), config_.norm_eps, x_.get(), T, H}, stream));
+    if (b.num_spans_host > 0)  // late chunking / windows: one row per pooling span
+      return LaunchPoolSpans({x_.get(), b.pool_spans, b.num_spans_host, H, 0, pooled}, stream);
     PoolParams pp;
     pp.hidden = x_.get();
     pp.cu_seqlens = b.cu_seqlens;
