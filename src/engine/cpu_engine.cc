@@ -4,8 +4,10 @@
 
 namespace petal {
 
-StatusOr<std::unique_ptr<CpuEngine>> CpuEngine::Load(const std::string& model_dir) {
+StatusOr<std::unique_ptr<CpuEngine>> CpuEngine::Load(const std::string& model_dir,
+                                                     ActivationObserver* observer) {
   std::unique_ptr<CpuEngine> e(new CpuEngine());
+  e->observer_ = observer;
   PETAL_ASSIGN_OR_RETURN(e->config_, LoadModelConfig(model_dir));
   PETAL_ASSIGN_OR_RETURN(e->weights_, WeightStore::Open(model_dir));
   PETAL_ASSIGN_OR_RETURN(e->model_, LoadCpuModel(e->config_, *e->weights_));
@@ -15,7 +17,7 @@ StatusOr<std::unique_ptr<CpuEngine>> CpuEngine::Load(const std::string& model_di
 StatusOr<std::unique_ptr<PendingEmbeddings>> CpuEngine::Step(const Batch& batch) {
   PETAL_RETURN_IF_ERROR(batch.Validate(config_.vocab_size, config_.max_position_embeddings));
   std::vector<float> hidden;
-  PETAL_RETURN_IF_ERROR(model_->Forward(batch, &hidden));
+  PETAL_RETURN_IF_ERROR(model_->ForwardObserved(batch, &hidden, observer_));
   Embeddings out;
   out.rows = batch.num_seqs();
   out.dim = config_.hidden_size;
