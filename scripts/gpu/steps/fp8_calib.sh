@@ -2,9 +2,8 @@
 # GPU step: static fp8 activation scales (issue 19: `petal calibrate` + `--fp8-scales`) beside
 # dynamic fp8 and bf16, in one run, on the random-weight Qwen3 shapes of fp8.sh:
 #  1. calibrate the 0.6b bidirectional shape on a text file (CUDA engine, bf16 path, max of the
-#     per-token maxima): 256 texts of ~16-2000 tokens assembled from tests/fixtures/golden_texts.jsonl
-#     with the real Qwen3 tokenizer (carry models/tokenizers/qwen3); without it, random token ids
-#     (--ids) of the same lengths;
+#     per-token maxima): 256 texts of ~16-2000 tokens (bench/fp8_calibration_texts.py) with the
+#     real Qwen3 tokenizer (carry models/tokenizers/qwen3); without it, random token ids (--ids);
 #  2. `petal bench engine` bf16 / fp8 dynamic / fp8 static at 100 x 512, 100 x 4096 and 1 x 128;
 #  3. worst cosine vs HF fp32 over lengths 1..8191 for the three (scripts/gpu/compare_hf.py
 #     --variant, every sequence in fp8: --fp8-min-tokens 0);
@@ -37,32 +36,16 @@ model() {
   echo "$dir"
 }
 
-# The calibration file: texts (with a tokenizer) or random ids of the same lengths.
+# The calibration file: texts (with a tokenizer) or random ids of similar lengths
+# (bench/fp8_calibration_texts.py: 256 inputs of ~16 to ~2,000 tokens).
 if [[ -f $TOK ]]; then
-  CAL="$D/calibration_texts.jsonl"
-  python3 - "$CAL" <<'PY'
-import json, random, sys
-texts = [json.loads(l)["text"] for l in open("tests/fixtures/golden_texts.jsonl") if l.strip()]
-rng = random.Random(19)
-with open(sys.argv[1], "w") as f:
-    for i in range(256):
-        words = rng.choice([12, 48, 200, 600, 1500])  # ~16 to ~2000 tokens
-        out = []
-        while len(" ".join(out).split()) < words:
-            out.append(rng.choice(texts))
-        f.write(json.dumps({"text": " ".join(out)}) + "\n")
-PY
+  CAL=/tmp/petal-fp8-calibration-texts.jsonl
+  python3 bench/fp8_calibration_texts.py "$CAL"
   CAL_FLAGS=()
 else
   say "no $TOK: calibrating on random token ids"
-  CAL="$D/calibration_ids.jsonl"
-  python3 -c '
-import json, random, sys
-rng = random.Random(19)
-with open(sys.argv[1], "w") as f:
-    for i in range(256):
-        n = rng.choice([16, 64, 256, 800, 2000])
-        f.write(json.dumps([rng.randrange(151669) for _ in range(n)]) + "\n")' "$CAL"
+  CAL=/tmp/petal-fp8-calibration-ids.jsonl
+  python3 bench/fp8_calibration_texts.py "$CAL" --ids 151669
   CAL_FLAGS=(--ids)
 fi
 
