@@ -127,7 +127,9 @@ TEST_F(Fp8StaticGpuTest, QuantizeRowsStaticMatchesHostFormula) {
       EXPECT_TRUE(q.GuardIntact() && sc.GuardIntact());
       EXPECT_EQ(d.bytes_differ, 0);
       EXPECT_EQ(d.scale_differ, 0);
-      if (rows >= 7) EXPECT_GT(d.saturated, 0);
+      if (rows >= 7) {
+        EXPECT_GT(d.saturated, 0);
+      }
       EXPECT_TRUE(RecordExact("QuantizeRowsFp8 static", shape, d.bytes_differ,
                               std::to_string(d.saturated) + " saturated"));
     }

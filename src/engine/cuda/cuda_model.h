@@ -41,7 +41,7 @@ struct Capacity {
   // --fp8-scales: static per-tensor dequantisation scales, [num_layers * kFp8Inputs] in
   // Fp8Input order (model/fp8_scales.h, DequantScales), used by the fp8 quantisers instead of
   // per-token ones (fp8_ops.h, static_scale). Empty = dynamic.
-  std::vector<float> fp8_static_scales;
+  std::vector<float> fp8_static_scales = {};
 };
 
 // Per-batch inputs, all in device memory at fixed addresses for the engine's lifetime.
