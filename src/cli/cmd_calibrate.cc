@@ -66,7 +66,8 @@ StatusOr<std::vector<std::vector<int32_t>>> ReadInputs(const CalibrateOptions& o
   int line_no = 0;
   while (std::getline(in, line)) {
     ++line_no;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF files
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
     if (o.max_texts > 0 && static_cast<int>(seqs.size()) >= o.max_texts) break;
     const std::string where = o.texts_path + ":" + std::to_string(line_no);
     std::vector<int32_t> ids;
