@@ -134,6 +134,7 @@ def main():
     }
     fp8 = load_fp8(a.fp8_dir)
     if fp8:
+        fp8["dir"] = os.path.relpath(a.fp8_dir, d) + " (beside the merged file)"
         merged["fp8"] = fp8
     name = f"{now.strftime('%Y-%m-%d')}-{sha[:10]}{'-cpu' if a.mode == 'cpu' else ''}.json"
     path = os.path.join(d, name)
