@@ -6,13 +6,12 @@
 
 namespace petal::cli {
 
-StatusOr<Fp8Scales> RunCalibration(Engine* engine, Fp8Calibrator* calibrator,
-                                   const std::vector<std::vector<int32_t>>& seqs,
-                                   int batch_tokens, int batch_seqs, double percentile,
-                                   const std::function<void(const CalibrationProgress&)>& progress) {
+StatusOr<Fp8Scales> RunCalibration(
+    Engine* engine, Fp8Calibrator* calibrator, const std::vector<std::vector<int32_t>>& seqs,
+    int batch_tokens, int batch_seqs, double percentile,
+    const std::function<void(const CalibrationProgress&)>& progress) {
   if (seqs.empty()) return InvalidArgument("no calibration texts");
-  if (batch_tokens <= 0 || batch_seqs <= 0)
-    return InvalidArgument("batch limits must be positive");
+  if (batch_tokens <= 0 || batch_seqs <= 0) return InvalidArgument("batch limits must be positive");
   // Batch boundaries first, so progress can say "batch i of n".
   std::vector<size_t> starts;
   int64_t tokens = 0;
@@ -77,8 +76,8 @@ std::string SummarizeScales(const Fp8Scales& s) {
     std::sort(sorted.begin(), sorted.end());
     char line[160];
     std::snprintf(line, sizeof(line), "%-11s %9.4g %9.4g %9.4g  (%d)\n",
-                  Fp8InputName(static_cast<Fp8Input>(w)), sorted.front(),
-                  sorted[sorted.size() / 2], sorted.back(), argmax);
+                  Fp8InputName(static_cast<Fp8Input>(w)), sorted.front(), sorted[sorted.size() / 2],
+                  sorted.back(), argmax);
     out += line;
   }
   return out;

@@ -17,7 +17,7 @@
 namespace petal::cli {
 
 struct CalibrationProgress {
-  int batch = 0, batches = 0;  // batches done, of
+  int batch = 0, batches = 0;     // batches done, of
   int64_t texts = 0, tokens = 0;  // done so far
 };
 
@@ -27,8 +27,8 @@ struct CalibrationProgress {
 // result. The fingerprint is the caller's (FingerprintModel). Fails on an empty input, an engine
 // error, or a calibrator that saw no tokens or overflowed (Fp8Calibrator::Amax).
 StatusOr<Fp8Scales> RunCalibration(Engine* engine, Fp8Calibrator* calibrator,
-                                   const std::vector<std::vector<int32_t>>& seqs,
-                                   int batch_tokens, int batch_seqs, double percentile,
+                                   const std::vector<std::vector<int32_t>>& seqs, int batch_tokens,
+                                   int batch_seqs, double percentile,
                                    const std::function<void(const CalibrationProgress&)>& progress);
 
 // A short human-readable table of `s`: per input, the smallest, median and largest amax over the

@@ -90,8 +90,6 @@ int RunBenchEngine(const BenchArgs& a) {
                      ",\"graphs\":" + (a.engine.cuda.use_graphs ? "true" : "false") +
                      ",\"quantize\":\"" + (cuda ? a.engine.cuda.quantize : std::string("none")) +
                      "\",\"fp8_min_tokens\":" + std::to_string(a.engine.cuda.fp8_min_tokens) +
-                     ",\"fp8_activation_scales\":\"" +
-                     (a.engine.cuda.fp8_scales.empty() ? "dynamic" : "static") + "\"" +
                      ",\"token_bucket\":" + std::to_string(a.engine.cuda.token_bucket_small) +
                      ",\"token_bucket_large\":" + std::to_string(a.engine.cuda.token_bucket_large) +
                      ",\"bucket_threshold\":" + std::to_string(a.engine.cuda.bucket_threshold) +

@@ -49,8 +49,8 @@ StatusOr<std::vector<std::vector<int32_t>>> ReadInputs(const CalibrateOptions& o
                                                        const ModelConfig& config) {
   std::ifstream in(o.texts_path);
   if (!in) return NotFound("--texts: cannot open " + o.texts_path);
-  const bool jsonl = o.texts_path.size() >= 6 &&
-                     o.texts_path.compare(o.texts_path.size() - 6, 6, ".jsonl") == 0;
+  const bool jsonl =
+      o.texts_path.size() >= 6 && o.texts_path.compare(o.texts_path.size() - 6, 6, ".jsonl") == 0;
   std::unique_ptr<Tokenizer> tok;
   std::string prefix;
   EncodeOptions eo;
@@ -113,8 +113,9 @@ int RunCalibrate(const CalibrateOptions& o) {
   auto config = LoadModelConfig(o.model_dir);
   if (!config.ok()) return fail(config.status());
   if (config->architecture != Architecture::kQwen3)
-    return fail(InvalidArgument(std::string("fp8 calibration is implemented for Qwen3 models, not ") +
-                                ArchitectureName(config->architecture)));
+    return fail(
+        InvalidArgument(std::string("fp8 calibration is implemented for Qwen3 models, not ") +
+                        ArchitectureName(config->architecture)));
   auto seqs = ReadInputs(o, *config);
   if (!seqs.ok()) return fail(seqs.status());
   size_t longest = 0;
@@ -133,12 +134,11 @@ int RunCalibrate(const CalibrateOptions& o) {
   eo.cuda.max_seqs = o.batch_seqs;
   auto engine = CreateEngine(o.model_dir, eo);
   if (!engine.ok()) return fail(engine.status());
-  std::fprintf(stderr, "[calibrate] engine: %s (%s), statistic: %s\n",
-               (*engine)->backend().c_str(),
+  std::fprintf(stderr, "[calibrate] engine: %s (%s), statistic: %s\n", (*engine)->backend().c_str(),
                (*engine)->backend() == "cuda" ? "bf16 path" : "fp32 reference",
-               o.percentile >= 100 ? "max of per-token amax"
-                                   : ("p" + std::to_string(o.percentile) + " of per-token amax")
-                                         .c_str());
+               o.percentile >= 100
+                   ? "max of per-token amax"
+                   : ("p" + std::to_string(o.percentile) + " of per-token amax").c_str());
   const auto t0 = std::chrono::steady_clock::now();
   auto scales = RunCalibration(
       engine->get(), &calibrator, *seqs, o.batch_tokens, o.batch_seqs, o.percentile,
@@ -147,8 +147,8 @@ int RunCalibrate(const CalibrateOptions& o) {
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         std::fprintf(stderr, "[calibrate] batch %d/%d: %lld texts, %lld tokens (%.0f%%), %.1f s\n",
                      p.batch, p.batches, static_cast<long long>(p.texts),
-                     static_cast<long long>(p.tokens), 100.0 * p.tokens / std::max<int64_t>(total, 1),
-                     s);
+                     static_cast<long long>(p.tokens),
+                     100.0 * p.tokens / std::max<int64_t>(total, 1), s);
       });
   if (!scales.ok()) return fail(scales.status());
   engine->reset();

@@ -20,8 +20,8 @@ const char* Fp8InputName(Fp8Input which) {
   return "?";
 }
 
-void ObserveRows(ActivationObserver* observer, int layer, Fp8Input which, const float* v,
-                 int rows, int dim) {
+void ObserveRows(ActivationObserver* observer, int layer, Fp8Input which, const float* v, int rows,
+                 int dim) {
   if (observer == nullptr || rows <= 0) return;
   std::vector<float> amax(rows, 0.f);
   for (int r = 0; r < rows; ++r) {

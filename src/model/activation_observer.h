@@ -32,7 +32,7 @@ class ActivationObserver {
 
 // Computes each row's absolute maximum of the fp32 rows `v` ([rows, dim]) and reports it: the
 // CPU forward's side of the hook. No-op when `observer` is null.
-void ObserveRows(ActivationObserver* observer, int layer, Fp8Input which, const float* v,
-                 int rows, int dim);
+void ObserveRows(ActivationObserver* observer, int layer, Fp8Input which, const float* v, int rows,
+                 int dim);
 
 }  // namespace petal

@@ -86,8 +86,7 @@ TEST(Fp8Calibrator, RefusesUnobservedAndNonFinite) {
   for (int w = 0; w < kFp8Inputs; ++w) cal.ObserveRowAmax(0, static_cast<Fp8Input>(w), &one, 1);
   auto missing = cal.Amax();
   ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.status().message().find("layer 1 qkv_in was never observed"),
-            std::string::npos)
+  EXPECT_NE(missing.status().message().find("layer 1 qkv_in was never observed"), std::string::npos)
       << missing.status().ToString();
   const float inf = INFINITY;
   for (int w = 0; w < kFp8Inputs; ++w) cal.ObserveRowAmax(1, static_cast<Fp8Input>(w), &inf, 1);

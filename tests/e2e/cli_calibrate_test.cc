@@ -91,8 +91,8 @@ TEST(CliCalibrate, WritesScalesTheEngineAccepts) {
                      &log),
             0);
   EXPECT_NE(log.find("cannot open"), std::string::npos) << log;
-  EXPECT_NE(RunShell(bin + " embed --backend cpu --ids --fp8-scales " + out + " --model " +
-                         model + " '[1,2,3]'",
+  EXPECT_NE(RunShell(bin + " embed --backend cpu --ids --fp8-scales " + out + " --model " + model +
+                         " '[1,2,3]'",
                      &log),
             0);
   EXPECT_NE(log.find("needs --quantize fp8"), std::string::npos) << log;

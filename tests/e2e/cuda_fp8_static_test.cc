@@ -146,8 +146,7 @@ TEST_F(CudaFp8StaticTest, StaticScalesKeepFidelityAndDifferFromDynamic) {
         const double c = wire::CosineSimilarity(got->row(r), ref->row(r), got->dim);
         worst = std::min(worst, c);
         EXPECT_GE(c, 0.99) << "run " << run << " row " << r;
-        worst_dyn =
-            std::min(worst_dyn, wire::CosineSimilarity(dyn->row(r), ref->row(r), got->dim));
+        worst_dyn = std::min(worst_dyn, wire::CosineSimilarity(dyn->row(r), ref->row(r), got->dim));
         for (int i = 0; i < got->dim; ++i)
           max_diff = std::max(max_diff, double(std::fabs(got->row(r)[i] - dyn->row(r)[i])));
       }

@@ -75,8 +75,8 @@ TEST_F(Fp8StaticGpuTest, HostReferenceSaturatesAndKeepsInRangeValues) {
   // The static formula itself: an in-range value round-trips within e4m3's relative step (2^-4),
   // and values beyond the calibrated amax clamp to +-448 * s.
   const float s = 2.f / 448.f;  // calibrated amax 2
-  const std::vector<float> v = {0.f, 1.f, -1.5f, 2.f, 3.f, -100.f, 1e-3f, 0.37f, 0.f, 0.f,
-                                0.f, 0.f, 0.f,   0.f, 0.f, 0.f};
+  const std::vector<float> v = {0.f, 1.f, -1.5f, 2.f, 3.f, -100.f, 1e-3f, 0.37f,
+                                0.f, 0.f, 0.f,   0.f, 0.f, 0.f,    0.f,   0.f};
   std::vector<uint8_t> q(v.size());
   std::vector<float> sc(1);
   QuantizeRowsFp8StaticHost(v.data(), 1, int(v.size()), s, q.data(), sc.data());
@@ -161,8 +161,14 @@ TEST_F(Fp8StaticGpuTest, AddRmsNormFp8StaticMatchesReference) {
       Guarded<float> sc;
       ASSERT_OK(q.Init(n));
       ASSERT_OK(sc.Init(rows));
-      AddRmsNormFp8Params p{with_x ? d_x.get() : nullptr, d_res.get(), d_w.get(), 1e-6f, q.get(),
-                            sc.get(), rows, dim};
+      AddRmsNormFp8Params p{with_x ? d_x.get() : nullptr,
+                            d_res.get(),
+                            d_w.get(),
+                            1e-6f,
+                            q.get(),
+                            sc.get(),
+                            rows,
+                            dim};
       p.static_scale = d_s.get();
       ASSERT_OK(LaunchAddRmsNormFp8(p, nullptr));
       ASSERT_OK(SyncDevice());
@@ -175,11 +181,11 @@ TEST_F(Fp8StaticGpuTest, AddRmsNormFp8StaticMatchesReference) {
       EXPECT_LE(d.bytes_differ, int64_t(n / 100) + 1);
       EXPECT_EQ(d.scale_differ, 0);
       EXPECT_EQ(new_res, sum);
-      EXPECT_TRUE(RecordExact("AddRmsNormFp8 static",
-                              std::to_string(rows) + "x" + std::to_string(dim) +
-                                  (with_x ? "+x" : ""),
-                              d.max_steps > 1 ? d.bytes_differ : 0,
-                              std::to_string(d.bytes_differ) + " bytes 1 step apart"));
+      EXPECT_TRUE(
+          RecordExact("AddRmsNormFp8 static",
+                      std::to_string(rows) + "x" + std::to_string(dim) + (with_x ? "+x" : ""),
+                      d.max_steps > 1 ? d.bytes_differ : 0,
+                      std::to_string(d.bytes_differ) + " bytes 1 step apart"));
     }
   }
 }

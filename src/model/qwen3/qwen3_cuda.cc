@@ -237,9 +237,9 @@ class Qwen3CudaModel final : public CudaModel {
     if (!cap_.fp8_static_scales.empty()) {
       const size_t want = w.layers.size() * kFp8Inputs;
       if (cap_.fp8_static_scales.size() != want)
-        return InvalidArgument("fp8 static scales: " +
-                               std::to_string(cap_.fp8_static_scales.size()) + " values for " +
-                               std::to_string(w.layers.size()) + " layers");
+        return InvalidArgument(
+            "fp8 static scales: " + std::to_string(cap_.fp8_static_scales.size()) + " values for " +
+            std::to_string(w.layers.size()) + " layers");
       for (float v : cap_.fp8_static_scales)
         if (!(v > 0.f && std::isfinite(v)))
           return InvalidArgument("fp8 static scales must be finite and positive");
@@ -284,10 +284,10 @@ class Qwen3CudaModel final : public CudaModel {
       PETAL_RETURN_IF_ERROR(gemm_->Run(
           {x_.get(), L.qkv.get(), L.qkv_b.get(), nullptr, qkv_.get(), T, QKV, H}, stream));
     } else {
-      PETAL_RETURN_IF_ERROR(LaunchAddRmsNormFp8({nullptr, r_.get(), L.in_norm.get(),
-                                                 config_.norm_eps, q8_.get(), q8_scale_.get(), T,
-                                                 H, st(Fp8Input::kQkv)},
-                                                stream));
+      PETAL_RETURN_IF_ERROR(
+          LaunchAddRmsNormFp8({nullptr, r_.get(), L.in_norm.get(), config_.norm_eps, q8_.get(),
+                               q8_scale_.get(), T, H, st(Fp8Input::kQkv)},
+                              stream));
       PETAL_RETURN_IF_ERROR(gemm8(L.qkv8, L.qkv_s, L.qkv_b, nullptr, qkv_.get(), QKV, H));
     }
     rp.q_norm_weight = L.q_norm.get();
@@ -302,10 +302,10 @@ class Qwen3CudaModel final : public CudaModel {
           {nullptr, attn_.get(), q8_.get(), q8_scale_.get(), T, Q, st(Fp8Input::kO)}, stream));
       PETAL_RETURN_IF_ERROR(gemm8(L.o8, L.o_s, L.o_b, r_.get(), r_.get(), H, Q));
     }
-    PETAL_RETURN_IF_ERROR(LaunchAddRmsNormFp8({nullptr, r_.get(), L.post_norm.get(),
-                                               config_.norm_eps, q8_.get(), q8_scale_.get(), T, H,
-                                               st(Fp8Input::kGateUp)},
-                                              stream));
+    PETAL_RETURN_IF_ERROR(
+        LaunchAddRmsNormFp8({nullptr, r_.get(), L.post_norm.get(), config_.norm_eps, q8_.get(),
+                             q8_scale_.get(), T, H, st(Fp8Input::kGateUp)},
+                            stream));
     PETAL_RETURN_IF_ERROR(gemm8(L.gate_up8, L.gate_up_s, {}, nullptr, gate_up_.get(), 2 * I, H));
     PETAL_RETURN_IF_ERROR(LaunchSiluMulFp8(
         {gate_up_.get(), q8_.get(), q8_scale_.get(), T, I, st(Fp8Input::kDown)}, stream));
