@@ -7,17 +7,18 @@
 #  2. `petal bench engine` bf16 / fp8 dynamic / fp8 static at 100 x 512, 100 x 4096 and 1 x 128;
 #  3. worst cosine vs HF fp32 over lengths 1..8191 for the three (scripts/gpu/compare_hf.py
 #     --variant, every sequence in fp8: --fp8-min-tokens 0);
-#  4. if the time budget allows (PETAL_FP8_CALIB_BUDGET_S, default 270 s, checked before it
+#  4. if the time budget allows (PETAL_FP8_CALIB_BUDGET_S, default 180 s, checked before it
 #     starts), the 4b shape: calibrate, then 100 x 512 for the three.
 # fp8 runs with --no-fp8-gate: the start-up gate refuses these random-weight models (see
 # docs/performance.md, "FP8"). Results: $OUT/fp8_calib/ (engine-*.json, fidelity-*.json,
 # calib-*/fp8_scales.json, calibrate-*.log) and a table on stdout (bench/fp8_report.py).
-# About 5 minutes with 4b (two make-model runs of a fresh machine included).
+# Estimated (not yet run): 3-4 minutes for 0.6b on a fresh machine, 2-3 more for 4b (its
+# make-model writes 8 GB); set PETAL_FP8_SKIP_4B=1 to keep it under 5 minutes for certain.
 set -uo pipefail
 D="$OUT/fp8_calib"
 mkdir -p "$D"
 T0=$SECONDS
-BUDGET="${PETAL_FP8_CALIB_BUDGET_S:-270}"
+BUDGET="${PETAL_FP8_CALIB_BUDGET_S:-180}"
 M=/tmp/petal-models
 mkdir -p $M
 TOK=models/tokenizers/qwen3/tokenizer.json
