@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Summary of the GPU step `fp8` (scripts/gpu/steps/fp8.sh): engine figures of bf16 and fp8 side
-by side (and of an earlier build, `base`, when present), and the fidelity table against HF fp32.
+"""Summary of the GPU steps `fp8` and `fp8_calib` (scripts/gpu/steps/fp8.sh, fp8_calib.sh): engine
+figures of bf16 and fp8 (dynamic, MLP-only, static scales) side by side (and of an earlier build,
+`base`, when present), and the fidelity table against HF fp32 with every variant measured.
 usage: python3 bench/fp8_report.py DIR [--markdown]   (DIR holds engine-*.json, fidelity-*.json)
 """
 import glob
@@ -53,15 +54,19 @@ def main():
         j = load(f)
         if not j:
             continue
-        v = j.get("variants", {}).get("fp8", {})
+        vs = j.get("variants", {})  # fp8, fp8mlp (fp8.sh), fp8static (fp8_calib.sh), ...
+        worst = ", ".join(f"petal {k} {v.get('worst', float('nan')):.6f}" for k, v in vs.items())
         out.append(f"\n{j['model']}: worst cosine vs HF fp32: petal bf16 {j['worst_petal_cuda']:.6f}, "
-                   f"petal fp8 {v.get('worst', float('nan')):.6f}, HF bf16 {j['worst_hf_bf16']:.6f}")
-        out.append("| length | petal bf16 | petal fp8 | HF bf16 |")
-        out.append("|---|---|---|---|")
+                   f"{worst + ', ' if worst else ''}HF bf16 {j['worst_hf_bf16']:.6f}")
+        out.append("| length | petal bf16 | " + "".join(f"petal {k} | " for k in vs) + "HF bf16 |")
+        out.append("|---|---|" + "---|" * len(vs) + "---|")
         for i, n in enumerate(j["lengths"]):
-            fp8 = v.get("cos", [None] * len(j["lengths"]))[i]
-            out.append(f"| {n} | {j['petal_cuda_cos'][i]:.6f} | "
-                       f"{'-' if fp8 is None else f'{fp8:.6f}'} | {j['hf_bf16_cos'][i]:.6f} |")
+            cells = []
+            for v in vs.values():
+                c = (v.get("cos") or [None] * len(j["lengths"]))[i]
+                cells.append("-" if c is None else f"{c:.6f}")
+            out.append(f"| {n} | {j['petal_cuda_cos'][i]:.6f} | " + "".join(c + " | " for c in cells)
+                       + f"{j['hf_bf16_cos'][i]:.6f} |")
     text = "\n".join(out)
     print(text)
     if md:

@@ -2,7 +2,10 @@
 """Merges the per-tool results of one bench/run_gpu.sh run into one JSON (stdlib only: it runs on
 the GPU machine too). Reads, from --dir: accuracy.json, petal_engine.json, petal_grpc.json,
 petal_grpc_busypoll.json, petal_http.json, hf.json, st.json, steps.tsv (each optional), and writes <date>-<sha>.json
-(GPU) or <date>-<sha>-cpu.json (--mode cpu) there; its path goes to merged_path.txt.
+(GPU) or <date>-<sha>-cpu.json (--mode cpu) there; its path goes to merged_path.txt. With --fp8-dir
+(bench/run_gpu.sh's fp8 part, or a scripts/gpu/steps/fp8_calib.sh run's folder) the merged JSON
+also holds "fp8": engine-<shape>-<variant>.json, fidelity-<model>.json and each
+calib-<shape>/fp8_scales.json's model and calibration blocks.
 
 The SHA is the one compiled into the petal binary that was measured (the bench tools write it),
 else the bundle's MANIFEST.json, else `git rev-parse`; the machine is nvidia-smi's name and
@@ -24,6 +27,23 @@ def load(d, name):
         return json.load(open(p))
     except ValueError as e:
         return {"error": f"unreadable {name}: {e}"}
+
+
+def load_fp8(d):
+    """The fp8 results of one folder (see the module doc), or None if it holds none."""
+    if not d or not os.path.isdir(d):
+        return None
+    out = {"dir": d, "engine": {}, "fidelity": {}, "calibration": {}}
+    for name in sorted(os.listdir(d)):
+        p = os.path.join(d, name)
+        if name.startswith("engine-") and name.endswith(".json"):
+            out["engine"][name[len("engine-"):-len(".json")]] = load(d, name)
+        elif name.startswith("fidelity-") and name.endswith(".json"):
+            out["fidelity"][name[len("fidelity-"):-len(".json")]] = load(d, name)
+        elif name.startswith("calib-") and os.path.exists(os.path.join(p, "fp8_scales.json")):
+            j = load(p, "fp8_scales.json") or {}
+            out["calibration"][name[len("calib-"):]] = {k: j.get(k) for k in ("version", "model", "calibration")}
+    return out if any(out[k] for k in ("engine", "fidelity", "calibration")) else None
 
 
 def run(cmd):
@@ -81,6 +101,7 @@ def main():
     ap.add_argument("--petal", default="petal")
     ap.add_argument("--command", required=True)
     ap.add_argument("--seconds-per-scenario", type=float)
+    ap.add_argument("--fp8-dir", help="fp8 results folder (engine-*.json, fidelity-*.json, calib-*/)")
     a = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     d = a.dir
@@ -111,6 +132,10 @@ def main():
         "steps": steps,
         **parts,
     }
+    fp8 = load_fp8(a.fp8_dir)
+    if fp8:
+        fp8["dir"] = os.path.relpath(a.fp8_dir, d) + " (beside the merged file)"
+        merged["fp8"] = fp8
     name = f"{now.strftime('%Y-%m-%d')}-{sha[:10]}{'-cpu' if a.mode == 'cpu' else ''}.json"
     path = os.path.join(d, name)
     json.dump(merged, open(path, "w"), indent=1)

@@ -12,7 +12,10 @@
 # `petal gateway` in front of the same server + `petal bench http` (scenario 4), then the HF
 # transformers baselines (eager, CUDA graph) and sentence-transformers. The same scenario shapes
 # and random-id inputs everywhere; each step has a time limit and the whole run stops starting
-# steps when its budget is spent, so it fits a 10-minute command (default budget 530 s).
+# steps when its budget is spent, so it fits a 10-minute command (default budget 530 s). Last, on
+# the GPU, the fp8 scenarios (issue 19; see "fp8" below): with the default budget they are often
+# cut; run them on their own (scripts/gpu/steps/fp8_calib.sh) and merge with PETAL_FP8_RESULTS, or
+# raise PETAL_BENCH_BUDGET_S.
 #
 # Where things are: `petal` from $PETAL, else PATH (run_on_device.sh puts .gpu_bundle/bin there),
 # else .gpu_bundle/bin (unpacked here if needed), else build/cpu/bin (--cpu). Results go to
@@ -22,7 +25,8 @@
 # Environment: PETAL_BENCH_SECONDS (time per scenario; gpu 2, cpu 1), PETAL_BENCH_BUDGET_S,
 # PETAL_HF_QUICK (set by default here; PETAL_HF_QUICK= for full HF runs), PETAL_SKIP_HF=1,
 # PETAL_SKIP_ST=1, PETAL_ST_PYTHON (python with sentence-transformers; default python3),
-# PETAL_QWEN3_TOKENIZER (default models/tokenizers/qwen3/tokenizer.json). For a dry run of the
+# PETAL_QWEN3_TOKENIZER (default models/tokenizers/qwen3/tokenizer.json), PETAL_SKIP_FP8=1,
+# PETAL_SKIP_FP8_4B=1, PETAL_FP8_RESULTS=DIR (an fp8_calib step's $OUT/fp8_calib). For a dry run of the
 # GPU path elsewhere: PETAL_BENCH_BACKEND=cpu, PETAL_BENCH_SCENARIOS=latency_1x16,
 # PETAL_BENCH_CONCURRENCY=1, PETAL_BENCH_WORDS=16 (the HF and ST steps then fail without CUDA).
 set -uo pipefail
@@ -205,16 +209,73 @@ else
     --threads "$(nproc)" --scenarios "$SCEN" --out "$R/st.json"
 fi
 
+# --- fp8 (issue 19): engine scenarios in fp8 beside bf16, dynamic and static scales -----------
+# `petal bench engine --quantize fp8 --no-fp8-gate` (the start-up gate refuses random weights),
+# then `petal calibrate` (CUDA, bf16 path) and the same with --fp8-scales, then the worst cosine vs
+# HF fp32 of the three over lengths 1..8191; the 0.6b model above at 1 x 128, 100 x 512,
+# 100 x 4096, and the 4b shape at 1 x 128 and 100 x 512 beside its own bf16 figures. Files in
+# $R/fp8/ are named as scripts/gpu/steps/fp8_calib.sh names them (engine-<shape>-<bf16|fp8|
+# fp8static>.json, fidelity-*.json, calib-<shape>/), so merge_results.py --fp8-dir reads either:
+# PETAL_FP8_RESULTS=DIR merges a separate fp8_calib run's folder instead of running this part.
+# PETAL_SKIP_FP8=1 skips it, PETAL_SKIP_FP8_4B=1 its 4b part. Runs last: a spent budget skips it.
+FP8_DIR="${PETAL_FP8_RESULTS:-$R/fp8}"
+if [[ $MODE == gpu && -z "${PETAL_SKIP_FP8:-}" && -z "${PETAL_FP8_RESULTS:-}" ]]; then
+  mkdir -p "$FP8_DIR"
+  FP8=(--quantize fp8 --no-fp8-gate)
+  cal_input() {  # model_dir: sets CAL and CAL_FLAGS (texts with a tokenizer, else random ids)
+    if [[ -f $1/tokenizer.json ]]; then
+      CAL=/tmp/petal-fp8-calibration-texts.jsonl CAL_FLAGS=()
+      python3 bench/fp8_calibration_texts.py "$CAL"
+    else
+      CAL=/tmp/petal-fp8-calibration-ids.jsonl CAL_FLAGS=(--ids)
+      python3 bench/fp8_calibration_texts.py "$CAL" --ids \
+        "$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["vocab_size"])' "$1/config.json")"
+    fi
+  }
+  fp8_shape() {  # SHAPE MODEL_DIR SCENARIOS [bf16]
+    local s=$1 m=$2 sc=$3
+    if [[ "${4:-}" == bf16 ]]; then
+      step "fp8_${s}_bf16" 120 "$PETAL_BIN" bench engine --model "$m" "${ENGINE_FLAGS[@]}" --seconds "$SECS" \
+        --scenarios "$sc" --out "$FP8_DIR/engine-$s-bf16.json"
+    fi
+    step "fp8_${s}_dynamic" 120 "$PETAL_BIN" bench engine --model "$m" "${ENGINE_FLAGS[@]}" "${FP8[@]}" \
+      --seconds "$SECS" --scenarios "$sc" --out "$FP8_DIR/engine-$s-fp8.json"
+    cal_input "$m"
+    if step "fp8_${s}_calibrate" 120 "$PETAL_BIN" calibrate --model "$m" --texts "$CAL" "${CAL_FLAGS[@]}" \
+      --backend cuda --out "$FP8_DIR/calib-$s"; then
+      step "fp8_${s}_static" 120 "$PETAL_BIN" bench engine --model "$m" "${ENGINE_FLAGS[@]}" "${FP8[@]}" \
+        --fp8-scales "$FP8_DIR/calib-$s" --seconds "$SECS" --scenarios "$sc" --out "$FP8_DIR/engine-$s-fp8static.json"
+    fi
+  }
+  fp8_shape 0.6b "$M" latency_1x128,throughput_100x512,throughput_100x4096
+  if [[ -f $FP8_DIR/calib-0.6b/fp8_scales.json ]]; then
+    step fp8_0.6b_fidelity 150 python3 scripts/gpu/compare_hf.py --model "$M" --name pplx-embed-v1-0.6b-bidirectional \
+      --petal "$PETAL_BIN" --lengths 1,7,16,77,128,300,512,1000,2048,4096,8191 \
+      --variant "fp8=${FP8[*]} --fp8-min-tokens 0" \
+      --variant "fp8static=${FP8[*]} --fp8-scales $FP8_DIR/calib-0.6b --fp8-min-tokens 0" \
+      --out "$FP8_DIR/fidelity-0.6b-bidirectional.json"
+  fi
+  if [[ -z "${PETAL_SKIP_FP8_4B:-}" ]]; then
+    M4=/tmp/petal-models/pplx-embed-v1-4b
+    [[ -f $M4/model.safetensors ]] || step make_model_4b 120 "$PETAL_BIN" make-model --shape pplx-embed-v1-4b \
+      --attention bidirectional --out "$M4"
+    [[ -f $M4/model.safetensors ]] && fp8_shape 4b "$M4" latency_1x128,throughput_100x512 bf16
+  fi
+elif [[ $MODE == gpu && -n "${PETAL_SKIP_FP8:-}" ]]; then
+  skip fp8 "PETAL_SKIP_FP8 set"
+fi
+
 # --- merge --------------------------------------------------------------------------------------
 CMD="bash bench/run_gpu.sh${1:+ $1}"
 [[ -n "${PETAL_GPU_STEP:-}" ]] && CMD="bash scripts/gpu/run_on_device.sh $PETAL_GPU_STEP"
 # The settings that change what is measured, as they were given.
 for v in PETAL_BENCH_SECONDS PETAL_BENCH_BUDGET_S PETAL_HF_QUICK PETAL_SKIP_HF PETAL_SKIP_ST \
-  PETAL_ST_PYTHON PETAL_BENCH_BACKEND PETAL_BENCH_SCENARIOS PETAL_BENCH_CONCURRENCY PETAL_BENCH_WORDS; do
+  PETAL_ST_PYTHON PETAL_BENCH_BACKEND PETAL_BENCH_SCENARIOS PETAL_BENCH_CONCURRENCY PETAL_BENCH_WORDS \
+  PETAL_SKIP_FP8 PETAL_SKIP_FP8_4B PETAL_FP8_RESULTS; do
   [[ -n "${!v+x}" ]] && CMD="$v=${!v} $CMD"
 done
 python3 bench/merge_results.py --dir "$R" --mode "$MODE" --model "$M" --model-name "$MODEL_NAME" \
-  --petal "$PETAL_BIN" --command "$CMD" --seconds-per-scenario "$SECS" || exit 1
+  --petal "$PETAL_BIN" --command "$CMD" --seconds-per-scenario "$SECS" --fp8-dir "$FP8_DIR" || exit 1
 merged="$(cat "$R/merged_path.txt")"
 if [[ $MODE == cpu ]]; then
   mkdir -p bench/results && cp "$merged" bench/results/

@@ -243,6 +243,7 @@ int RunEmbed(const EmbedOptions& opts) {
   eo.cuda.fp8_min_tokens = opts.quant.fp8_min_tokens;
   eo.cuda.fp8_layers = opts.quant.fp8_layers;
   eo.cuda.fp8_gate = opts.quant.fp8_gate;
+  eo.cuda.fp8_scales = opts.quant.fp8_scales;
   // A batch may end one input past --max-batch-tokens; leave room for a long last input.
   eo.cuda.max_tokens = std::max(2 * opts.max_batch_tokens, 16384);
   // ... however long that input may be: up to the model's whole context (32K for Qwen3 shapes).

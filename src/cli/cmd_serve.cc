@@ -42,6 +42,7 @@ struct ServeArgs {
   std::string gpus;          // --gpus: one replica per GPU (empty: as without)
   std::vector<std::string> server_args;
   std::string quantize = "none";  // passed to every replica as --quantize
+  std::string fp8_scales;         // passed to every replica as --fp8-scales when set
   std::string otlp_endpoint;      // tracing: the gateway's and every replica's exporter
   bool fake = false;
   int start_timeout_s = 600;
@@ -228,6 +229,7 @@ int RunServe(ServeArgs& a) {
     } else {
       c.argv.insert(c.argv.end(), {"--model", a.gateway.model_dir, "--backend", a.backend,
                                    "--quantize", a.quantize});
+      if (!a.fp8_scales.empty()) c.argv.insert(c.argv.end(), {"--fp8-scales", a.fp8_scales});
     }
     if (!a.devices.empty()) {
       c.argv.insert(c.argv.end(), {"--device", std::to_string(a.devices[i % a.devices.size()])});
@@ -322,6 +324,9 @@ std::function<int()> SetupServe(CLI::App* app) {
                   "--server-arg, e.g. --server-arg=--fp8-layers=mlp)")
       ->check(CLI::IsMember({"none", "fp8"}))
       ->capture_default_str();
+  app->add_option("--fp8-scales", a->fp8_scales,
+                  "--quantize fp8: static activation scales from DIR/fp8_scales.json (petal "
+                  "calibrate), passed to every replica");
   app->add_flag("--fake-engine", a->fake, "Replicas serve the FakeEngine (for tests)");
   app->add_option("--start-timeout-s", a->start_timeout_s, "Longest wait for replicas to serve")
       ->capture_default_str();

@@ -7,7 +7,8 @@
 
 namespace petal::cli {
 
-// --quantize, --fp8-min-tokens, --fp8-layers, --no-fp8-gate (CUDA engine), bound to `cuda`.
+// --quantize, --fp8-min-tokens, --fp8-layers, --no-fp8-gate, --fp8-scales (CUDA engine), bound to
+// `cuda`.
 inline void AddQuantizeFlags(CLI::App* app, CudaEngineOptions* cuda) {
   app->add_option("--quantize", cuda->quantize,
                   "CUDA engine: none (bf16) or fp8 (e4m3 dense layers, Hopper; Qwen3 models)")
@@ -24,6 +25,9 @@ inline void AddQuantizeFlags(CLI::App* app, CudaEngineOptions* cuda) {
       ->capture_default_str();
   app->add_flag("!--no-fp8-gate", cuda->fp8_gate,
                 "--quantize fp8: skip the start-up fidelity check against the bf16 path");
+  app->add_option("--fp8-scales", cuda->fp8_scales,
+                  "--quantize fp8: static activation scales from DIR/fp8_scales.json (written by "
+                  "petal calibrate for this model) instead of per-token ones");
 }
 
 // Adds the engine flags (backend, capacity, device, CUDA graph buckets) to `app`, bound to `opts`.

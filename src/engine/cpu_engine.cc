@@ -5,8 +5,10 @@
 
 namespace petal {
 
-StatusOr<std::unique_ptr<CpuEngine>> CpuEngine::Load(const std::string& model_dir) {
+StatusOr<std::unique_ptr<CpuEngine>> CpuEngine::Load(const std::string& model_dir,
+                                                     ActivationObserver* observer) {
   std::unique_ptr<CpuEngine> e(new CpuEngine());
+  e->observer_ = observer;
   PETAL_ASSIGN_OR_RETURN(e->config_, LoadModelConfig(model_dir));
   PETAL_ASSIGN_OR_RETURN(e->weights_, WeightStore::Open(model_dir));
   PETAL_ASSIGN_OR_RETURN(e->model_, LoadCpuModel(e->config_, *e->weights_));
@@ -19,7 +21,7 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CpuEngine::Step(const Batch& batch)
   if (score && !batch.pool_spans.empty())
     return InvalidArgument("pool spans are for embedding models, not ranking models");
   std::vector<float> hidden;
-  PETAL_RETURN_IF_ERROR(model_->Forward(batch, &hidden));
+  PETAL_RETURN_IF_ERROR(model_->ForwardObserved(batch, &hidden, observer_));
   Embeddings out;
   if (!batch.pool_spans.empty()) {
     // One row per span, pooled and normalised as each span's flags say.

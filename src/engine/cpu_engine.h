@@ -13,8 +13,11 @@ namespace petal {
 
 class CpuEngine final : public Engine {
  public:
-  // Loads config, weights and the model's CPU implementation from a model folder.
-  static StatusOr<std::unique_ptr<CpuEngine>> Load(const std::string& model_dir);
+  // Loads config, weights and the model's CPU implementation from a model folder. With an
+  // `observer` (petal calibrate; not owned, must outlive the engine), every Step() reports the
+  // fp8 GEMM inputs' per-token maxima to it (model.h, ForwardObserved).
+  static StatusOr<std::unique_ptr<CpuEngine>> Load(const std::string& model_dir,
+                                                   ActivationObserver* observer = nullptr);
 
   const ModelConfig& config() const override { return config_; }
   std::string backend() const override { return "cpu"; }
@@ -26,6 +29,7 @@ class CpuEngine final : public Engine {
   ModelConfig config_;
   std::unique_ptr<WeightStore> weights_;
   std::unique_ptr<CpuModel> model_;
+  ActivationObserver* observer_ = nullptr;
 };
 
 }  // namespace petal

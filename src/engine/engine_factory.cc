@@ -8,12 +8,20 @@ StatusOr<std::unique_ptr<Engine>> CreateEngine(const std::string& model_dir,
                                                const EngineOptions& options) {
   std::string backend = options.backend;
   if (backend == "auto") backend = CudaAvailable() ? "cuda" : "cpu";
-  if (backend == "cuda") return CreateCudaEngine(model_dir, options.cuda);
+  if (!options.cuda.fp8_scales.empty() && options.cuda.quantize != "fp8")
+    return InvalidArgument("--fp8-scales " + options.cuda.fp8_scales +
+                           " needs --quantize fp8 (static scales are for the fp8 path)");
+  if (backend == "cuda") {
+    if (options.observer == nullptr) return CreateCudaEngine(model_dir, options.cuda);
+    CudaEngineOptions cuda = options.cuda;
+    cuda.observer = options.observer;
+    return CreateCudaEngine(model_dir, cuda);
+  }
   if (backend == "cpu") {
     if (options.cuda.quantize != "none")
       return InvalidArgument("--quantize " + options.cuda.quantize +
                              " needs the CUDA engine (--backend cuda); the CPU engine is fp32");
-    PETAL_ASSIGN_OR_RETURN(auto e, CpuEngine::Load(model_dir));
+    PETAL_ASSIGN_OR_RETURN(auto e, CpuEngine::Load(model_dir, options.observer));
     return std::unique_ptr<Engine>(std::move(e));
   }
   return InvalidArgument("unknown backend '" + options.backend + "' (expected auto, cpu or cuda)");

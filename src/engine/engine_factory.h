@@ -13,6 +13,9 @@ namespace petal {
 struct EngineOptions {
   std::string backend = "auto";  // "auto" | "cpu" | "cuda"
   CudaEngineOptions cuda;
+  // petal calibrate: receives every fp8 GEMM input's per-token maxima of each Step() (CPU: the
+  // fp32 forward; CUDA: the bf16 path, run eagerly). Not owned; must outlive the engine.
+  ActivationObserver* observer = nullptr;
 };
 
 // Creates the engine named by options.backend; "auto" picks cuda when CudaAvailable().

@@ -9,6 +9,13 @@ Status CpuModel::Score(const float*, int, float*) const {
                        " model has no score head (it is an embedder)");
 }
 
+Status CpuModel::ForwardObserved(const Batch& batch, std::vector<float>* hidden,
+                                 ActivationObserver* observer) const {
+  if (observer == nullptr) return Forward(batch, hidden);
+  return Unimplemented(std::string("fp8 calibration is implemented for Qwen3 models, not ") +
+                       ArchitectureName(config().architecture));
+}
+
 StatusOr<std::unique_ptr<CpuModel>> LoadCpuModel(const ModelConfig& config,
                                                  const WeightStore& weights) {
   return FindFactory(config.architecture).create_cpu(config, weights);

@@ -9,6 +9,7 @@
 
 #include "common/status.h"
 #include "engine/batch.h"
+#include "model/activation_observer.h"
 #include "model/config.h"
 #include "model/safetensors.h"
 
@@ -21,6 +22,11 @@ class CpuModel {
   // Writes the final hidden states, [batch.num_tokens(), hidden_size] row-major, to `hidden`.
   // The batch has already been validated against the vocabulary and max length.
   virtual Status Forward(const Batch& batch, std::vector<float>* hidden) const = 0;
+  // Forward, also reporting every fp8 GEMM input's per-token maxima to `observer` (petal
+  // calibrate). Architectures without the hook (BERT) fail with Unimplemented unless `observer`
+  // is null. Thread-safety as Forward; the observer is called from this thread.
+  virtual Status ForwardObserved(const Batch& batch, std::vector<float>* hidden,
+                                 ActivationObserver* observer) const;
   // Ranking models (config().task == kScore): the score head on `rows` pooled states
   // ([rows, hidden_size], pooled per config().pooling, not normalised), writing
   // [rows, config().score_outputs] logits. Embedders have no head (Unimplemented).

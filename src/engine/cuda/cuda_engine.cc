@@ -5,7 +5,9 @@
 #include <cstring>
 
 #include <string>
+
 #include "kernels/cuda/gemm.h"
+#include "model/fp8_scales.h"
 
 namespace petal {
 namespace cuda {
@@ -79,7 +81,10 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
   while (row_cap < std::max(1, opt.max_rows)) row_cap *= 2;
   buckets_ = BucketPolicy{opt.token_bucket_small, opt.token_bucket_large, opt.bucket_threshold,
                           opt.max_tokens, seq_cap, row_cap};
-  graphs_ = std::make_unique<GraphCache>(opt.max_graphs, opt.use_graphs);
+  // petal calibrate (an observer): the bf16 path, eagerly, so that every batch is reported.
+  if (opt.observer != nullptr && opt.quantize != "none")
+    return InvalidArgument("calibration runs the bf16 path: --quantize must be none");
+  graphs_ = std::make_unique<GraphCache>(opt.max_graphs, opt.use_graphs && !opt.observer);
   Capacity cap{opt.max_tokens, seq_cap, AttentionMode::kAuto};
   if (opt.attention == "flash") {
     cap.attention = AttentionMode::kFlash;
@@ -100,10 +105,24 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
     // the bf16 path whatever the option says.
     cap.fp8_min_tokens = std::max(opt.fp8_min_tokens, kFp8MinM);
     cap.fp8_mlp_only = opt.fp8_layers == "mlp";
+    if (!opt.fp8_scales.empty()) {
+      PETAL_ASSIGN_OR_RETURN(const Fp8Scales scales,
+                             LoadFp8ScalesFor(opt.fp8_scales, config_, *store));
+      cap.fp8_static_scales = scales.DequantScales();
+      std::fprintf(stderr,
+                   "[engine] fp8 static activation scales from %s/%s (%s over %lld tokens of "
+                   "%lld texts, %s engine)\n",
+                   opt.fp8_scales.c_str(), kFp8ScalesFile, scales.statistic.c_str(),
+                   static_cast<long long>(scales.tokens), static_cast<long long>(scales.texts),
+                   scales.backend.c_str());
+    }
   } else if (opt.quantize != "none") {
     return InvalidArgument("quantize must be none or fp8, not '" + opt.quantize + "'");
   }
+  if (!opt.fp8_scales.empty() && !cap.fp8)
+    return InvalidArgument("--fp8-scales needs --quantize fp8");
   PETAL_ASSIGN_OR_RETURN(model_, CreateCudaModel(config_, *store, cap));
+  if (opt.observer != nullptr) PETAL_RETURN_IF_ERROR(model_->EnableCalibration());
   if (cap.fp8 && opt.fp8_gate) {
     const int max_len =
         config_.max_seq_length > 0 ? config_.max_seq_length : config_.max_position_embeddings;
@@ -242,6 +261,10 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch
                   "D2H");
   }
   if (s.ok()) s = CheckCuda(cudaEventRecord(slot.done, stream_), "event record");
+  if (s.ok() && options_.observer != nullptr) {  // petal calibrate: real tokens only
+    s = CheckCuda(cudaStreamSynchronize(stream_), "calibration sync");
+    if (s.ok()) s = model_->ReportCalibration(T, options_.observer);
+  }
   if (!s.ok()) {
     slot.busy.store(false, std::memory_order_release);
     return s;
@@ -259,6 +282,7 @@ std::map<std::string, double> CudaEngine::Stats() const {
   if (model_->fp8_enabled()) {
     st["fp8_min_tokens"] = double(std::max(options_.fp8_min_tokens, kFp8MinM));
     if (options_.fp8_gate) st["fp8_gate_min_cosine"] = fp8_gate_.min_cosine;
+    st["fp8_static_scales"] = options_.fp8_scales.empty() ? 0.0 : 1.0;
   }
   return st;
 }

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "model/activation_observer.h"
 
 namespace petal {
 
@@ -44,6 +45,14 @@ struct CudaEngineOptions {
   int fp8_min_tokens = 2048;       // raised to kFp8MinM (gemm.h) if lower
   std::string fp8_layers = "all";  // "all" (QKV, O, gate/up, down) or "mlp" (gate/up, down)
   bool fp8_gate = true;
+  // --fp8-scales DIR (with quantize "fp8"): static per-tensor activation scales from
+  // DIR/fp8_scales.json (petal calibrate; model/fp8_scales.h) instead of per-token ones; a file
+  // calibrated on another model is refused. "" = dynamic scales.
+  std::string fp8_scales;
+  // petal calibrate: each Step() runs the bf16 path eagerly (no graphs, no fp8) and reports every
+  // fp8 GEMM input's per-token maxima (padding excluded) to the observer before returning. Not
+  // owned. Set through EngineOptions::observer.
+  ActivationObserver* observer = nullptr;
 };
 
 // Result slots (ring_slots) an engine needs for a caller that holds up to `max_inflight`

@@ -12,7 +12,10 @@
 #include <memory>
 #include <string>
 
+#include <vector>
+
 #include "common/status.h"
+#include "model/activation_observer.h"
 #include "model/config.h"
 #include "model/safetensors.h"
 
@@ -35,6 +38,10 @@ struct Capacity {
   bool fp8 = false;
   int fp8_min_tokens = 2048;  // >= kFp8MinM (gemm.h): the engine raises it
   bool fp8_mlp_only = false;  // QKV and O stay bf16 (less quantisation noise, less speed-up)
+  // --fp8-scales: static per-tensor dequantisation scales, [num_layers * kFp8Inputs] in
+  // Fp8Input order (model/fp8_scales.h, DequantScales), used by the fp8 quantisers instead of
+  // per-token ones (fp8_ops.h, static_scale). Empty = dynamic.
+  std::vector<float> fp8_static_scales = {};
 };
 
 // Per-batch inputs, all in device memory at fixed addresses for the engine's lifetime.
@@ -76,6 +83,17 @@ class CudaModel {
   // the same batch. Not to be changed while a graph is being captured.
   virtual bool fp8_enabled() const { return false; }
   virtual void set_fp8_enabled(bool) {}
+  // petal calibrate: from now on the bf16 forward also records every fp8 GEMM input's per-token
+  // maxima (ActivationObserver) in device memory; ReportCalibration reads them back after the
+  // stream has been synchronised. Architectures without it return Unimplemented.
+  virtual Status EnableCalibration() {
+    return Unimplemented(std::string("fp8 calibration is implemented for Qwen3 models, not ") +
+                         ArchitectureName(config().architecture));
+  }
+  // Hands the last forward's maxima of its first `rows` tokens to `observer` (synchronous copy).
+  virtual Status ReportCalibration(int /*rows*/, ActivationObserver* /*observer*/) {
+    return Unimplemented("calibration is not enabled");
+  }
 };
 
 // Loads weights from `store`, uploads them in bf16, and allocates scratch for `cap`: the

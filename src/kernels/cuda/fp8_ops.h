@@ -5,9 +5,16 @@
 //   amax_r)
 // where v is the op's fp32 result (before any bf16 rounding) and amax_r = max_i |v[r, i]|. The
 // GEMM (gemm.h, fp8 operands) multiplies by scale[r] of each side. QuantizeRowsFp8Host is the CPU
-// reference of the formula (bit-exact for the same fp32 inputs). Launch rules as in ops.h: one
-// block per row, sizes from plan time, nothing allocated, graph-capturable. dims must be multiples
-// of 16 with 16-byte aligned pointers, dim <= kMaxNormDim. Thread-safety: stateless.
+// reference of the formula (bit-exact for the same fp32 inputs).
+// Static scales (`--fp8-scales`, petal calibrate; model/fp8_scales.h): with `static_scale`
+// non-null, the op reads one per-tensor dequantisation scale s = *static_scale (calibrated
+// amax / 448) from device memory instead of reducing each row:
+//   scale[r] = s,   q[r, i] = e4m3_rn_satfinite(v[r, i] * rcp_rn(s))
+// (values beyond the calibrated range saturate at +-448). The pointer is read when the kernel
+// runs, so a captured graph picks up new values. QuantizeRowsFp8StaticHost is its CPU reference.
+// Launch rules as in ops.h: one block per row, sizes from plan time, nothing allocated,
+// graph-capturable. dims must be multiples of 16 with 16-byte aligned pointers,
+// dim <= kMaxNormDim. Thread-safety: stateless.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -36,6 +43,7 @@ struct QuantizeRowsFp8Params {
   float* scale = nullptr;         // [rows]
   int rows = 0;
   int dim = 0;
+  const float* static_scale = nullptr;  // [1] on the device, or null: dynamic per-row scales
 };
 Status LaunchQuantizeRowsFp8(const QuantizeRowsFp8Params& p, cudaStream_t stream);
 
@@ -50,6 +58,7 @@ struct AddRmsNormFp8Params {
   float* scale = nullptr;  // [rows]
   int rows = 0;
   int dim = 0;
+  const float* static_scale = nullptr;  // [1] on the device, or null: dynamic per-row scales
 };
 Status LaunchAddRmsNormFp8(const AddRmsNormFp8Params& p, cudaStream_t stream);
 
@@ -61,11 +70,25 @@ struct SiluMulFp8Params {
   float* scale = nullptr;         // [rows]
   int rows = 0;
   int inter = 0;
+  const float* static_scale = nullptr;  // [1] on the device, or null: dynamic per-row scales
 };
 Status LaunchSiluMulFp8(const SiluMulFp8Params& p, cudaStream_t stream);
 
+// petal calibrate on the CUDA engine: out[r] = max_i |in[r, i]| of bf16 rows (the per-token
+// maxima the fp8 ops would compute), for the activation observer. Same launch rules.
+struct RowAmaxParams {
+  const bf16* in = nullptr;  // [rows, dim]
+  float* out = nullptr;      // [rows]
+  int rows = 0;
+  int dim = 0;
+};
+Status LaunchRowAmaxBf16(const RowAmaxParams& p, cudaStream_t stream);
+
 // CPU reference of the quantisation formula for fp32 rows: q as raw e4m3 bytes.
 void QuantizeRowsFp8Host(const float* in, int rows, int dim, uint8_t* q, float* scale);
+// CPU reference of the static formula: every row with dequantisation scale `s`.
+void QuantizeRowsFp8StaticHost(const float* in, int rows, int dim, float s, uint8_t* q,
+                               float* scale);
 // Raw e4m3 byte to float (host).
 float Fp8ToFloatHost(uint8_t q);
 

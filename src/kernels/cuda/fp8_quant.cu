@@ -36,12 +36,20 @@ __device__ __forceinline__ float BlockMax(float v, float* scratch) {
   return WarpMax(v);
 }
 
-// Quantises the staged row (fp32 in shared memory, this thread's chunks) given its amax.
-__device__ __forceinline__ void WriteRow(const float* row, float amax, int dim, fp8* out,
-                                         float* scale) {
-  amax = fmaxf(amax, kFp8MinAmax);
-  const float inv = kFp8Max / amax;
-  if (threadIdx.x == 0) *scale = amax / kFp8Max;
+// Quantises the staged row (fp32 in shared memory, this thread's chunks) given its amax, or
+// with the per-tensor scale *static_scale when that is non-null (amax is then unused).
+__device__ __forceinline__ void WriteRow(const float* row, float amax, const float* static_scale,
+                                         int dim, fp8* out, float* scale) {
+  float inv, s;
+  if (static_scale != nullptr) {
+    s = *static_scale;
+    inv = __frcp_rn(s);  // IEEE round-to-nearest, as 1.f / s on the host
+  } else {
+    amax = fmaxf(amax, kFp8MinAmax);
+    inv = kFp8Max / amax;
+    s = amax / kFp8Max;
+  }
+  if (threadIdx.x == 0) *scale = s;
   for (int i = threadIdx.x * kVec; i < dim; i += blockDim.x * kVec) {
     uint2 raw;
     uint16_t* pairs = reinterpret_cast<uint16_t*>(&raw);
@@ -56,7 +64,7 @@ __device__ __forceinline__ void WriteRow(const float* row, float amax, int dim, 
 }
 
 __global__ void QuantizeRowsKernel(const float* in_f32, const bf16* in_bf16, fp8* out, float* scale,
-                                   int dim) {
+                                   int dim, const float* static_scale) {
   PdlWait();  // see pdl.cuh: before any global memory access
   extern __shared__ float row[];
   __shared__ float scratch[32];
@@ -78,8 +86,9 @@ __global__ void QuantizeRowsKernel(const float* in_f32, const bf16* in_bf16, fp8
       amax = fmaxf(amax, fabsf(v[j]));
     }
   }
-  amax = BlockMax(amax, scratch);
-  WriteRow(row, amax, dim, out + base, scale + blockIdx.x);
+  // Static scales need no reduction (and no barrier: each thread re-reads only its own slots).
+  if (static_scale == nullptr) amax = BlockMax(amax, scratch);
+  WriteRow(row, amax, static_scale, dim, out + base, scale + blockIdx.x);
 }
 
 __global__ void AddRmsNormFp8Kernel(AddRmsNormFp8Params p) {
@@ -117,8 +126,8 @@ __global__ void AddRmsNormFp8Kernel(AddRmsNormFp8Params p) {
       amax = fmaxf(amax, fabsf(o));
     }
   }
-  amax = BlockMax(amax, scratch);
-  WriteRow(row, amax, dim, p.out + base, p.scale + blockIdx.x);
+  if (p.static_scale == nullptr) amax = BlockMax(amax, scratch);
+  WriteRow(row, amax, p.static_scale, dim, p.out + base, p.scale + blockIdx.x);
 }
 
 __global__ void SiluMulFp8Kernel(SiluMulFp8Params p) {
@@ -140,8 +149,24 @@ __global__ void SiluMulFp8Kernel(SiluMulFp8Params p) {
       amax = fmaxf(amax, fabsf(o));
     }
   }
+  if (p.static_scale == nullptr) amax = BlockMax(amax, scratch);
+  WriteRow(row, amax, p.static_scale, dim, p.out + static_cast<int64_t>(blockIdx.x) * dim,
+           p.scale + blockIdx.x);
+}
+
+__global__ void RowAmaxKernel(const bf16* in, float* out, int dim) {
+  PdlWait();  // see pdl.cuh: before any global memory access
+  __shared__ float scratch[32];
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * dim;
+  float amax = 0.f;
+  for (int i = threadIdx.x * kVec; i < dim; i += blockDim.x * kVec) {
+    float v[kVec];
+    LoadBf16<kVec>(in + base + i, v);
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) amax = fmaxf(amax, fabsf(v[j]));
+  }
   amax = BlockMax(amax, scratch);
-  WriteRow(row, amax, dim, p.out + static_cast<int64_t>(blockIdx.x) * dim, p.scale + blockIdx.x);
+  if (threadIdx.x == 0) out[blockIdx.x] = amax;
 }
 
 Status CheckRows(const char* op, int rows, int dim, std::initializer_list<const void*> ptrs) {
@@ -164,7 +189,7 @@ Status LaunchQuantizeRowsFp8(const QuantizeRowsFp8Params& p, cudaStream_t stream
     return BadArg("QuantizeRowsFp8", "need exactly one input, out and scale");
   if (p.rows == 0) return Status::Ok();
   (void)LaunchPdl(QuantizeRowsKernel, p.rows, RowThreads(p.dim, kVec), RowBytes(p.dim), stream,
-                  p.in_f32, p.in_bf16, p.out, p.scale, p.dim);
+                  p.in_f32, p.in_bf16, p.out, p.scale, p.dim, p.static_scale);
   PETAL_CUDA_CHECK(cudaGetLastError());
   return Status::Ok();
 }
@@ -190,6 +215,15 @@ Status LaunchSiluMulFp8(const SiluMulFp8Params& p, cudaStream_t stream) {
   return Status::Ok();
 }
 
+Status LaunchRowAmaxBf16(const RowAmaxParams& p, cudaStream_t stream) {
+  PETAL_RETURN_IF_ERROR(CheckRows("RowAmaxBf16", p.rows, p.dim, {p.in}));
+  if (!p.in || !p.out) return BadArg("RowAmaxBf16", "need in and out");
+  if (p.rows == 0) return Status::Ok();
+  (void)LaunchPdl(RowAmaxKernel, p.rows, RowThreads(p.dim, kVec), 0, stream, p.in, p.out, p.dim);
+  PETAL_CUDA_CHECK(cudaGetLastError());
+  return Status::Ok();
+}
+
 void QuantizeRowsFp8Host(const float* in, int rows, int dim, uint8_t* q, float* scale) {
   for (int r = 0; r < rows; ++r) {
     const float* v = in + static_cast<int64_t>(r) * dim;
@@ -201,6 +235,16 @@ void QuantizeRowsFp8Host(const float* in, int rows, int dim, uint8_t* q, float* 
     for (int i = 0; i < dim; ++i)
       q[static_cast<int64_t>(r) * dim + i] =
           __nv_cvt_float_to_fp8(v[i] * inv, __NV_SATFINITE, __NV_E4M3);
+  }
+}
+
+void QuantizeRowsFp8StaticHost(const float* in, int rows, int dim, float s, uint8_t* q,
+                               float* scale) {
+  const float inv = 1.f / s;
+  for (int r = 0; r < rows; ++r) {
+    scale[r] = s;
+    for (int64_t i = static_cast<int64_t>(r) * dim; i < static_cast<int64_t>(r + 1) * dim; ++i)
+      q[i] = __nv_cvt_float_to_fp8(in[i] * inv, __NV_SATFINITE, __NV_E4M3);
   }
 }
 

@@ -169,6 +169,12 @@ class Qwen3CpuModel final : public CpuModel {
   const ModelConfig& config() const override { return config_; }
 
   Status Forward(const Batch& batch, std::vector<float>* hidden) const override {
+    return ForwardObserved(batch, hidden, nullptr);
+  }
+
+  // `obs` (petal calibrate) sees the fp32 inputs of the four dense GEMMs of every layer.
+  Status ForwardObserved(const Batch& batch, std::vector<float>* hidden,
+                         ActivationObserver* obs) const override {
     const ModelConfig& c = config_;
     const int T = batch.num_tokens(), n = batch.num_seqs();
     const int H = c.hidden_size, d = c.head_dim, hq = c.num_heads, hkv = c.num_kv_heads;
@@ -193,8 +199,11 @@ class Qwen3CpuModel final : public CpuModel {
     std::vector<float> attn(static_cast<size_t>(T) * hq * d), proj(static_cast<size_t>(T) * H);
     std::vector<float> gate_up(static_cast<size_t>(T) * 2 * I), act(static_cast<size_t>(T) * I);
 
-    for (const Qwen3LayerWeights& L : w_.layers) {
+    for (size_t l = 0; l < w_.layers.size(); ++l) {
+      const Qwen3LayerWeights& L = w_.layers[l];
+      const int li = static_cast<int>(l);
       cpu::RmsNorm(x.data(), L.input_norm.data(), c.norm_eps, normed.data(), T, H);
+      ObserveRows(obs, li, Fp8Input::kQkv, normed.data(), T, H);
       cpu::Gemm(normed.data(), L.qkv.data(), L.qkv_bias.empty() ? nullptr : L.qkv_bias.data(),
                 qkv.data(), T, qkv_dim, H);
       // Qwen3's per-head RMSNorm on q and k (before rotary): each token row holds hq q-heads
@@ -208,13 +217,16 @@ class Qwen3CpuModel final : public CpuModel {
       cpu::Rope(qkv.data() + hq * d, qkv_dim, hkv, d, cu, n, c.rope_theta);
       cpu::Attention(qkv.data(), qkv_dim, qkv.data() + hq * d, qkv_dim, qkv.data() + (hq + hkv) * d,
                      qkv_dim, attn.data(), cu, n, hq, hkv, d, causal, scale);
+      ObserveRows(obs, li, Fp8Input::kO, attn.data(), T, hq * d);
       cpu::Gemm(attn.data(), L.o_proj.data(), L.o_bias.empty() ? nullptr : L.o_bias.data(),
                 proj.data(), T, H, hq * d);
       cpu::AddInPlace(x.data(), proj.data(), static_cast<int64_t>(T) * H);
 
       cpu::RmsNorm(x.data(), L.post_attention_norm.data(), c.norm_eps, normed.data(), T, H);
+      ObserveRows(obs, li, Fp8Input::kGateUp, normed.data(), T, H);
       cpu::Gemm(normed.data(), L.gate_up.data(), nullptr, gate_up.data(), T, 2 * I, H);
       cpu::SiluMul(gate_up.data(), act.data(), T, I);
+      ObserveRows(obs, li, Fp8Input::kDown, act.data(), T, I);
       cpu::Gemm(act.data(), L.down.data(), nullptr, proj.data(), T, H, I);
       cpu::AddInPlace(x.data(), proj.data(), static_cast<int64_t>(T) * H);
     }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <thread>
+#include <vector>
 
 #include "engine/cuda/attention_runner.h"
 #include "engine/cuda/cuda_model.h"
@@ -37,11 +38,34 @@ class Qwen3CudaModel final : public CudaModel {
     std::string s = DescribeKernels(*gemm_, attention_);
     if (cap_.fp8)
       s += "\nfp8: dense layers in e4m3 for batches of >= " + std::to_string(cap_.fp8_min_tokens) +
-           " tokens" + (cap_.fp8_mlp_only ? " (MLP only)" : "") + (fp8_on_ ? "" : " (disabled)");
+           " tokens" + (cap_.fp8_mlp_only ? " (MLP only)" : "") +
+           (static_s_.size() > 0 ? ", static activation scales" : ", per-token activation scales") +
+           (fp8_on_ ? "" : " (disabled)");
     return s;
   }
   bool fp8_enabled() const override { return cap_.fp8 && fp8_on_; }
   void set_fp8_enabled(bool on) override { fp8_on_ = on; }
+
+  Status EnableCalibration() override {
+    const size_t n = layers_.size() * kFp8Inputs * static_cast<size_t>(cap_.max_tokens);
+    PETAL_RETURN_IF_ERROR(calib_.Allocate(n));
+    bytes_ += calib_.bytes();
+    return Status::Ok();
+  }
+
+  Status ReportCalibration(int rows, ActivationObserver* observer) override {
+    if (calib_.size() == 0) return FailedPrecondition("calibration is not enabled");
+    if (rows < 0 || rows > cap_.max_tokens) return InvalidArgument("calibration rows out of range");
+    std::vector<float> host(static_cast<size_t>(rows));
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      for (int w = 0; w < kFp8Inputs; ++w) {
+        PETAL_CUDA_CHECK(cudaMemcpy(host.data(), CalibSlot(static_cast<int>(l), w),
+                                    host.size() * sizeof(float), cudaMemcpyDeviceToHost));
+        observer->ObserveRowAmax(static_cast<int>(l), static_cast<Fp8Input>(w), host.data(), rows);
+      }
+    }
+    return Status::Ok();
+  }
 
   Status Init(const Qwen3Weights& w) {
     auto up = [&](DeviceBuffer<bf16>* dst, const std::vector<float>& src) -> Status {
@@ -210,6 +234,19 @@ class Qwen3CudaModel final : public CudaModel {
       bytes_ +=
           TotalBytes(d.qkv8, d.o8, d.gate_up8, d.down8, d.qkv_s, d.o_s, d.gate_up_s, d.down_s);
     }
+    if (!cap_.fp8_static_scales.empty()) {
+      const size_t want = w.layers.size() * kFp8Inputs;
+      if (cap_.fp8_static_scales.size() != want)
+        return InvalidArgument(
+            "fp8 static scales: " + std::to_string(cap_.fp8_static_scales.size()) + " values for " +
+            std::to_string(w.layers.size()) + " layers");
+      for (float v : cap_.fp8_static_scales)
+        if (!(v > 0.f && std::isfinite(v)))
+          return InvalidArgument("fp8 static scales must be finite and positive");
+      PETAL_RETURN_IF_ERROR(static_s_.Allocate(want));
+      PETAL_RETURN_IF_ERROR(static_s_.CopyFromHost(cap_.fp8_static_scales.data(), want));
+      bytes_ += static_s_.bytes();
+    }
     PETAL_RETURN_IF_ERROR(q8_.Allocate(T * std::max({H, I, Q})));
     PETAL_RETURN_IF_ERROR(q8_scale_.Allocate(T));
     bytes_ += TotalBytes(q8_, q8_scale_);
@@ -217,9 +254,14 @@ class Qwen3CudaModel final : public CudaModel {
   }
 
   // One layer's dense work on the fp8 path (attention stays bf16): the norms and SwiGLU write
-  // e4m3 rows with per-token scales, the attention output is quantised before o_proj.
-  Status Fp8Layer(const Qwen3LayerDev& L, AttentionParams& ap, QkNormRopeParams& rp, int T,
-                  cudaStream_t stream) {
+  // e4m3 rows with per-token scales (or the layer's static ones), the attention output is
+  // quantised before o_proj.
+  Status Fp8Layer(const Qwen3LayerDev& L, int layer, AttentionParams& ap, QkNormRopeParams& rp,
+                  int T, cudaStream_t stream) {
+    auto st = [&](Fp8Input which) -> const float* {
+      if (static_s_.size() == 0) return nullptr;
+      return static_s_.get() + static_cast<size_t>(layer) * kFp8Inputs + static_cast<int>(which);
+    };
     const int H = config_.hidden_size, I = config_.intermediate_size;
     const int Q = config_.num_heads * config_.head_dim;
     const int QKV = (config_.num_heads + 2 * config_.num_kv_heads) * config_.head_dim;
@@ -242,9 +284,10 @@ class Qwen3CudaModel final : public CudaModel {
       PETAL_RETURN_IF_ERROR(gemm_->Run(
           {x_.get(), L.qkv.get(), L.qkv_b.get(), nullptr, qkv_.get(), T, QKV, H}, stream));
     } else {
-      PETAL_RETURN_IF_ERROR(LaunchAddRmsNormFp8(
-          {nullptr, r_.get(), L.in_norm.get(), config_.norm_eps, q8_.get(), q8_scale_.get(), T, H},
-          stream));
+      PETAL_RETURN_IF_ERROR(
+          LaunchAddRmsNormFp8({nullptr, r_.get(), L.in_norm.get(), config_.norm_eps, q8_.get(),
+                               q8_scale_.get(), T, H, st(Fp8Input::kQkv)},
+                              stream));
       PETAL_RETURN_IF_ERROR(gemm8(L.qkv8, L.qkv_s, L.qkv_b, nullptr, qkv_.get(), QKV, H));
     }
     rp.q_norm_weight = L.q_norm.get();
@@ -255,16 +298,17 @@ class Qwen3CudaModel final : public CudaModel {
       PETAL_RETURN_IF_ERROR(
           gemm_->Run({attn_.get(), L.o.get(), L.o_b.get(), r_.get(), r_.get(), T, H, Q}, stream));
     } else {
-      PETAL_RETURN_IF_ERROR(
-          LaunchQuantizeRowsFp8({nullptr, attn_.get(), q8_.get(), q8_scale_.get(), T, Q}, stream));
+      PETAL_RETURN_IF_ERROR(LaunchQuantizeRowsFp8(
+          {nullptr, attn_.get(), q8_.get(), q8_scale_.get(), T, Q, st(Fp8Input::kO)}, stream));
       PETAL_RETURN_IF_ERROR(gemm8(L.o8, L.o_s, L.o_b, r_.get(), r_.get(), H, Q));
     }
-    PETAL_RETURN_IF_ERROR(LaunchAddRmsNormFp8(
-        {nullptr, r_.get(), L.post_norm.get(), config_.norm_eps, q8_.get(), q8_scale_.get(), T, H},
-        stream));
-    PETAL_RETURN_IF_ERROR(gemm8(L.gate_up8, L.gate_up_s, {}, nullptr, gate_up_.get(), 2 * I, H));
     PETAL_RETURN_IF_ERROR(
-        LaunchSiluMulFp8({gate_up_.get(), q8_.get(), q8_scale_.get(), T, I}, stream));
+        LaunchAddRmsNormFp8({nullptr, r_.get(), L.post_norm.get(), config_.norm_eps, q8_.get(),
+                             q8_scale_.get(), T, H, st(Fp8Input::kGateUp)},
+                            stream));
+    PETAL_RETURN_IF_ERROR(gemm8(L.gate_up8, L.gate_up_s, {}, nullptr, gate_up_.get(), 2 * I, H));
+    PETAL_RETURN_IF_ERROR(LaunchSiluMulFp8(
+        {gate_up_.get(), q8_.get(), q8_scale_.get(), T, I, st(Fp8Input::kDown)}, stream));
     return gemm8(L.down8, L.down_s, {}, r_.get(), r_.get(), H, I);
   }
 
@@ -314,26 +358,37 @@ class Qwen3CudaModel final : public CudaModel {
     rp.rope_table_rows = rope_rows_;
 
     const bool fp8 = fp8_enabled() && T >= cap_.fp8_min_tokens;
-    for (const auto& L : layers_) {
+    // petal calibrate: each fp8 GEMM input's per-token maxima (bf16 path only).
+    auto observe = [&](int layer, int which, const bf16* v, int dim) -> Status {
+      if (calib_.size() == 0) return Status::Ok();
+      return LaunchRowAmaxBf16({v, CalibSlot(layer, which), T, dim}, stream);
+    };
+    for (size_t li = 0; li < layers_.size(); ++li) {
+      const Qwen3LayerDev& L = layers_[li];
+      const int l = static_cast<int>(li);
       if (fp8) {
-        PETAL_RETURN_IF_ERROR(Fp8Layer(L, ap, rp, T, stream));
+        PETAL_RETURN_IF_ERROR(Fp8Layer(L, l, ap, rp, T, stream));
         continue;
       }
       PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm(
           {nullptr, r_.get(), L.in_norm.get(), config_.norm_eps, x_.get(), T, H}, stream));
+      PETAL_RETURN_IF_ERROR(observe(l, 0, x_.get(), H));
       PETAL_RETURN_IF_ERROR(gemm_->Run(
           {x_.get(), L.qkv.get(), L.qkv_b.get(), nullptr, qkv_.get(), T, QKV, H}, stream));
       rp.q_norm_weight = L.q_norm.get();
       rp.k_norm_weight = L.k_norm.get();
       PETAL_RETURN_IF_ERROR(LaunchQkNormRope(rp, stream));
       PETAL_RETURN_IF_ERROR(attention_.Run(ap, stream));
+      PETAL_RETURN_IF_ERROR(observe(l, 1, attn_.get(), Q));
       PETAL_RETURN_IF_ERROR(
           gemm_->Run({attn_.get(), L.o.get(), L.o_b.get(), r_.get(), r_.get(), T, H, Q}, stream));
       PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm(
           {nullptr, r_.get(), L.post_norm.get(), config_.norm_eps, x_.get(), T, H}, stream));
+      PETAL_RETURN_IF_ERROR(observe(l, 2, x_.get(), H));
       PETAL_RETURN_IF_ERROR(gemm_->Run(
           {x_.get(), L.gate_up.get(), nullptr, nullptr, gate_up_.get(), T, 2 * I, H}, stream));
       PETAL_RETURN_IF_ERROR(LaunchSiluMul({gate_up_.get(), act_.get(), T, I}, stream));
+      PETAL_RETURN_IF_ERROR(observe(l, 3, act_.get(), I));
       PETAL_RETURN_IF_ERROR(
           gemm_->Run({act_.get(), L.down.get(), nullptr, r_.get(), r_.get(), T, H, I}, stream));
     }
@@ -367,6 +422,11 @@ class Qwen3CudaModel final : public CudaModel {
   }
 
  private:
+  float* CalibSlot(int layer, int which) const {
+    return calib_.get() +
+           (static_cast<size_t>(layer) * kFp8Inputs + which) * static_cast<size_t>(cap_.max_tokens);
+  }
+
   ModelConfig config_;
   Capacity cap_;
   size_t bytes_ = 0;
@@ -382,6 +442,8 @@ class Qwen3CudaModel final : public CudaModel {
   std::unique_ptr<Gemm> gemm_;
   DeviceBuffer<fp8> q8_;          // fp8 path: the current GEMM input, [T, max(H, I, Q)]
   DeviceBuffer<float> q8_scale_;  // its per-token scales, [T]
+  DeviceBuffer<float> static_s_;  // --fp8-scales: [layers * kFp8Inputs] dequantisation scales
+  DeviceBuffer<float> calib_;     // petal calibrate: [layers * kFp8Inputs, max_tokens] maxima
   bool fp8_on_ = true;
 };
 
