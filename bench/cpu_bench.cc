@@ -73,6 +73,7 @@ int main(int argc, char** argv) {
   int threads = 2, blas_threads = 0, batch_size = 32, seq_len = 128, warmup = 2;
   double seconds = 10;
   bool write = true;
+  std::string precision = "auto";
   app.add_option("--model", model_dir, "Model folder")->capture_default_str();
   app.add_option("--threads", threads, "BLAS and OpenMP threads")->capture_default_str();
   app.add_option("--blas-threads", blas_threads, "BLAS threads if not --threads");
@@ -82,12 +83,14 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup, "Untimed batches first")->capture_default_str();
   app.add_option("--out-dir", out_dir, "Where the result JSON goes")->capture_default_str();
   app.add_flag("!--no-write", write, "Print only; write no result file");
+  app.add_option("--precision", precision, "CPU engine path: auto, fp32, int8, bf16 or reference")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   if (blas_threads <= 0) blas_threads = threads;
   openblas_set_num_threads(blas_threads);
   omp_set_num_threads(threads);
-  auto engine = petal::CpuEngine::Load(model_dir);
+  auto engine = petal::CpuEngine::Load(model_dir, {.precision = precision, .threads = threads});
   if (!engine.ok()) {
     std::fprintf(stderr, "cpu_bench: %s\n", engine.status().ToString().c_str());
     return 1;
@@ -151,6 +154,7 @@ int main(int argc, char** argv) {
   std::printf("%-22s %d (BLAS %d, OMP_WAIT_POLICY=%s)\n", "threads", threads, blas_threads,
               wait_policy);
   std::printf("%-22s %d x %d tokens\n", "batch", batch_size, seq_len);
+  std::printf("%-22s %s\n", "engine", (*engine)->Describe().c_str());
   std::printf("%-22s %zu in %.2f s\n", "batches", batch_ms.size(), elapsed);
   std::printf("%-22s %.1f\n", "texts/s", texts_per_s);
   std::printf("%-22s %.0f\n", "tokens/s", tokens_per_s);
@@ -187,6 +191,8 @@ int main(int argc, char** argv) {
   add("threads", std::to_string(threads), false);
   add("blas_threads", std::to_string(blas_threads), false);
   add("omp_wait_policy", wait_policy, true);
+  add("precision", (*engine)->path(), true);
+  add("engine", (*engine)->Describe(), true);
   add("batch_size", std::to_string(batch_size), false);
   add("seq_len", std::to_string(seq_len), false);
   add("batches", std::to_string(batch_ms.size()), false);

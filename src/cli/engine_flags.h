@@ -58,6 +58,17 @@ inline void AddEngineFlags(CLI::App* app, EngineOptions* opts) {
       ->check(CLI::IsMember({"auto", "flash", "cudnn"}))
       ->capture_default_str();
   AddQuantizeFlags(app, &opts->cuda);
+  app->add_option("--cpu-precision", opts->cpu.precision,
+                  "CPU engine: auto (fast fp32 where the CPU has AVX2), fp32, int8 (dynamic "
+                  "per-token activations, 7-bit per-channel weights), bf16, or reference (the fp32 "
+                  "reference forward)")
+      ->check(CLI::IsMember({"auto", "fp32", "int8", "bf16", "reference"}))
+      ->capture_default_str();
+  app->add_option("--cpu-threads", opts->cpu.threads,
+                  "CPU engine: OpenMP threads (0: OMP_NUM_THREADS, else the CPUs this process may "
+                  "use)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
 }
 
 }  // namespace petal::cli

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "engine/cpu_engine.h"
 #include "engine/cuda/cuda_engine.h"
 #include "engine/engine.h"
 
@@ -13,6 +14,7 @@ namespace petal {
 struct EngineOptions {
   std::string backend = "auto";  // "auto" | "cpu" | "cuda"
   CudaEngineOptions cuda;
+  CpuEngineOptions cpu;
 };
 
 // Creates the engine named by options.backend; "auto" picks cuda when CudaAvailable().

@@ -1,0 +1,28 @@
+// Sizing and pinning the CPU engine's OpenMP threads: as many threads as CPUs this process may
+// run on (sched_getaffinity), unless OMP_NUM_THREADS or an explicit count says otherwise, each
+// pinned to one of those CPUs (PETAL_CPU_PIN=0, or OMP_PROC_BIND set, leaves placement to the OS).
+// Thread-safety: ConfigureCpuThreads() changes process-wide OpenMP state; call it at start-up.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace petal::cpu {
+
+// The CPUs in this process's affinity mask, ascending.
+std::vector<int> UsableCpus();
+
+// Sets the OpenMP thread count (threads <= 0: OMP_NUM_THREADS if set, else the usable CPUs) and
+// the OpenBLAS count (the reference path's BLAS); returns a line for logs, e.g.
+// "2 OpenMP threads, pinned to one CPU each".
+std::string ConfigureCpuThreads(int threads);
+
+// Whether PinCpuThreadsOnce() pins: not with PETAL_CPU_PIN=0, OMP_PROC_BIND set, or more threads
+// than usable CPUs.
+bool PinningAllowed(int threads);
+
+// The first time on each calling thread: pins that thread's OpenMP team (itself included), thread
+// i to the i-th usable CPU. Call it from the thread that runs the engine's steps.
+void PinCpuThreadsOnce();
+
+}  // namespace petal::cpu
