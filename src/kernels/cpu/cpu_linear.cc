@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "kernels/cpu/vec_math.h"
 
@@ -16,10 +17,10 @@ constexpr uint8_t kActZero = 128;
 
 // Per-call scratch, reused across calls on the same thread.
 struct Scratch {
-  std::vector<uint8_t> xq;
+  std::vector<uint8_t, Aligned64Allocator<uint8_t>> xq;
   std::vector<float> xscale;
-  std::vector<int32_t> acc;
-  std::vector<float> z;
+  std::vector<int32_t, Aligned64Allocator<int32_t>> acc;
+  AlignedFloats z;
 };
 Scratch& ThreadScratch() {
   thread_local Scratch s;
@@ -124,15 +125,17 @@ StatusOr<Linear> Linear::Pack(const float* w, const float* bias, int n, int k, C
   l.precision_ = p;
   l.n_ = n;
   l.k_ = k;
+  if (bias) l.bias_.assign(bias, bias + n);
   if (p == CpuPrecision::kFp32) {
-    l.w_ = w;
-    l.bias_ = bias;
+    const size_t bytes = (static_cast<size_t>(n) * k * sizeof(float) + 63) / 64 * 64;
+    l.w_.reset(static_cast<float*>(std::aligned_alloc(64, bytes)), std::free);
+    if (!l.w_) return ResourceExhausted("Linear::Pack: out of memory");
+    std::copy(w, w + static_cast<size_t>(n) * k, l.w_.get());
     return l;
   }
+  if (l.bias_.empty()) l.bias_.assign(n, 0.0f);
   l.wq_.resize(static_cast<size_t>(n) * k);
   l.wscale_.resize(n);
-  l.bias_copy_.assign(n, 0.0f);
-  if (bias) std::copy(bias, bias + n, l.bias_copy_.begin());
 #pragma omp parallel for schedule(static)
   for (int j = 0; j < n; ++j) {
     const float* wr = w + static_cast<int64_t>(j) * k;
@@ -156,8 +159,9 @@ void Linear::Forward(const float* x, int m, float* y, Epilogue e) const {
       s.z.resize(mn);
       z = s.z.data();
     }
-    dnnl_sgemm('N', 'T', m, n_, k_, 1.0f, x, k_, w_, k_, 0.0f, z, n_);
-    if (e != Epilogue::kNone || bias_) BiasAct(z, bias_, m, n_, e, y);
+    dnnl_sgemm('N', 'T', m, n_, k_, 1.0f, x, k_, w_.get(), k_, 0.0f, z, n_);
+    const float* b = bias_.empty() ? nullptr : bias_.data();
+    if (e != Epilogue::kNone || b) BiasAct(z, b, m, n_, e, y);
     return;
   }
   s.xq.resize(static_cast<size_t>(m) * k_);
@@ -167,7 +171,7 @@ void Linear::Forward(const float* x, int m, float* y, Epilogue e) const {
   const int32_t zero = 0;
   dnnl_gemm_u8s8s32('N', 'T', 'F', m, n_, k_, 1.0f, s.xq.data(), k_, kActZero, wq_.data(), k_, 0,
                     0.0f, s.acc.data(), n_, &zero);
-  DequantAct(s.acc.data(), s.xscale.data(), wscale_.data(), bias_copy_.data(), m, n_, e, y);
+  DequantAct(s.acc.data(), s.xscale.data(), wscale_.data(), bias_.data(), m, n_, e, y);
 }
 
 }  // namespace petal::cpu

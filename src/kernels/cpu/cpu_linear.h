@@ -1,7 +1,9 @@
 // The fast CPU engine's dense layers: y = epilogue(x W^T + b) through oneDNN's GEMMs, which use
 // the same OpenMP threads as every other CPU op (no second BLAS thread pool spinning against
 // them). Precisions:
-//   fp32  dnnl_sgemm on the caller's fp32 weights (not copied).
+//   fp32  dnnl_sgemm on a 64-byte-aligned copy of the weights made at load (oneDNN's kernels
+//         take alignment-dependent paths, so unaligned weights could differ in the last bit from
+//         one load to the next).
 //   int8  weights quantised once at load, per output channel, symmetric, to 7 bits ([-63, 63]:
 //         AVX2/AVX-512 without VNNI add u8*s8 pairs in saturating int16, and 255*63*2 fits);
 //         activations quantised per row (token), symmetric, 8 bits, stored as u8 with zero point
@@ -12,12 +14,31 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
 
 namespace petal::cpu {
+
+// Activation buffers for the fast path: 64-byte aligned, so that oneDNN takes the same kernel
+// paths (and gives the same bits) whatever the heap looked like.
+template <typename T>
+struct Aligned64Allocator {
+  using value_type = T;
+  Aligned64Allocator() = default;
+  template <typename U>
+  Aligned64Allocator(const Aligned64Allocator<U>&) {}
+  T* allocate(size_t n) {
+    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(64)));
+  }
+  void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t(64)); }
+  template <typename U>
+  bool operator==(const Aligned64Allocator<U>&) const { return true; }
+};
+using AlignedFloats = std::vector<float, Aligned64Allocator<float>>;
 
 enum class CpuPrecision { kFp32 = 0, kInt8 = 1, kBf16 = 2 };
 
@@ -34,9 +55,9 @@ enum class Epilogue {
 class Linear {
  public:
   Linear() = default;
-  // Packs W [n, k] (PyTorch layout) and bias [n] (may be null). fp32 keeps pointers to `w` and
-  // `bias`, which must outlive the Linear; int8 copies what it needs. bf16 is not available in
-  // this build (oneDNN 2.6 has no bf16 GEMM entry point): Unimplemented.
+  // Packs W [n, k] (PyTorch layout) and bias [n] (may be null); the Linear keeps its own copies,
+  // so the caller may free its fp32 weights afterwards. bf16 is not available in this build
+  // (oneDNN 2.6 has no bf16 GEMM entry point): Unimplemented.
   static StatusOr<Linear> Pack(const float* w, const float* bias, int n, int k, CpuPrecision p);
 
   // y = epilogue(x[m, k] W^T + b). y is [m, n] (kSiluMul: [m, n / 2]). x and y must not alias.
@@ -49,11 +70,10 @@ class Linear {
  private:
   CpuPrecision precision_ = CpuPrecision::kFp32;
   int n_ = 0, k_ = 0;
-  const float* w_ = nullptr;           // fp32: [n, k], not owned
-  const float* bias_ = nullptr;        // fp32: [n] or null, not owned
+  std::shared_ptr<float> w_;           // fp32: [n, k], 64-byte aligned (shared by copies)
   std::vector<int8_t> wq_;             // int8: [n, k], values in [-63, 63]
   std::vector<float> wscale_;          // int8: [n], W[j,:] ~= wq_[j,:] * wscale_[j]
-  std::vector<float> bias_copy_;       // int8: [n] (zeros if no bias)
+  std::vector<float> bias_;            // [n], empty if no bias
 };
 
 }  // namespace petal::cpu

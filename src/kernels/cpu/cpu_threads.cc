@@ -13,22 +13,27 @@ extern "C" void openblas_set_num_threads(int num_threads);
 namespace petal::cpu {
 
 std::vector<int> UsableCpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    for (int c = 0; c < CPU_SETSIZE; ++c) {
-      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  // Read once, before any pinning narrows the calling thread's own mask.
+  static const std::vector<int> cpus = [] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    std::vector<int> cpus;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+      for (int c = 0; c < CPU_SETSIZE; ++c) {
+        if (CPU_ISSET(c, &set)) cpus.push_back(c);
+      }
     }
-  }
-  if (cpus.empty()) cpus.push_back(0);
+    if (cpus.empty()) cpus.push_back(0);
+    return cpus;
+  }();
   return cpus;
 }
 
 std::string ConfigureCpuThreads(int threads) {
   const std::vector<int> cpus = UsableCpus();
   const char* env = std::getenv("OMP_NUM_THREADS");
-  if (threads <= 0) threads = env && std::atoi(env) > 0 ? std::atoi(env) : static_cast<int>(cpus.size());
+  if (threads <= 0)
+    threads = env && std::atoi(env) > 0 ? std::atoi(env) : static_cast<int>(cpus.size());
   omp_set_num_threads(threads);
   openblas_set_num_threads(threads);
   std::string line = std::to_string(threads) + " OpenMP threads";
@@ -48,14 +53,17 @@ void PinCpuThreadsOnce() {
   const int threads = omp_get_max_threads();
   if (!PinningAllowed(threads)) return;
   const std::vector<int> cpus = UsableCpus();
-  // Thread i of this thread's pool to the i-th usable CPU; libgomp keeps a master thread's team
-  // across parallel regions, so this holds for the engine's later regions.
+  // Worker i of this thread's pool to the i-th usable CPU; libgomp keeps a master thread's team
+  // across parallel regions, so this holds for the engine's later regions. The calling thread
+  // itself stays unpinned: threads it starts later inherit its mask, which must stay whole.
 #pragma omp parallel num_threads(threads)
   {
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpus[omp_get_thread_num()], &one);
-    pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+    if (omp_get_thread_num() > 0) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpus[omp_get_thread_num()], &one);
+      pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+    }
   }
 }
 

@@ -9,7 +9,7 @@
 
 namespace petal::cpu {
 
-// The CPUs in this process's affinity mask, ascending.
+// The CPUs in this process's affinity mask at first call, ascending.
 std::vector<int> UsableCpus();
 
 // Sets the OpenMP thread count (threads <= 0: OMP_NUM_THREADS if set, else the usable CPUs) and
@@ -21,8 +21,9 @@ std::string ConfigureCpuThreads(int threads);
 // than usable CPUs.
 bool PinningAllowed(int threads);
 
-// The first time on each calling thread: pins that thread's OpenMP team (itself included), thread
-// i to the i-th usable CPU. Call it from the thread that runs the engine's steps.
+// The first time on each calling thread: pins the workers of that thread's OpenMP team, worker i
+// to the i-th usable CPU (i >= 1; the calling thread stays unpinned, as threads it starts later
+// inherit its mask). Call it from the thread that runs the engine's steps.
 void PinCpuThreadsOnce();
 
 }  // namespace petal::cpu

@@ -1,5 +1,6 @@
 // The BERT family's fast CPU forward (see model/cpu_fast.h): the reference BertCpuModel owns the
-// fp32 weights (and runs the score head); each layer's four dense layers are packed once at load.
+// embeddings, norms and score head; each layer's four dense layers are packed once at load (and
+// their loaded copies freed).
 #include <cmath>
 #include <string>
 
@@ -50,7 +51,7 @@ class BertFastCpuModel final : public CpuModel {
     hidden->clear();
     if (T == 0) return Status::Ok();
 
-    std::vector<float>& x = *hidden;
+    cpu::AlignedFloats x;  // the residual stream, copied to *hidden at the end
     x.resize(static_cast<size_t>(T) * H);
     for (int s = 0; s < S; ++s) {
       const int begin = batch.cu_seqlens[s], end = batch.cu_seqlens[s + 1];
@@ -69,8 +70,8 @@ class BertFastCpuModel final : public CpuModel {
     cpu::AddLayerNorm(x.data(), nullptr, w.embed_norm_gamma.data(), w.embed_norm_beta.data(),
                       c.norm_eps, T, H);
 
-    std::vector<float> qkv(static_cast<size_t>(T) * 3 * H), ctx(static_cast<size_t>(T) * H);
-    std::vector<float> proj(static_cast<size_t>(T) * H), inter(static_cast<size_t>(T) * I);
+    cpu::AlignedFloats qkv(static_cast<size_t>(T) * 3 * H), ctx(static_cast<size_t>(T) * H);
+    cpu::AlignedFloats proj(static_cast<size_t>(T) * H), inter(static_cast<size_t>(T) * I);
     const int d = c.head_dim;
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
     for (size_t l = 0; l < layers_.size(); ++l) {
@@ -88,6 +89,7 @@ class BertFastCpuModel final : public CpuModel {
       cpu::AddLayerNorm(x.data(), proj.data(), lw.ffn_norm_gamma.data(), lw.ffn_norm_beta.data(),
                         c.norm_eps, T, H);
     }
+    hidden->assign(x.begin(), x.end());
     return Status::Ok();
   }
 
@@ -102,12 +104,10 @@ StatusOr<std::unique_ptr<CpuModel>> LoadBertFastCpuModel(const ModelConfig& conf
                                                          const WeightStore& weights,
                                                          cpu::CpuPrecision precision) {
   PETAL_ASSIGN_OR_RETURN(BertWeights w, LoadBertWeights(config, weights));
-  auto ref = std::make_unique<BertCpuModel>(config, std::move(w));
-  const BertWeights& rw = ref->weights();
   const int H = config.hidden_size, I = config.intermediate_size;
-  std::vector<PackedBertLayer> layers(rw.layers.size());
-  for (size_t l = 0; l < rw.layers.size(); ++l) {
-    const BertLayerWeights& lw = rw.layers[l];
+  std::vector<PackedBertLayer> layers(w.layers.size());
+  for (size_t l = 0; l < w.layers.size(); ++l) {
+    BertLayerWeights& lw = w.layers[l];
     PackedBertLayer& p = layers[l];
     PETAL_ASSIGN_OR_RETURN(p.qkv, cpu::Linear::Pack(lw.qkv_weight.data(), lw.qkv_bias.data(),
                                                     3 * H, H, precision));
@@ -117,7 +117,12 @@ StatusOr<std::unique_ptr<CpuModel>> LoadBertFastCpuModel(const ModelConfig& conf
                                                        lw.ffn_in_bias.data(), I, H, precision));
     PETAL_ASSIGN_OR_RETURN(p.ffn_out, cpu::Linear::Pack(lw.ffn_out_weight.data(),
                                                         lw.ffn_out_bias.data(), H, I, precision));
+    // Packed copies hold these now; the reference model below keeps only embeddings, norms and
+    // the score head (its own Forward is never called).
+    for (auto* v : {&lw.qkv_weight, &lw.attn_out_weight, &lw.ffn_in_weight, &lw.ffn_out_weight})
+      std::vector<float>().swap(*v);
   }
+  auto ref = std::make_unique<BertCpuModel>(config, std::move(w));
   return std::unique_ptr<CpuModel>(new BertFastCpuModel(std::move(ref), std::move(layers)));
 }
 

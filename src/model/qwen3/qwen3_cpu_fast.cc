@@ -1,7 +1,7 @@
 // Qwen3's fast CPU forward (see model/cpu_fast.h): fused QKV, O, gate|up (SiLU*up fused into its
 // epilogue) and down projections packed once at load; the residual add is fused into the next
 // RMSNorm; rotary embedding from a per-forward cos/sin table; blocked attention (GQA, causal or
-// bidirectional). In int8 the fp32 copies of the packed projections are freed after packing.
+// bidirectional). The loaded copies of the packed projections are freed after packing.
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -39,10 +39,8 @@ class Qwen3FastCpuModel final : public CpuModel {
       PETAL_ASSIGN_OR_RETURN(p.gate_up,
                              cpu::Linear::Pack(L.gate_up.data(), nullptr, 2 * I, H, precision));
       PETAL_ASSIGN_OR_RETURN(p.down, cpu::Linear::Pack(L.down.data(), nullptr, H, I, precision));
-      if (precision == cpu::CpuPrecision::kInt8) {
-        // The int8 Linears hold their own copies (and the biases); the fp32 ones are dead weight.
-        for (auto* v : {&L.qkv, &L.o_proj, &L.gate_up, &L.down}) std::vector<float>().swap(*v);
-      }
+      // The Linears hold their own (aligned or quantised) copies: the loaded ones are freed.
+      for (auto* v : {&L.qkv, &L.o_proj, &L.gate_up, &L.down}) std::vector<float>().swap(*v);
     }
     return Status::Ok();
   }
@@ -59,7 +57,7 @@ class Qwen3FastCpuModel final : public CpuModel {
     const bool causal = c.mask == AttentionMask::kCausal;
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
 
-    std::vector<float>& x = *hidden;
+    cpu::AlignedFloats x;  // the residual stream, copied to *hidden at the end
     x.resize(static_cast<size_t>(T) * H);
     for (int t = 0; t < T; ++t) {
       const int id = batch.token_ids[t];
@@ -70,14 +68,15 @@ class Qwen3FastCpuModel final : public CpuModel {
       std::memcpy(&x[static_cast<size_t>(t) * H], &w_.embed_tokens[static_cast<size_t>(id) * H],
                   sizeof(float) * H);
     }
+    hidden->clear();
     if (T == 0) return Status::Ok();
     int max_len = 0;
     for (int s = 0; s < n; ++s) max_len = std::max(max_len, batch.seq_len(s));
     const cpu::RopeTable rope(max_len, d, c.rope_theta);
 
-    std::vector<float> normed(static_cast<size_t>(T) * H), qkv(static_cast<size_t>(T) * qkv_dim);
-    std::vector<float> attn(static_cast<size_t>(T) * hq * d), proj(static_cast<size_t>(T) * H);
-    std::vector<float> act(static_cast<size_t>(T) * I);
+    cpu::AlignedFloats normed(static_cast<size_t>(T) * H), qkv(static_cast<size_t>(T) * qkv_dim);
+    cpu::AlignedFloats attn(static_cast<size_t>(T) * hq * d), proj(static_cast<size_t>(T) * H);
+    cpu::AlignedFloats act(static_cast<size_t>(T) * I);
     const float* pending = nullptr;  // the last sublayer's output, not yet added to x
     for (size_t l = 0; l < layers_.size(); ++l) {
       const Qwen3LayerWeights& L = w_.layers[l];
@@ -100,6 +99,7 @@ class Qwen3FastCpuModel final : public CpuModel {
       pending = proj.data();
     }
     cpu::AddRmsNorm(x.data(), pending, w_.final_norm.data(), c.norm_eps, x.data(), T, H);
+    hidden->assign(x.begin(), x.end());
     return Status::Ok();
   }
 
