@@ -28,19 +28,20 @@ def time_runtime(run, vocab, args, rng):
     """Latency at 1 x latency_len and throughput per batch size for `run(ids[int64 B,L]) -> emb`."""
     import numpy as np
     out = {}
-    ids = rng.integers(1000, vocab - 1, size=(1, args.latency_len), dtype=np.int64)
-    for _ in range(3):
-        run(ids)
-    ts, t_end = [], time.perf_counter() + args.seconds
-    while (time.perf_counter() < t_end or len(ts) < 10) and len(ts) < 2000:
-        t0 = time.perf_counter()
-        run(ids)
-        ts.append((time.perf_counter() - t0) * 1e3)
-    out["latency"] = {"len": args.latency_len, "p50_ms": round(pct(ts, 50), 3),
-                      "p90_ms": round(pct(ts, 90), 3), "n": len(ts)}
+    if args.latency_len > 0:
+        ids = rng.integers(1000, vocab - 1, size=(1, args.latency_len), dtype=np.int64)
+        for _ in range(3):
+            run(ids)
+        ts, t_end = [], time.perf_counter() + args.seconds
+        while (time.perf_counter() < t_end or len(ts) < 10) and len(ts) < 2000:
+            t0 = time.perf_counter()
+            run(ids)
+            ts.append((time.perf_counter() - t0) * 1e3)
+        out["latency"] = {"len": args.latency_len, "p50_ms": round(pct(ts, 50), 3),
+                          "p90_ms": round(pct(ts, 90), 3), "n": len(ts)}
     out["throughput"] = {}
     best = (0.0, 0)
-    for b in [int(x) for x in args.batches.split(",")]:
+    for b in [int(x) for x in args.batches.split(",") if x]:
         ids = rng.integers(1000, vocab - 1, size=(b, args.len), dtype=np.int64)
         run(ids)
         n, t0 = 0, time.perf_counter()
@@ -51,8 +52,7 @@ def time_runtime(run, vocab, args, rng):
         out["throughput"][str(b)] = round(tps, 2)
         best = max(best, (tps, b))
     out["best_texts_per_s"], out["best_batch"] = round(best[0], 2), best[1]
-    print(f"    latency 1x{args.latency_len} p50 {out['latency']['p50_ms']:.2f} ms; "
-          f"throughput {out['throughput']} texts/s", flush=True)
+    print(f"    latency {out.get('latency')}; throughput {out['throughput']} texts/s", flush=True)
     return out
 
 
@@ -110,7 +110,8 @@ def ort_baselines(args, rng):
     work = tempfile.mkdtemp(prefix="petal_onnx_")
     fp32_path, int8_path = os.path.join(work, "model.onnx"), os.path.join(work, "model.int8.onnx")
     export_onnx(args.model, fp32_path)
-    quantize_dynamic(fp32_path, int8_path, weight_type=QuantType.QInt8)
+    big = sum(os.path.getsize(os.path.join(work, f)) for f in os.listdir(work)) > (1 << 31) - (1 << 27)
+    quantize_dynamic(fp32_path, int8_path, weight_type=QuantType.QInt8, use_external_data_format=big)
     out = {}
     for name, path in [("fp32", fp32_path), ("int8", int8_path)]:
         so = ort.SessionOptions()
@@ -134,15 +135,22 @@ def ort_baselines(args, rng):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True, help="sentence-transformers model folder")
+    ap.add_argument("--assemble-from", help="HF checkpoint to wrap into --model first (as "
+                    "bench/baselines/sentence_transformers_bench.py does)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--len", type=int, default=128, help="tokens per text (throughput)")
-    ap.add_argument("--latency-len", type=int, default=128)
-    ap.add_argument("--batches", default="8,16,32,64", help="throughput batch sizes tried")
+    ap.add_argument("--latency-len", type=int, default=128, help="0: no latency measurement")
+    ap.add_argument("--batches", default="8,16,32,64", help="throughput batch sizes tried ('': none)")
     ap.add_argument("--seconds", type=float, default=3.0, help="time per measurement")
-    ap.add_argument("--runtimes", default="torch_fp32,torch_bf16,onnxruntime")
+    ap.add_argument("--runtimes", default=os.environ.get("PETAL_BENCH_RUNTIMES",
+                                                        "torch_fp32,torch_bf16,onnxruntime"))
     args = ap.parse_args()
     import numpy as np
+    if args.assemble_from:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "baselines"))
+        from sentence_transformers_bench import assemble
+        assemble(args.assemble_from, args.model)
     res = {"model": args.model, "threads": args.threads, "len": args.len,
            "load_average_before": open("/proc/loadavg").read().split()[:3], "baselines": {}}
     for rt in args.runtimes.split(","):
