@@ -105,5 +105,22 @@ TEST(CpuFastEngineTest, UnknownAndUnavailablePrecisionsFail) {
   EXPECT_NE(bf16.status().message().find("bf16"), std::string::npos);
 }
 
+// A CPU without AVX2 (forced with PETAL_CPU_ISA=generic, read once per process: hence a fresh
+// child process) runs the reference forward whatever precision was asked, and still embeds.
+TEST(CpuFastEngineTest, GenericCpuFallsBackToReference) {
+  if (!FileExists(JoinPath(MiniLmDir(), "model.safetensors"))) GTEST_SKIP() << "no MiniLM";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("PETAL_CPU_ISA", "generic", 1);
+        auto e = CpuEngine::Load(MiniLmDir(), {.precision = "int8"});
+        const bool ok = e.ok() && (*e)->path() == "reference" &&
+                        (*e)->Describe().find("no AVX2") != std::string::npos &&
+                        (*e)->Embed(RandomBatch(30522, 5)).ok();
+        std::exit(ok ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
 }  // namespace
 }  // namespace petal
