@@ -54,13 +54,19 @@ def main():
             lkey = f"{name}-t{t}-128" if name == "minilm" else f"{name}-128-t{t}-128"
             b, bl = base.get(bkey, {}).get("baselines", {}), base.get(lkey, {}).get("baselines", {})
             best = {k: v.get("best_texts_per_s") for k, v in b.items() if isinstance(v, dict)}
+            # Per CPU-second at each runtime's best batch: what a shared machine can still compare.
+            best_cpu = {k: v.get("texts_per_cpu_s", {}).get(str(v.get("best_batch")))
+                        for k, v in b.items() if isinstance(v, dict)}
             lat = {k: v.get("latency", {}).get("p50_ms") for k, v in bl.items() if isinstance(v, dict)}
             for prec in ("fp32", "int8", "reference"):
                 pt = tps(f"{name}-t{t}-{thr_shape}-{prec}")
                 if pt is None:
                     continue
                 row = {"model": name, "threads": t, "precision": prec, "shape": thr_shape,
-                       "petal_texts_per_s": pt, "petal_p50_ms_" + lat_shape: p50(f"{name}-t{t}-{lat_shape}-{prec}"),
+                       "petal_texts_per_s": pt,
+                       "petal_texts_per_cpu_s": petal[f"{name}-t{t}-{thr_shape}-{prec}"].get("texts_per_cpu_s"),
+                       "baseline_best_texts_per_cpu_s": best_cpu,
+                       "petal_p50_ms_" + lat_shape: p50(f"{name}-t{t}-{lat_shape}-{prec}"),
                        "baseline_best_texts_per_s": best, "baseline_p50_ms_" + lat_shape: lat}
                 g = petal.get(f"{name}-t{t}-{'32x128' if name == 'minilm' else '1x128'}-{prec}", {})
                 for k in ("worst_cosine_vs_golden", "worst_cosine_vs_reference"):
@@ -69,6 +75,10 @@ def main():
                 tf, of = best.get("torch_fp32"), best.get("onnxruntime_fp32")
                 row["x_torch_fp32"] = round(pt / tf, 3) if tf else None
                 row["x_onnxruntime_fp32"] = round(pt / of, 3) if of else None
+                tc, oc = best_cpu.get("torch_fp32"), best_cpu.get("onnxruntime_fp32")
+                pc = row["petal_texts_per_cpu_s"]
+                row["x_torch_fp32_per_cpu_s"] = round(pc / tc, 3) if tc and pc else None
+                row["x_onnxruntime_fp32_per_cpu_s"] = round(pc / oc, 3) if oc and pc else None
                 row["meets_2x_torch"] = bool(tf) and pt >= 2 * tf
                 row["meets_1.3x_ort"] = bool(of) and pt >= 1.3 * of
                 lp = row["petal_p50_ms_" + lat_shape]
@@ -76,12 +86,13 @@ def main():
                 rows.append(row)
     report["summary"] = rows
     json.dump(report, open(out, "w"), indent=1)
-    print("| model | thr | petal | shape | texts/s | x torch fp32 | x ORT fp32 | p50 1x128 ms | worst cos vs golden / ref |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| model | thr | petal | shape | texts/s | x torch fp32 | x ORT fp32 | per CPU-s: x torch / x ORT | p50 1x128 ms | worst cos vs golden / ref |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         lat = [v for k, v in r.items() if k.startswith("petal_p50")][0]
         print(f"| {r['model']} | {r['threads']} | {r['precision']} | {r['shape']} | {r['petal_texts_per_s']} | "
-              f"{r['x_torch_fp32']} | {r['x_onnxruntime_fp32']} | {lat} | "
+              f"{r['x_torch_fp32']} | {r['x_onnxruntime_fp32']} | "
+              f"{r['x_torch_fp32_per_cpu_s']} / {r['x_onnxruntime_fp32_per_cpu_s']} | {lat} | "
               f"{r.get('worst_cosine_vs_golden', '-')} / {r.get('worst_cosine_vs_reference', '-')} |")
     print("baselines (best texts/s, p50 ms):")
     for k, v in base.items():
