@@ -15,7 +15,8 @@ StatusOr<std::unique_ptr<CpuEngine>> CpuEngine::Load(const std::string& model_di
   PETAL_ASSIGN_OR_RETURN(e->config_, LoadModelConfig(model_dir));
   PETAL_ASSIGN_OR_RETURN(e->weights_, WeightStore::Open(model_dir));
   const cpu::CpuFeatures& f = cpu::DetectCpuFeatures();
-  const std::string threads = cpu::ConfigureCpuThreads(options.threads);
+  e->threads_ = cpu::ResolveCpuThreads(options.threads);
+  const std::string threads = cpu::ConfigureCpuThreads(e->threads_);
   std::string want = options.precision;
   std::string note;
   if (want == "auto") {
@@ -42,7 +43,7 @@ StatusOr<std::unique_ptr<CpuEngine>> CpuEngine::Load(const std::string& model_di
 
 StatusOr<std::unique_ptr<PendingEmbeddings>> CpuEngine::Step(const Batch& batch) {
   PETAL_RETURN_IF_ERROR(batch.Validate(config_.vocab_size, config_.max_position_embeddings));
-  cpu::PinCpuThreadsOnce();
+  cpu::EnterCpuThreads(threads_);  // OpenMP's count is per thread: Step may run on another one
   std::vector<float> hidden;
   PETAL_RETURN_IF_ERROR(model_->Forward(batch, &hidden));
   Embeddings out;

@@ -41,6 +41,7 @@ class CpuEngine final : public Engine {
   std::unique_ptr<WeightStore> weights_;
   std::unique_ptr<CpuModel> model_;
   std::string path_, describe_;
+  int threads_ = 1;
 };
 
 }  // namespace petal

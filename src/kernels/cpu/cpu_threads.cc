@@ -29,11 +29,19 @@ std::vector<int> UsableCpus() {
   return cpus;
 }
 
-std::string ConfigureCpuThreads(int threads) {
-  const std::vector<int> cpus = UsableCpus();
+int ResolveCpuThreads(int threads) {
+  if (threads > 0) return threads;
   const char* env = std::getenv("OMP_NUM_THREADS");
-  if (threads <= 0)
-    threads = env && std::atoi(env) > 0 ? std::atoi(env) : static_cast<int>(cpus.size());
+  return env && std::atoi(env) > 0 ? std::atoi(env) : static_cast<int>(UsableCpus().size());
+}
+
+void EnterCpuThreads(int threads) {
+  if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
+  PinCpuThreadsOnce();
+}
+
+std::string ConfigureCpuThreads(int threads) {
+  threads = ResolveCpuThreads(threads);
   omp_set_num_threads(threads);
   openblas_set_num_threads(threads);
   std::string line = std::to_string(threads) + " OpenMP threads";

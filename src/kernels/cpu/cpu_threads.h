@@ -12,10 +12,17 @@ namespace petal::cpu {
 // The CPUs in this process's affinity mask at first call, ascending.
 std::vector<int> UsableCpus();
 
-// Sets the OpenMP thread count (threads <= 0: OMP_NUM_THREADS if set, else the usable CPUs) and
-// the OpenBLAS count (the reference path's BLAS); returns a line for logs, e.g.
+// The thread count to use: `threads` if > 0, else OMP_NUM_THREADS if set, else the usable CPUs.
+int ResolveCpuThreads(int threads);
+
+// Sets the OpenMP thread count on the calling thread (OpenMP keeps it per thread) and the
+// OpenBLAS count (the reference path's BLAS); returns a line for logs, e.g.
 // "2 OpenMP threads, pinned to one CPU each".
 std::string ConfigureCpuThreads(int threads);
+
+// For the thread about to run a forward: sets its OpenMP thread count to `threads` and pins its
+// team once (PinCpuThreadsOnce). Cheap after the first call on a thread.
+void EnterCpuThreads(int threads);
 
 // Whether PinCpuThreadsOnce() pins: not with PETAL_CPU_PIN=0, OMP_PROC_BIND set, or more threads
 // than usable CPUs.
