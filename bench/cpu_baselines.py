@@ -29,7 +29,7 @@ def time_runtime(run, vocab, args, rng):
     import numpy as np
     out = {}
     if args.latency_len > 0:
-        ids = rng.integers(1000, vocab - 1, size=(1, args.latency_len), dtype=np.int64)
+        ids = rng.integers(min(1000, vocab // 2), vocab - 1, size=(1, args.latency_len), dtype=np.int64)
         for _ in range(3):
             run(ids)
         ts, t_end = [], time.perf_counter() + args.seconds
@@ -42,7 +42,7 @@ def time_runtime(run, vocab, args, rng):
     out["throughput"] = {}
     best = (0.0, 0)
     for b in [int(x) for x in args.batches.split(",") if x]:
-        ids = rng.integers(1000, vocab - 1, size=(b, args.len), dtype=np.int64)
+        ids = rng.integers(min(1000, vocab // 2), vocab - 1, size=(b, args.len), dtype=np.int64)
         run(ids)
         n, t0, c0 = 0, time.perf_counter(), time.process_time()
         while (time.perf_counter() - t0 < args.seconds or n < 2) and n < 500:

@@ -56,7 +56,9 @@ done
 
 for shape in $QWEN; do
   dir="$OUTD/models/$shape-f32"
-  [[ -f "$dir/model.safetensors" ]] || "$BIN/petal" make-model --shape "$shape" --dtype f32 --out "$dir"
+  # sentence-transformers needs a tokenizer to load the folder (the timed inputs are ids).
+  tok=(); [[ -f models/tokenizers/qwen3/tokenizer.json ]] && tok=(--tokenizer models/tokenizers/qwen3/tokenizer.json)
+  [[ -f "$dir/model.safetensors" ]] || "$BIN/petal" make-model --shape "$shape" --dtype f32 --out "$dir" "${tok[@]}"
   golden=""
   if [[ $shape == qwen3-tiny ]]; then
     # The tiny goldens keep their ids in a separate file; join them for --golden.

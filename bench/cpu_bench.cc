@@ -190,7 +190,7 @@ int main(int argc, char** argv) {
     }
   }
   std::mt19937 rng(1234);
-  std::uniform_int_distribution<int32_t> id(1000, c.vocab_size - 1);
+  std::uniform_int_distribution<int32_t> id(std::min(1000, c.vocab_size / 2), c.vocab_size - 1);
   petal::Batch batch;
   for (int s = 0; s < batch_size; ++s) {
     std::vector<int32_t> ids(seq_len);
