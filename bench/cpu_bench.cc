@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -20,6 +21,8 @@
 #include <vector>
 
 #include "engine/cpu_engine.h"
+
+#include <simdjson.h>
 
 extern "C" void openblas_set_num_threads(int num_threads);
 
@@ -60,6 +63,79 @@ double CpuSeconds() {
   return u.ru_utime.tv_sec + u.ru_stime.tv_sec + 1e-6 * (u.ru_utime.tv_usec + u.ru_stime.tv_usec);
 }
 
+double Cosine(const float* a, const float* b, int n) {
+  double ab = 0, aa = 0, bb = 0;
+  for (int i = 0; i < n; ++i) {
+    ab += double(a[i]) * b[i];
+    aa += double(a[i]) * a[i];
+    bb += double(b[i]) * b[i];
+  }
+  return aa == 0 && bb == 0 ? 1.0 : ab / std::sqrt(aa * bb + 1e-300);
+}
+
+// Fidelity on a golden file (tests/fixtures/golden_<model>.json: sentence-transformers' own
+// embeddings of the golden texts, with their token ids): every case one text per batch, as the
+// goldens were made. Returns {worst cosine vs the goldens, vs the fp32 reference engine, cases}.
+struct Fidelity {
+  double vs_golden = 1, vs_reference = 1;
+  int cases = 0;
+  std::string worst_case;
+};
+bool GoldenFidelity(petal::Engine& engine, petal::Engine& ref, const std::string& path,
+                    Fidelity* f) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.load(path).get(doc) != simdjson::SUCCESS) return false;
+  // Two layouts: {"cases": [{"id", "ids", "embedding"}]} (sentence-transformers goldens) or
+  // {"sequences": [[ids]], "embeddings": [[floats]]} (the Qwen3 goldens).
+  std::vector<std::vector<int32_t>> seqs;
+  std::vector<std::vector<float>> embs;
+  std::vector<std::string> names;
+  auto floats = [](simdjson::dom::array a) {
+    std::vector<float> v;
+    for (auto x : a) v.push_back(static_cast<float>(double(x)));
+    return v;
+  };
+  auto ints = [](simdjson::dom::array a) {
+    std::vector<int32_t> v;
+    for (auto x : a) v.push_back(static_cast<int32_t>(int64_t(x)));
+    return v;
+  };
+  simdjson::dom::array cases, sq, em;
+  if (doc["cases"].get_array().get(cases) == simdjson::SUCCESS) {
+    for (simdjson::dom::element c : cases) {
+      simdjson::dom::array ids, emb;
+      if (c["ids"].get_array().get(ids) || c["embedding"].get_array().get(emb)) return false;
+      seqs.push_back(ints(ids));
+      embs.push_back(floats(emb));
+      names.emplace_back(std::string_view(c["id"]));
+    }
+  } else if (doc["sequences"].get_array().get(sq) == simdjson::SUCCESS &&
+             doc["embeddings"].get_array().get(em) == simdjson::SUCCESS) {
+    for (auto v : sq) seqs.push_back(ints(v.get_array()));
+    for (auto v : em) embs.push_back(floats(v.get_array()));
+    for (size_t i = 0; i < seqs.size(); ++i) names.push_back("sequence " + std::to_string(i));
+  } else {
+    return false;
+  }
+  if (seqs.size() != embs.size()) return false;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const std::vector<int32_t>& tok = seqs[i];
+    const std::vector<float>& want = embs[i];
+    if (tok.empty()) continue;
+    auto got = engine.Embed(petal::Batch::FromSequences({tok}));
+    auto r = ref.Embed(petal::Batch::FromSequences({tok}));
+    if (!got.ok() || !r.ok() || got->dim != static_cast<int>(want.size())) return false;
+    const double g = Cosine(got->row(0), want.data(), got->dim);
+    const double rr = Cosine(got->row(0), r->row(0), got->dim);
+    if (g < f->vs_golden) f->worst_case = names[i];
+    f->vs_golden = std::min(f->vs_golden, g);
+    f->vs_reference = std::min(f->vs_reference, rr);
+    ++f->cases;
+  }
+  return true;
+}
+
 double Percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   return v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
@@ -73,6 +149,7 @@ int main(int argc, char** argv) {
   int threads = 2, blas_threads = 0, batch_size = 32, seq_len = 128, warmup = 2;
   double seconds = 10;
   bool write = true;
+  std::string precision = "auto", golden;
   app.add_option("--model", model_dir, "Model folder")->capture_default_str();
   app.add_option("--threads", threads, "BLAS and OpenMP threads")->capture_default_str();
   app.add_option("--blas-threads", blas_threads, "BLAS threads if not --threads");
@@ -81,13 +158,20 @@ int main(int argc, char** argv) {
   app.add_option("--seconds", seconds, "Timed run length")->capture_default_str();
   app.add_option("--warmup", warmup, "Untimed batches first")->capture_default_str();
   app.add_option("--out-dir", out_dir, "Where the result JSON goes")->capture_default_str();
+  std::string out_file;
+  app.add_option("--out", out_file, "Result JSON path (overrides --out-dir's file name)");
   app.add_flag("!--no-write", write, "Print only; write no result file");
+  app.add_option("--precision", precision, "CPU engine path: auto, fp32, int8, bf16 or reference")
+      ->capture_default_str();
+  app.add_option("--golden", golden,
+                 "Also measure fidelity on this golden file (vs its embeddings and vs the fp32 "
+                 "reference engine)");
   CLI11_PARSE(app, argc, argv);
 
   if (blas_threads <= 0) blas_threads = threads;
   openblas_set_num_threads(blas_threads);
   omp_set_num_threads(threads);
-  auto engine = petal::CpuEngine::Load(model_dir);
+  auto engine = petal::CpuEngine::Load(model_dir, {.precision = precision, .threads = threads});
   if (!engine.ok()) {
     std::fprintf(stderr, "cpu_bench: %s\n", engine.status().ToString().c_str());
     return 1;
@@ -97,8 +181,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cpu_bench: --seq-len must be in [2, %d]\n", c.max_position_embeddings);
     return 1;
   }
+  Fidelity fid;
+  if (!golden.empty()) {
+    auto ref = petal::CpuEngine::Load(model_dir, {.precision = "reference", .threads = threads});
+    if (!ref.ok() || !GoldenFidelity(**engine, **ref, golden, &fid)) {
+      std::fprintf(stderr, "cpu_bench: could not measure fidelity on %s\n", golden.c_str());
+      return 1;
+    }
+  }
   std::mt19937 rng(1234);
-  std::uniform_int_distribution<int32_t> id(1000, c.vocab_size - 1);
+  std::uniform_int_distribution<int32_t> id(std::min(1000, c.vocab_size / 2), c.vocab_size - 1);
   petal::Batch batch;
   for (int s = 0; s < batch_size; ++s) {
     std::vector<int32_t> ids(seq_len);
@@ -151,8 +243,13 @@ int main(int argc, char** argv) {
   std::printf("%-22s %d (BLAS %d, OMP_WAIT_POLICY=%s)\n", "threads", threads, blas_threads,
               wait_policy);
   std::printf("%-22s %d x %d tokens\n", "batch", batch_size, seq_len);
+  std::printf("%-22s %s\n", "engine", (*engine)->Describe().c_str());
   std::printf("%-22s %zu in %.2f s\n", "batches", batch_ms.size(), elapsed);
   std::printf("%-22s %.1f\n", "texts/s", texts_per_s);
+  if (fid.cases > 0) {
+    std::printf("%-22s worst cosine %.6f vs goldens (%s), %.6f vs fp32 reference (%d texts)\n",
+                "fidelity", fid.vs_golden, fid.worst_case.c_str(), fid.vs_reference, fid.cases);
+  }
   std::printf("%-22s %.0f\n", "tokens/s", tokens_per_s);
   std::printf("%-22s %.1f / %.1f\n", "batch ms p50 / p90", p50, p90);
   std::printf("%-22s %.2f cores (%.1f texts per CPU-second)\n", "CPU used", cpu_s / elapsed,
@@ -187,6 +284,8 @@ int main(int argc, char** argv) {
   add("threads", std::to_string(threads), false);
   add("blas_threads", std::to_string(blas_threads), false);
   add("omp_wait_policy", wait_policy, true);
+  add("precision", (*engine)->path(), true);
+  add("engine", (*engine)->Describe(), true);
   add("batch_size", std::to_string(batch_size), false);
   add("seq_len", std::to_string(seq_len), false);
   add("batches", std::to_string(batch_ms.size()), false);
@@ -197,6 +296,13 @@ int main(int argc, char** argv) {
   add("texts_per_cpu_s", fixed(texts / cpu_s, 2), false);
   add("batch_ms_p50", fixed(p50, 2), false);
   add("batch_ms_p90", fixed(p90, 2), false);
+  if (fid.cases > 0) {
+    add("golden", golden, true);
+    add("golden_cases", std::to_string(fid.cases), false);
+    add("worst_cosine_vs_golden", fixed(fid.vs_golden, 6), false);
+    add("worst_case_vs_golden", fid.worst_case, true);
+    add("worst_cosine_vs_reference", fixed(fid.vs_reference, 6), false);
+  }
   add("command", command, true);
   json += "\n}\n";
   std::filesystem::create_directories(out_dir);
@@ -204,7 +310,9 @@ int main(int argc, char** argv) {
   std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
   if (lower.rfind("all-", 0) == 0) lower = lower.substr(4);  // all-MiniLM-L6-v2 -> minilm-l6-v2
   const std::string path =
-      out_dir + "/cpu-" + lower + "-" + date + "-" + (sha.empty() ? "nogit" : sha) + ".json";
+      !out_file.empty()
+          ? out_file
+          : out_dir + "/cpu-" + lower + "-" + date + "-" + (sha.empty() ? "nogit" : sha) + ".json";
   std::ofstream(path) << json;
   std::printf("%-22s %s\n", "wrote", path.c_str());
   return 0;

@@ -25,6 +25,7 @@
 # Environment: PETAL_BENCH_SECONDS (time per scenario; gpu 2, cpu 1), PETAL_BENCH_BUDGET_S,
 # PETAL_HF_QUICK (set by default here; PETAL_HF_QUICK= for full HF runs), PETAL_SKIP_HF=1,
 # PETAL_SKIP_ST=1, PETAL_ST_PYTHON (python with sentence-transformers; default python3),
+# PETAL_SKIP_CPU_BASELINES=1 (--cpu: skip bench/cpu_baselines.sh), PETAL_REF_PYTHON,
 # PETAL_QWEN3_TOKENIZER (default models/tokenizers/qwen3/tokenizer.json), PETAL_SKIP_FP8=1,
 # PETAL_SKIP_FP8_4B=1, PETAL_FP8_RESULTS=DIR (an fp8_calib step's $OUT/fp8_calib). For a dry run of the
 # GPU path elsewhere: PETAL_BENCH_BACKEND=cpu, PETAL_BENCH_SCENARIOS=latency_1x16,
@@ -263,6 +264,19 @@ if [[ $MODE == gpu && -z "${PETAL_SKIP_FP8:-}" && -z "${PETAL_FP8_RESULTS:-}" ]]
   fi
 elif [[ $MODE == gpu && -n "${PETAL_SKIP_FP8:-}" ]]; then
   skip fp8 "PETAL_SKIP_FP8 set"
+fi
+
+# The CPU engine's own report (issue 21): fast fp32 / int8 / reference paths against PyTorch and ONNX
+# Runtime in the same run, on the same cores (bench/cpu_baselines.sh; the full version, with
+# torch bf16 and the 0.6b shape, runs on its own: see docs/performance.md "CPU engine").
+if [[ $MODE == cpu ]]; then
+  if [[ -n "${PETAL_SKIP_CPU_BASELINES:-}" ]]; then
+    skip cpu_baselines "PETAL_SKIP_CPU_BASELINES set"
+  else
+    step cpu_baselines 400 env PETAL_BENCH_QWEN=qwen3-tiny PETAL_BENCH_SECONDS="$SECS" \
+      PETAL_BENCH_THREADS="$(nproc)" PETAL_BENCH_RUNTIMES="${PETAL_BENCH_RUNTIMES:-torch_fp32,onnxruntime}" \
+      PETAL_REF_PYTHON="${PETAL_REF_PYTHON:-$ST_PY}" OUT="$R" bash bench/cpu_baselines.sh
+  fi
 fi
 
 # --- merge --------------------------------------------------------------------------------------

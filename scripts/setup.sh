@@ -30,7 +30,7 @@ APT_PACKAGES=(
   # toolchain
   g++ cmake ninja-build pkg-config make git ca-certificates binutils
   # C++ libraries used by the engine / CLI / tests / benchmarks
-  libopenblas-dev libsimdjson-dev libutf8proc-dev libcli11-dev
+  libopenblas-dev libdnnl-dev libsimdjson-dev libutf8proc-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   # server and gateway: gRPC + protobuf, Boost.Beast (header-only, in libboost-dev)
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libboost-dev

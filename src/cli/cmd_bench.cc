@@ -35,7 +35,7 @@ struct BenchArgs {
 // Before timing, the engine's output must agree with the CPU fp32 reference (cosine >= 0.999,
 // the design brief's 0.1% rule) on a small ragged batch.
 StatusOr<double> CheckAgainstCpu(Engine& engine, const std::string& model_dir) {
-  PETAL_ASSIGN_OR_RETURN(auto cpu, CpuEngine::Load(model_dir));
+  PETAL_ASSIGN_OR_RETURN(auto cpu, CpuEngine::Load(model_dir, {.precision = "reference"}));
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> tok(0, engine.config().vocab_size - 1);
   Batch b;

@@ -40,6 +40,7 @@ struct EmbedOptions {
   std::string backend = "auto";
   int device = 0;
   CudaEngineOptions quant;  // only the --quantize / fp8 fields are read
+  CpuEngineOptions cpu;     // --cpu-precision, --cpu-threads
 };
 
 // Splits a file descriptor into lines. Next() with wait=false returns only a line that can be
@@ -244,6 +245,7 @@ int RunEmbed(const EmbedOptions& opts) {
   eo.cuda.fp8_layers = opts.quant.fp8_layers;
   eo.cuda.fp8_gate = opts.quant.fp8_gate;
   eo.cuda.fp8_scales = opts.quant.fp8_scales;
+  eo.cpu = opts.cpu;
   // A batch may end one input past --max-batch-tokens; leave room for a long last input.
   eo.cuda.max_tokens = std::max(2 * opts.max_batch_tokens, 16384);
   // ... however long that input may be: up to the model's whole context (32K for Qwen3 shapes).
@@ -352,6 +354,7 @@ std::function<int()> SetupEmbed(CLI::App* sub) {
       ->capture_default_str();
   sub->add_option("--device", opts->device, "CUDA device index")->capture_default_str();
   AddQuantizeFlags(sub, &opts->quant);
+  AddCpuFlags(sub, &opts->cpu);
   sub->add_flag("--ids", opts->ids,
                 "Inputs are JSON arrays of token ids (pre-tokenized, special tokens included)");
   sub->add_option("--max-batch-texts", opts->max_batch_texts, "Most inputs per batch")
@@ -397,6 +400,7 @@ std::function<int()> SetupEmbed(CLI::App* sub) {
       data->prompt_name = opts->prompt_name;
       data->engine.backend = data->devices.empty() ? opts->backend : "cuda";
       data->engine.cuda = opts->quant;
+      data->engine.cpu = opts->cpu;
       data->engine.cuda.device = opts->device;
       data->max_batch_tokens = std::max(opts->max_batch_tokens, 16384);
       data->engine.cuda.max_tokens = data->max_batch_tokens;

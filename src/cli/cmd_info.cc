@@ -1,6 +1,7 @@
 // `petal info`: describes a model folder (architecture, dimensions, parameter count, pooling,
 // weights on disk) as aligned text or, with --json, one JSON object. Reads only the config and
-// the safetensors headers, so it is fast even for large checkpoints.
+// the safetensors headers, so it is fast even for large checkpoints. Also reports this machine's CPU
+// features as the CPU engine detects them.
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -11,6 +12,7 @@
 
 #include "cli/command.h"
 #include "cli/model_arg.h"
+#include "kernels/cpu/cpu_features.h"
 #include "model/config.h"
 #include "model/safetensors.h"
 
@@ -103,6 +105,11 @@ int RunInfo(const InfoOptions& opts) {
     prompts_text += (prompts_text.empty() ? "" : ", ") + name + "=" + JsonString(text);
   }
   fields.push_back({"prompts", opts.json ? prompts_json + "}" : prompts_text, false});
+  // This machine, for the CPU engine: features detected at run time (PETAL_CPU_ISA caps them).
+  const cpu::CpuFeatures& f = cpu::DetectCpuFeatures();
+  fields.push_back({"cpu", f.Describe(), true});
+  fields.push_back({"cpu_isa", f.BestIsa(), true});
+  fields.push_back({"cpu_default_path", f.BestIsa() == "generic" ? "reference" : "fp32", true});
   if (c.task == ModelTask::kScore) {
     fields.push_back({"score_head", ScoreHeadName(c.score_head), true});
     fields.push_back({"score_outputs", num(c.score_outputs), false});

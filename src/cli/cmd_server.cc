@@ -107,6 +107,7 @@ int RunServer(const ServerArgs& a) {
        {"max_batch_seqs", std::to_string(so.loop.limits.max_batch_seqs)},
        {"max_queue_tokens", std::to_string(so.loop.max_queue_tokens)},
        {"max_queue_requests", std::to_string(so.loop.max_queue_requests)}});
+  if (engine->backend() == "cpu") Log("info", "cpu engine", {{"detail", engine->Describe()}});
   (*srv)->AttachEngine(std::move(engine));
 
   int sig = 0;

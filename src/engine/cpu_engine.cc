@@ -1,17 +1,48 @@
 #include "engine/cpu_engine.h"
 
+#include <dnnl.h>
+
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/cpu_threads.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/span_pool.h"
+#include "model/cpu_fast.h"
 
 namespace petal {
 
 StatusOr<std::unique_ptr<CpuEngine>> CpuEngine::Load(const std::string& model_dir,
+                                                     const CpuEngineOptions& options,
                                                      ActivationObserver* observer) {
   std::unique_ptr<CpuEngine> e(new CpuEngine());
   e->observer_ = observer;
   PETAL_ASSIGN_OR_RETURN(e->config_, LoadModelConfig(model_dir));
   PETAL_ASSIGN_OR_RETURN(e->weights_, WeightStore::Open(model_dir));
-  PETAL_ASSIGN_OR_RETURN(e->model_, LoadCpuModel(e->config_, *e->weights_));
+  const cpu::CpuFeatures& f = cpu::DetectCpuFeatures();
+  e->threads_ = cpu::ResolveCpuThreads(options.threads);
+  const std::string threads = cpu::ConfigureCpuThreads(e->threads_);
+  std::string want = options.precision;
+  std::string note;
+  if (observer != nullptr) {
+    want = "reference";  // calibration observes the fp32 reference forward (model.h)
+  } else if (want == "auto") {
+    want = f.BestIsa() == "generic" ? "reference" : "fp32";
+  } else if (want != "reference" && f.BestIsa() == "generic") {
+    note = " (" + want + " asked; this CPU has no AVX2, so the reference runs)";
+    want = "reference";
+  }
+  if (want == "reference") {
+    PETAL_ASSIGN_OR_RETURN(e->model_, LoadCpuModel(e->config_, *e->weights_));
+    e->path_ = "reference";
+    e->describe_ = "cpu path: fp32 reference (OpenBLAS)" + note;
+  } else {
+    PETAL_ASSIGN_OR_RETURN(cpu::CpuPrecision p, cpu::ParseCpuPrecision(want));
+    PETAL_ASSIGN_OR_RETURN(e->model_, LoadFastCpuModel(e->config_, *e->weights_, p));
+    const dnnl_version_t* v = dnnl_version();
+    e->path_ = want;
+    e->describe_ = "cpu path: fast " + want + " (oneDNN " + std::to_string(v->major) + "." +
+                   std::to_string(v->minor) + "." + std::to_string(v->patch) + " GEMMs)";
+  }
+  e->describe_ += "; threads: " + threads + "; cpu: " + f.Describe();
   return e;
 }
 
@@ -20,6 +51,7 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CpuEngine::Step(const Batch& batch)
   const bool score = config_.task == ModelTask::kScore;
   if (score && !batch.pool_spans.empty())
     return InvalidArgument("pool spans are for embedding models, not ranking models");
+  cpu::EnterCpuThreads(threads_);  // OpenMP's count is per thread: Step may run on another one
   std::vector<float> hidden;
   PETAL_RETURN_IF_ERROR(model_->ForwardObserved(batch, &hidden, observer_));
   Embeddings out;

@@ -1,5 +1,7 @@
-// CpuEngine: the reference engine (and the default where there is no GPU). Runs a CpuModel in
-// fp32, pools and normalises on the host, and returns an already-completed handle.
+// CpuEngine: the engine where there is no GPU. Runs a CpuModel, pools and normalises on the host,
+// and returns an already-completed handle. Two forwards: the fp32 reference (bert.cc, qwen3.cc;
+// OpenBLAS) and the fast path (model/cpu_fast.h; oneDNN GEMMs in fp32 or int8, blocked attention,
+// fused passes), chosen by CpuEngineOptions::precision and the CPU's features at run time.
 // Thread-safety: Step() may be called from one thread at a time.
 #pragma once
 
@@ -11,18 +13,31 @@
 
 namespace petal {
 
+struct CpuEngineOptions {
+  // "auto" (fast fp32 where the CPU has AVX2, else the reference), "fp32", "int8", "bf16", or
+  // "reference" (the fp32 reference forward; also what "generic" CPUs get).
+  std::string precision = "auto";
+  int threads = 0;  // OpenMP threads; 0: OMP_NUM_THREADS, else the CPUs this process may use
+};
+
 class CpuEngine final : public Engine {
  public:
   // Loads config, weights and the model's CPU implementation from a model folder. With an
   // `observer` (petal calibrate; not owned, must outlive the engine), every Step() reports the
-  // fp8 GEMM inputs' per-token maxima to it (model.h, ForwardObserved).
+  // fp8 GEMM inputs' per-token maxima to it (model.h, ForwardObserved); it runs the fp32
+  // reference path whatever options.precision says.
   static StatusOr<std::unique_ptr<CpuEngine>> Load(const std::string& model_dir,
+                                                   const CpuEngineOptions& options = {},
                                                    ActivationObserver* observer = nullptr);
 
   const ModelConfig& config() const override { return config_; }
   std::string backend() const override { return "cpu"; }
+  // "cpu path: fast fp32 (oneDNN ...); threads: ...; cpu: <features>".
+  std::string Describe() const override { return describe_; }
   StatusOr<std::unique_ptr<PendingEmbeddings>> Step(const Batch& batch) override;
   const CpuModel& model() const { return *model_; }
+  // The forward in use: "reference", "fp32" or "int8".
+  const std::string& path() const { return path_; }
 
  private:
   CpuEngine() = default;
@@ -30,6 +45,8 @@ class CpuEngine final : public Engine {
   std::unique_ptr<WeightStore> weights_;
   std::unique_ptr<CpuModel> model_;
   ActivationObserver* observer_ = nullptr;
+  std::string path_, describe_;
+  int threads_ = 1;
 };
 
 }  // namespace petal

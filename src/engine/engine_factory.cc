@@ -20,8 +20,9 @@ StatusOr<std::unique_ptr<Engine>> CreateEngine(const std::string& model_dir,
   if (backend == "cpu") {
     if (options.cuda.quantize != "none")
       return InvalidArgument("--quantize " + options.cuda.quantize +
-                             " needs the CUDA engine (--backend cuda); the CPU engine is fp32");
-    PETAL_ASSIGN_OR_RETURN(auto e, CpuEngine::Load(model_dir, options.observer));
+                             " needs the CUDA engine (--backend cuda); for the CPU engine see "
+                             "--cpu-precision");
+    PETAL_ASSIGN_OR_RETURN(auto e, CpuEngine::Load(model_dir, options.cpu, options.observer));
     return std::unique_ptr<Engine>(std::move(e));
   }
   return InvalidArgument("unknown backend '" + options.backend + "' (expected auto, cpu or cuda)");

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "engine/cpu_engine.h"
 #include "engine/cuda/cuda_engine.h"
 #include "engine/engine.h"
 
@@ -16,6 +17,7 @@ struct EngineOptions {
   // petal calibrate: receives every fp8 GEMM input's per-token maxima of each Step() (CPU: the
   // fp32 forward; CUDA: the bf16 path, run eagerly). Not owned; must outlive the engine.
   ActivationObserver* observer = nullptr;
+  CpuEngineOptions cpu;
 };
 
 // Creates the engine named by options.backend; "auto" picks cuda when CudaAvailable().

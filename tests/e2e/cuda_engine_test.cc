@@ -59,7 +59,7 @@ class CudaEngineTest : public ::testing::Test {
 TEST_F(CudaEngineTest, MatchesCpuOnRaggedBatches) {
   for (const auto& dir : ModelDirs()) {
     SCOPED_TRACE(dir);
-    auto cpu = CpuEngine::Load(dir);
+    auto cpu = CpuEngine::Load(dir, {.precision = "reference"});
     ASSERT_TRUE(cpu.ok()) << cpu.status().ToString();
     CudaEngineOptions opt;
     opt.max_tokens = 4096;
@@ -129,7 +129,7 @@ TEST_F(CudaEngineTest, HandlesInFlightAndCapacityErrors) {
 // different batch in the same bucket replays the same graph and still gets its own results.
 TEST_F(CudaEngineTest, GraphsCaptureLazilyAndReplayCorrectly) {
   const std::string dir = ModelDirs().front();
-  auto cpu = CpuEngine::Load(dir);
+  auto cpu = CpuEngine::Load(dir, {.precision = "reference"});
   ASSERT_TRUE(cpu.ok());
   CudaEngineOptions opt;
   opt.max_tokens = 2048;
@@ -168,7 +168,7 @@ TEST_F(CudaEngineTest, GraphsCaptureLazilyAndReplayCorrectly) {
 TEST_F(CudaEngineTest, Fp8KeepsFidelityAndFallsBackBelowThreshold) {
   for (const auto& dir : ModelDirs()) {
     SCOPED_TRACE(dir);
-    auto cpu = CpuEngine::Load(dir);
+    auto cpu = CpuEngine::Load(dir, {.precision = "reference"});
     ASSERT_TRUE(cpu.ok()) << cpu.status().ToString();
     if ((*cpu)->config().architecture != Architecture::kQwen3) continue;
     CudaEngineOptions opt;

@@ -1,0 +1,129 @@
+// The BERT family's fast CPU forward (see model/cpu_fast.h): the reference BertCpuModel owns the
+// embeddings, norms and score head; each layer's four dense layers are packed once at load (and
+// their loaded copies freed).
+#include <cmath>
+#include <string>
+
+#include "kernels/cpu/cpu_attention.h"
+#include "kernels/cpu/cpu_fused.h"
+#include "model/bert/bert.h"
+#include "model/cpu_fast.h"
+
+namespace petal {
+namespace {
+
+struct PackedBertLayer {
+  cpu::Linear qkv, attn_out, ffn_in, ffn_out;
+};
+
+class BertFastCpuModel final : public CpuModel {
+ public:
+  BertFastCpuModel(std::unique_ptr<BertCpuModel> ref, std::vector<PackedBertLayer> layers)
+      : ref_(std::move(ref)), layers_(std::move(layers)) {}
+
+  const ModelConfig& config() const override { return ref_->config(); }
+  Status Score(const float* pooled, int rows, float* logits) const override {
+    return ref_->Score(pooled, rows, logits);
+  }
+
+  Status Forward(const Batch& batch, std::vector<float>* hidden) const override {
+    const ModelConfig& c = config();
+    const BertWeights& w = ref_->weights();
+    const int T = batch.num_tokens(), H = c.hidden_size, I = c.intermediate_size;
+    const int S = batch.num_seqs();
+    const bool typed = !batch.token_type_ids.empty();
+    const int types = std::max(c.type_vocab_size, 1);
+    for (int s = 0; s < S; ++s) {
+      if (batch.seq_len(s) > c.max_position_embeddings - c.position_offset) {
+        return InvalidArgument("sequence " + std::to_string(s) + " has " +
+                               std::to_string(batch.seq_len(s)) + " tokens; the model has " +
+                               std::to_string(c.max_position_embeddings - c.position_offset) +
+                               " positions");
+      }
+    }
+    for (int t = 0; typed && t < T; ++t) {
+      if (batch.token_type_ids[t] < 0 || batch.token_type_ids[t] >= types) {
+        return InvalidArgument("token type id " + std::to_string(batch.token_type_ids[t]) +
+                               " at position " + std::to_string(t) + " is outside [0, " +
+                               std::to_string(types) + ")");
+      }
+    }
+    hidden->clear();
+    if (T == 0) return Status::Ok();
+
+    cpu::AlignedFloats x;  // the residual stream, copied to *hidden at the end
+    x.resize(static_cast<size_t>(T) * H);
+    for (int s = 0; s < S; ++s) {
+      const int begin = batch.cu_seqlens[s], end = batch.cu_seqlens[s + 1];
+      for (int t = begin; t < end; ++t) {
+        const int type = typed ? batch.token_type_ids[t] : 0;
+        const float* word = w.word_embeddings.data() + int64_t{batch.token_ids[t]} * H;
+        const float* pos =
+            w.position_embeddings.data() + int64_t{c.position_offset + t - begin} * H;
+        const float* tt = w.token_type_embeddings.empty()
+                              ? nullptr
+                              : w.token_type_embeddings.data() + int64_t{type} * H;
+        float* row = x.data() + int64_t{t} * H;
+        for (int i = 0; i < H; ++i) row[i] = word[i] + pos[i] + (tt ? tt[i] : 0.0f);
+      }
+    }
+    cpu::AddLayerNorm(x.data(), nullptr, w.embed_norm_gamma.data(), w.embed_norm_beta.data(),
+                      c.norm_eps, T, H);
+
+    cpu::AlignedFloats qkv(static_cast<size_t>(T) * 3 * H), ctx(static_cast<size_t>(T) * H);
+    cpu::AlignedFloats proj(static_cast<size_t>(T) * H), inter(static_cast<size_t>(T) * I);
+    const int d = c.head_dim;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      const PackedBertLayer& p = layers_[l];
+      const BertLayerWeights& lw = w.layers[l];
+      p.qkv.Forward(x.data(), T, qkv.data());
+      cpu::BlockedAttention(qkv.data(), 3 * H, qkv.data() + H, 3 * H, qkv.data() + 2 * H, 3 * H,
+                            ctx.data(), batch.cu_seqlens.data(), S, c.num_heads, c.num_heads, d,
+                            /*causal=*/false, scale);
+      p.attn_out.Forward(ctx.data(), T, proj.data());
+      cpu::AddLayerNorm(x.data(), proj.data(), lw.attn_norm_gamma.data(),
+                        lw.attn_norm_beta.data(), c.norm_eps, T, H);
+      p.ffn_in.Forward(x.data(), T, inter.data(), cpu::Epilogue::kGelu);
+      p.ffn_out.Forward(inter.data(), T, proj.data());
+      cpu::AddLayerNorm(x.data(), proj.data(), lw.ffn_norm_gamma.data(), lw.ffn_norm_beta.data(),
+                        c.norm_eps, T, H);
+    }
+    hidden->assign(x.begin(), x.end());
+    return Status::Ok();
+  }
+
+ private:
+  std::unique_ptr<BertCpuModel> ref_;
+  std::vector<PackedBertLayer> layers_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<CpuModel>> LoadBertFastCpuModel(const ModelConfig& config,
+                                                         const WeightStore& weights,
+                                                         cpu::CpuPrecision precision) {
+  PETAL_ASSIGN_OR_RETURN(BertWeights w, LoadBertWeights(config, weights));
+  const int H = config.hidden_size, I = config.intermediate_size;
+  std::vector<PackedBertLayer> layers(w.layers.size());
+  for (size_t l = 0; l < w.layers.size(); ++l) {
+    BertLayerWeights& lw = w.layers[l];
+    PackedBertLayer& p = layers[l];
+    PETAL_ASSIGN_OR_RETURN(p.qkv, cpu::Linear::Pack(lw.qkv_weight.data(), lw.qkv_bias.data(),
+                                                    3 * H, H, precision));
+    PETAL_ASSIGN_OR_RETURN(p.attn_out, cpu::Linear::Pack(lw.attn_out_weight.data(),
+                                                         lw.attn_out_bias.data(), H, H, precision));
+    PETAL_ASSIGN_OR_RETURN(p.ffn_in, cpu::Linear::Pack(lw.ffn_in_weight.data(),
+                                                       lw.ffn_in_bias.data(), I, H, precision));
+    PETAL_ASSIGN_OR_RETURN(p.ffn_out, cpu::Linear::Pack(lw.ffn_out_weight.data(),
+                                                        lw.ffn_out_bias.data(), H, I, precision));
+    // Packed copies hold these now; the reference model below keeps only embeddings, norms and
+    // the score head (its own Forward is never called).
+    for (auto* v : {&lw.qkv_weight, &lw.attn_out_weight, &lw.ffn_in_weight, &lw.ffn_out_weight})
+      std::vector<float>().swap(*v);
+  }
+  auto ref = std::make_unique<BertCpuModel>(config, std::move(w));
+  return std::unique_ptr<CpuModel>(new BertFastCpuModel(std::move(ref), std::move(layers)));
+}
+
+}  // namespace petal
