@@ -122,7 +122,9 @@ TEST_F(GatewayLongDoc, LateChunksOfShortAndWindowedDocuments) {
         for (const auto& ch : docs[d]) chunks.push_back(Ids(ch));
         const SpanPlan plan =
             PlanLateChunks(chunks, {}, prefix_, suffix_, 256, overlap >= 0 ? overlap : cap / 4);
-        if (d == 1) EXPECT_GE(plan.seqs.size(), 3u);  // the long document needs windows
+        if (d == 1) {
+          EXPECT_GE(plan.seqs.size(), 3u);  // the long document needs windows
+        }
         const auto want = Expected(plan, dims);
         ASSERT_EQ(got[d].size(), want.size());
         for (size_t j = 0; j < want.size(); ++j)
