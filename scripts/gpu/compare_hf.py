@@ -45,11 +45,14 @@ def hf_embed(model_dir, seqs, causal, pooling, normalize, dtype, lean=False):
     for ids in seqs:
         x = torch.tensor([ids], device="cuda")
         if lean:
-            # Long sequences: no [L, L] float mask (32K^2 fp32 is 4 GiB). Causal: transformers'
-            # own causal mask (SDPA's is_causal); bidirectional: an all-True 4D bool mask, which
-            # transformers 5 uses as the final mask.
+            # Long sequences: no [L, L] float mask (32K^2 fp32 is 4 GiB) but a 4D bool one (1 GiB
+            # at 32K), which transformers 5 uses as the final mask and which keeps SDPA on its
+            # memory-efficient kernel in fp32 (mask None for causal took the math path: 64 GiB of
+            # fp32 scores at 32K, out of memory on the H200).
             n = len(ids)
-            m = None if causal else torch.ones(1, 1, n, n, dtype=torch.bool, device="cuda")
+            m = torch.ones(1, 1, n, n, dtype=torch.bool, device="cuda")
+            if causal:
+                m = torch.tril(m)
         else:
             m = mask4d(len(ids), causal, "cuda").to(dtype)
         h = model(input_ids=x, attention_mask=m, use_cache=False).last_hidden_state[0]

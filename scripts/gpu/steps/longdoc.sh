@@ -18,7 +18,14 @@ for v in bidirectional causal; do
 done
 rc=0
 # The bundle puts gpu-labelled tests in .gpu_bundle/bin, which is on PATH.
-PETAL_SOURCE_DIR=$PWD late_chunk_gpu_test || rc=1
+[[ -z "${LONGDOC_COMPARE_ONLY:-}" ]] && { PETAL_SOURCE_DIR=$PWD late_chunk_gpu_test || rc=1; }
+# LONGDOC_COMPARE_ONLY=MASK: only the HF comparison of that mask (a re-run of one part).
+if [[ -n "${LONGDOC_COMPARE_ONLY:-}" ]]; then
+  python3 scripts/gpu/compare_hf.py --model $M/0.6b-$LONGDOC_COMPARE_ONLY \
+    --name "0.6b-$LONGDOC_COMPARE_ONLY-long" --lean-masks --lengths 8192,16384,32768 \
+    --out "$OUT/longdoc/compare-$LONGDOC_COMPARE_ONLY.json"
+  exit
+fi
 for v in bidirectional causal; do
   python3 scripts/gpu/compare_hf.py --model $M/0.6b-$v --name "0.6b-$v-long" --lean-masks \
     --lengths 8192,16384,32768 --out "$OUT/longdoc/compare-$v.json" || rc=1
