@@ -160,11 +160,6 @@ void StopChildren(std::vector<Child>* children, int grace_ms) {
   }
 }
 
-// --reply-poll-us not given: poll for CUDA replicas (their answers come in ~1 ms, and a wake-up is
-// a noticeable share of that), not for CPU ones (the poller's core is theirs).
-constexpr int kReplyPollAuto = -2;
-constexpr int kReplyPollCudaUs = 200;
-
 int RunServe(ServeArgs& a) {
   sigset_t signals;
   sigemptyset(&signals);
@@ -266,10 +261,6 @@ int RunServe(ServeArgs& a) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   }
-  if (a.gateway.reply_poll_us == kReplyPollAuto) {
-    const bool cuda = !a.fake && (a.backend == "cuda" || (a.backend == "auto" && CudaAvailable()));
-    a.gateway.reply_poll_us = cuda ? kReplyPollCudaUs : -1;
-  }
   Tracing tracing;  // outlives the gateway
   if (!tracing.Start(a.otlp_endpoint, "petal-gateway")) {
     StopChildren(&children, 0);
@@ -300,7 +291,6 @@ std::function<int()> SetupServe(CLI::App* app) {
   auto a = std::make_shared<ServeArgs>();
   a->gateway.model_dir = "models/all-MiniLM-L6-v2";
   a->gateway.listen = "127.0.0.1:8080";
-  a->gateway.reply_poll_us = kReplyPollAuto;
   AddGatewayFlags(app, &a->gateway);
   auto* replicas = app->add_option("--replicas", a->replicas,
                                    "Inference server processes (any backend; see also --gpus)")

@@ -47,8 +47,7 @@ inline void AddGatewayFlags(CLI::App* app, gateway::GatewayOptions* o) {
       ->capture_default_str();
   app->add_option("--reply-poll-us", o->reply_poll_us,
                   "Collect servers' replies on a thread that polls while calls are in flight and "
-                  "this long after (microseconds; -1: sleep in gRPC's callbacks; petal serve: 200 "
-                  "for CUDA replicas, -1 otherwise)");
+                  "this long after (microseconds; -1, the default: gRPC's callback threads)");
   app->add_option("--max-inputs", o->max_inputs, "Most inputs per request (beyond: 413)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

@@ -44,7 +44,7 @@ struct GatewayOptions {
   FlowOptions flow;  // how many tokens the gateway holds and sends per replica (replica_set.h)
   // >= 0: replies are collected by a polling thread that spins while calls are out and this many
   // microseconds after the last (saves a thread wake-up per call; costs a core while busy);
-  // < 0: gRPC's callback threads. `petal serve` turns it on for CUDA replicas.
+  // < 0 (the default): gRPC's callback threads. Measured no faster on the H200 (performance.md).
   int reply_poll_us = -1;
   size_t max_inputs = 2048;       // inputs per request (at least 1; /v1/score: query included)
   size_t body_limit = 32u << 20;  // request body bytes; beyond: 413

@@ -21,11 +21,12 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
 
-// Measurement switch (PETAL_HTTP_POST_REPLY=1: hand each answer to an I/O thread, as before),
-// for the serving-path A/B in docs/performance.md.
+// Measurement switch (PETAL_HTTP_DIRECT_REPLY=1: the replying thread starts the answer's write
+// itself instead of handing it to an I/O thread). Off by default: on the H200 it measured no
+// difference (docs/performance.md, "Serving path").
 const bool kWriteFromReplier = [] {
-  const char* e = std::getenv("PETAL_HTTP_POST_REPLY");
-  return e == nullptr || std::string_view(e) != "1";
+  const char* e = std::getenv("PETAL_HTTP_DIRECT_REPLY");
+  return e != nullptr && std::string_view(e) == "1";
 }();
 
 class Session : public std::enable_shared_from_this<Session> {

@@ -7,7 +7,8 @@
 #  3. + the gateway (`petal serve` + `petal bench http`, 510-token texts, 1 and 16 clients) in four
 #     configurations, each adding one change: TCP + callbacks + answers posted to an I/O thread
 #     (the previous path) -> Unix socket -> reply poller -> answers written by the replying
-#     thread (the new default);
+#     thread (PETAL_HTTP_DIRECT_REPLY=1); the defaults are a Unix socket, callbacks, posted
+#     answers (the other two measured no faster);
 #     (+ f: the server's gRPC poller, --grpc-poll-us 2000);
 #  4. the transport alone: the same with the FakeEngine at 0 and 1,200 us per batch.
 # Results: $OUT/serving/*.json, summary.md; summary on stdout.
@@ -58,19 +59,19 @@ serve_run() {  # serve_run NAME ENGINE-ARGS... -- SERVE-ARGS...  (env passes thr
 }
 echo "== 3. gateway (petal serve)"
 S="--backend cuda --server-arg=--max-batch-tokens=32768 --server-arg=--max-batch-seqs=128"
-PETAL_HTTP_POST_REPLY=1 serve_run a-tcp-callbacks-posted $S --replica-transport tcp --reply-poll-us -1
-PETAL_HTTP_POST_REPLY=1 serve_run b-unix-callbacks-posted $S --replica-transport unix --reply-poll-us -1
-PETAL_HTTP_POST_REPLY=1 serve_run c-unix-poller-posted $S --replica-transport unix --reply-poll-us 200
-serve_run d-unix-poller-direct $S
-serve_run e-tcp-poller-direct $S --replica-transport tcp
-serve_run f-unix-poller-direct-grpcpoll $S --server-arg=--grpc-poll-us=2000
+serve_run a-tcp-callbacks-posted $S --replica-transport tcp --reply-poll-us -1
+serve_run b-unix-callbacks-posted $S --replica-transport unix --reply-poll-us -1
+serve_run c-unix-poller-posted $S --replica-transport unix --reply-poll-us 200
+PETAL_HTTP_DIRECT_REPLY=1 serve_run d-unix-poller-direct $S --reply-poll-us 200
+PETAL_HTTP_DIRECT_REPLY=1 serve_run e-tcp-poller-direct $S --replica-transport tcp --reply-poll-us 200
+PETAL_HTTP_DIRECT_REPLY=1 serve_run f-unix-poller-direct-grpcpoll $S --reply-poll-us 200 --server-arg=--grpc-poll-us=2000
 
 echo "== 4. transport alone (FakeEngine)"
 F="--fake-engine --server-arg=--fake-vocab-size=200000"
 for lat in 0 1200; do
-  PETAL_HTTP_POST_REPLY=1 serve_run fake${lat}-a $F --server-arg=--fake-latency-us=$lat --replica-transport tcp --reply-poll-us -1
-  serve_run fake${lat}-d $F --server-arg=--fake-latency-us=$lat --reply-poll-us 200
-  serve_run fake${lat}-f $F --server-arg=--fake-latency-us=$lat --reply-poll-us 200 --server-arg=--grpc-poll-us=2000
+  serve_run fake${lat}-a $F --server-arg=--fake-latency-us=$lat --replica-transport tcp --reply-poll-us -1
+  PETAL_HTTP_DIRECT_REPLY=1 serve_run fake${lat}-d $F --server-arg=--fake-latency-us=$lat --reply-poll-us 200
+  PETAL_HTTP_DIRECT_REPLY=1 serve_run fake${lat}-f $F --server-arg=--fake-latency-us=$lat --reply-poll-us 200 --server-arg=--grpc-poll-us=2000
 done
 
 python3 - "$D" <<'PY' | tee "$D/summary.md"
