@@ -79,13 +79,13 @@ std::optional<RequestError> Gateway::ToSequences(EmbedParams* p, const char* fie
       config_.max_seq_length > 0 ? config_.max_seq_length : config_.max_position_embeddings;
   const std::string f = field;
   auto too_long = [&](size_t i, size_t n) {
-    return RequestError{413,
-                        "'" + f + "[" + std::to_string(i) + "]' has " + std::to_string(n) +
-                            " tokens; the model's maximum context length is " +
-                            std::to_string(max_len) + " (send \"truncate\": true to cut it" +
-                            (f == "input" ? ", or \"long_input\": \"mean\" to embed it in windows)"
-                                          : ")"),
-                        f};
+    return RequestError{
+        413,
+        "'" + f + "[" + std::to_string(i) + "]' has " + std::to_string(n) +
+            " tokens; the model's maximum context length is " + std::to_string(max_len) +
+            " (send \"truncate\": true to cut it" +
+            (f == "input" ? ", or \"long_input\": \"mean\" to embed it in windows)" : ")"),
+        f};
   };
   if (p->inputs.pretokenized) {
     const int32_t vocab = tokenizer_->vocab_size();

@@ -31,10 +31,10 @@ void GrpcPoller::Main() {
     const bool hot = NowNs() < hot_until_ns_.load(std::memory_order_relaxed);
     // A zero deadline polls (epoll_wait with no timeout) and returns; idle, wait like gRPC's own
     // threads do, waking for I/O or after 10 ms to look at hot_until_ns_ again.
-    const auto r = hot ? cq_->AsyncNext(&tag, &ok, gpr_time_0(GPR_CLOCK_MONOTONIC))
-                       : cq_->AsyncNext(&tag, &ok,
-                                        std::chrono::system_clock::now() +
-                                            std::chrono::milliseconds(10));
+    const auto r =
+        hot ? cq_->AsyncNext(&tag, &ok, gpr_time_0(GPR_CLOCK_MONOTONIC))
+            : cq_->AsyncNext(&tag, &ok,
+                             std::chrono::system_clock::now() + std::chrono::milliseconds(10));
     if (r == grpc::CompletionQueue::SHUTDOWN) return;
   }
 }

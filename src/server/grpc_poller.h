@@ -23,9 +23,7 @@ class GrpcPoller {
   ~GrpcPoller() { Shutdown(); }
   void Start();
   // Keeps the thread polling for `spin` from now.
-  void Touch() {
-    hot_until_ns_.store(NowNs() + spin_ns_, std::memory_order_relaxed);
-  }
+  void Touch() { hot_until_ns_.store(NowNs() + spin_ns_, std::memory_order_relaxed); }
   void Shutdown();
 
  private:
