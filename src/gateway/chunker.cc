@@ -46,19 +46,20 @@ void EmbedChunks(ReplicaSet* replicas, const std::vector<std::vector<int32_t>>& 
                  const trace::SpanContext& trace,
                  const std::vector<std::vector<int32_t>>* type_ids, SpanInput spans) {
   auto g = std::make_shared<Gather>();
-  g->result.ranges = std::move(chunks);
-  g->result.responses.resize(g->result.ranges.size());
-  g->remaining = g->result.ranges.size();
+  g->result.ranges = chunks;  // the loop below reads `chunks`: once the last chunk is sent, its
+                              // answer may already have moved g->result away on another thread
+  g->result.responses.resize(chunks.size());
+  g->remaining = chunks.size();
   g->done = std::move(done);
-  if (g->result.ranges.empty()) return g->done(std::move(g->result));
+  if (chunks.empty()) return g->done(std::move(g->result));
   // The whole request is accepted or refused at once, against the gateway's own bound.
   int64_t total = 0;
-  for (const auto& [b, e] : g->result.ranges) {
+  for (const auto& [b, e] : chunks) {
     for (size_t i = b; i < e; ++i) total += static_cast<int64_t>(seqs[i].size());
   }
   if (Status st = replicas->Reserve(total); !st.ok()) return g->done(st);
-  for (size_t c = 0; c < g->result.ranges.size(); ++c) {
-    const auto [b, e] = g->result.ranges[c];
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    const auto [b, e] = chunks[c];
     v1::EmbedRequest req;
     req.set_protocol_version(1);
     req.set_request_id(request_id);
