@@ -309,10 +309,9 @@ int main(int argc, char** argv) {
   std::string lower = model_name;
   std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
   if (lower.rfind("all-", 0) == 0) lower = lower.substr(4);  // all-MiniLM-L6-v2 -> minilm-l6-v2
-  const std::string path =
-      !out_file.empty()
-          ? out_file
-          : out_dir + "/cpu-" + lower + "-" + date + "-" + (sha.empty() ? "nogit" : sha) + ".json";
+  const std::string path = !out_file.empty() ? out_file
+                                             : out_dir + "/cpu-" + lower + "-" + date + "-" +
+                                                   (sha.empty() ? "nogit" : sha) + ".json";
   std::ofstream(path) << json;
   std::printf("%-22s %s\n", "wrote", path.c_str());
   return 0;

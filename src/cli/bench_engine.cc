@@ -160,8 +160,7 @@ StatusOr<std::string> RunScenario(Engine& engine, const BenchScenario& s, int ma
     int requests = 0;
     auto t0 = Clock::now();
     while ((Clock::now() < t_end || requests < 2) && requests < max_iters) {
-      auto req =
-          MakeRequest(rng, vocab, s.seqs, s.len, max_batch_tokens, max_batch_seqs, s.spans);
+      auto req = MakeRequest(rng, vocab, s.seqs, s.len, max_batch_tokens, max_batch_seqs, s.spans);
       PETAL_RETURN_IF_ERROR(RunRequest(engine, req, &inflight));
       ++requests;
     }

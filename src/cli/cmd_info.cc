@@ -1,7 +1,7 @@
 // `petal info`: describes a model folder (architecture, dimensions, parameter count, pooling,
 // weights on disk) as aligned text or, with --json, one JSON object. Reads only the config and
-// the safetensors headers, so it is fast even for large checkpoints. Also reports this machine's CPU
-// features as the CPU engine detects them.
+// the safetensors headers, so it is fast even for large checkpoints. Also reports this machine's
+// CPU features as the CPU engine detects them.
 #include <cstdio>
 #include <map>
 #include <memory>

@@ -4,11 +4,11 @@
 // run-to-run and load-to-load determinism, and the path names and errors.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
-#include <unistd.h>
 
 #include "common/file_util.h"
 #include "engine/cpu_engine.h"

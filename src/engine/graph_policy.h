@@ -38,8 +38,8 @@ struct BucketPolicy {
 struct GraphKey {
   int seqs = 0, tokens = 0, max_len = 0, spans = 0;
   bool operator<(const GraphKey& o) const {
-    return seqs != o.seqs       ? seqs < o.seqs
-           : tokens != o.tokens ? tokens < o.tokens
+    return seqs != o.seqs         ? seqs < o.seqs
+           : tokens != o.tokens   ? tokens < o.tokens
            : max_len != o.max_len ? max_len < o.max_len
                                   : spans < o.spans;
   }

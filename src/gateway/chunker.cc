@@ -43,8 +43,8 @@ struct Gather {
 void EmbedChunks(ReplicaSet* replicas, const std::vector<std::vector<int32_t>>& seqs,
                  std::vector<std::pair<size_t, size_t>> chunks, const v1::EmbedOptions& options,
                  const std::string& request_id, std::function<void(StatusOr<ChunkedResult>)> done,
-                 const trace::SpanContext& trace,
-                 const std::vector<std::vector<int32_t>>* type_ids, SpanInput spans) {
+                 const trace::SpanContext& trace, const std::vector<std::vector<int32_t>>* type_ids,
+                 SpanInput spans) {
   auto g = std::make_shared<Gather>();
   g->result.ranges = chunks;  // the loop below reads `chunks`: once the last chunk is sent, its
                               // answer may already have moved g->result away on another thread

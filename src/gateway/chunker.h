@@ -48,7 +48,6 @@ void EmbedChunks(ReplicaSet* replicas, const std::vector<std::vector<int32_t>>& 
                  std::vector<std::pair<size_t, size_t>> chunks, const v1::EmbedOptions& options,
                  const std::string& request_id, std::function<void(StatusOr<ChunkedResult>)> done,
                  const trace::SpanContext& trace = {},
-                 const std::vector<std::vector<int32_t>>* type_ids = nullptr,
-                 SpanInput spans = {});
+                 const std::vector<std::vector<int32_t>>* type_ids = nullptr, SpanInput spans = {});
 
 }  // namespace petal::gateway

@@ -77,10 +77,10 @@ void Gateway::RunSpanPlan(std::shared_ptr<SpanPlan> plan, v1::SpanPooling poolin
         }
         if (at != rows.size()) return done(Internal("server answer: missing span rows"));
         // Combining is cheap next to formatting, and both run on a worker (not gRPC's thread).
-        boost::asio::post(*workers_, [plan, dim, rows = std::move(rows),
-                                      done = std::move(done)]() mutable {
-          done(CombineSpanRows(*plan, rows.data(), dim));
-        });
+        boost::asio::post(*workers_,
+                          [plan, dim, rows = std::move(rows), done = std::move(done)]() mutable {
+                            done(CombineSpanRows(*plan, rows.data(), dim));
+                          });
       },
       tc, nullptr, SpanInput{&plan->spans, pooling});
 }
@@ -99,8 +99,8 @@ std::optional<RequestError> Gateway::PlanDocuments(const ContextualParams& p, Sp
     if (!ids.ok()) return RequestError{400, ids.status().message(), "prompt_name"};
     prompt = std::move(ids).value();
   }
-  const int cap = WindowCapacity(max_len, static_cast<int>(prefix.size()),
-                                 static_cast<int>(suffix.size()));
+  const int cap =
+      WindowCapacity(max_len, static_cast<int>(prefix.size()), static_cast<int>(suffix.size()));
   if (cap < 2) return RequestError{500, "the model's maximum length leaves no room for text", ""};
   // Default overlap: a quarter of a window (docs/api.md).
   const int overlap = p.overlap >= 0 ? p.overlap : cap / 4;
@@ -117,7 +117,8 @@ std::optional<RequestError> Gateway::PlanDocuments(const ContextualParams& p, Sp
     for (size_t j = 0; j < chunks.size(); ++j) {
       const std::string where = "input[" + std::to_string(d) + "][" + std::to_string(j) + "]";
       auto ids = tokenizer_->Encode(p.documents[d][j], eo);
-      if (!ids.ok()) return RequestError{400, "'" + where + "': " + ids.status().message(), "input"};
+      if (!ids.ok())
+        return RequestError{400, "'" + where + "': " + ids.status().message(), "input"};
       if (ids->empty()) return RequestError{400, "'" + where + "' has no tokens", "input"};
       tokens += static_cast<int64_t>(ids->size());
       if (tokens > kMaxDocumentTokens) {
@@ -207,7 +208,8 @@ void Gateway::EmbedLongInputs(std::shared_ptr<EmbedParams> p, Reply reply) {
       auto ids = tokenizer_->Encode(*prompt + p->inputs.texts[i], eo);
       if (!ids.ok())
         return reply(ErrorResponse({400, "'" + where + "': " + ids.status().message(), "input"}));
-      if (ids->empty()) return reply(ErrorResponse({400, "'" + where + "' has no tokens", "input"}));
+      if (ids->empty())
+        return reply(ErrorResponse({400, "'" + where + "' has no tokens", "input"}));
       if (static_cast<int64_t>(ids->size()) > kMaxDocumentTokens) {
         return reply(ErrorResponse({413,
                                     "'" + where + "' has " + std::to_string(ids->size()) +

@@ -269,10 +269,9 @@ std::optional<RequestError> ParseContextualEmbed(std::string_view body, Contextu
     }
     total += chunks.size();
     if (total > kMaxContextChunks) {
-      return RequestError{413,
-                          "'input' has more than " + std::to_string(kMaxContextChunks) +
-                              " chunks in all",
-                          "input"};
+      return RequestError{
+          413, "'input' has more than " + std::to_string(kMaxContextChunks) + " chunks in all",
+          "input"};
     }
     auto& out_doc = out->documents.emplace_back();
     out_doc.reserve(chunks.size());

@@ -46,8 +46,8 @@ SpanPlan PlanLateChunks(const std::vector<std::vector<int32_t>>& chunks,
     bounds.push_back(static_cast<int64_t>(body.size()));
   }
   const int64_t n = static_cast<int64_t>(body.size());
-  const int64_t cap = WindowCapacity(max_len, static_cast<int>(prefix.size()),
-                                     static_cast<int>(suffix.size()));
+  const int64_t cap =
+      WindowCapacity(max_len, static_cast<int>(prefix.size()), static_cast<int>(suffix.size()));
   const std::vector<int64_t> starts = WindowStarts(n, cap, overlap);
   const size_t w_count = starts.size();
   const int64_t pre = static_cast<int64_t>(prefix.size());
@@ -87,8 +87,8 @@ SpanPlan PlanLongInput(const std::vector<int32_t>& body, const std::vector<int32
   SpanPlan plan;
   plan.outputs = 1;
   const int64_t n = static_cast<int64_t>(body.size());
-  const int64_t cap = WindowCapacity(max_len, static_cast<int>(prefix.size()),
-                                     static_cast<int>(suffix.size()));
+  const int64_t cap =
+      WindowCapacity(max_len, static_cast<int>(prefix.size()), static_cast<int>(suffix.size()));
   for (int64_t a = 0; a < n; a += cap) {
     const int64_t e = std::min(n, a + cap);
     plan.seqs.push_back(Wrap(prefix, body.data() + a, e - a, suffix));
@@ -130,7 +130,8 @@ std::vector<float> CombineSpanRows(const SpanPlan& plan, const float* rows, int 
   for (int t = 0; t < plan.outputs; ++t) {
     const double inv = wsum[t] > 0 ? 1.0 / wsum[t] : 0.0;
     for (int d = 0; d < dim; ++d)
-      out[static_cast<size_t>(t) * dim + d] = static_cast<float>(acc[static_cast<size_t>(t) * dim + d] * inv);
+      out[static_cast<size_t>(t) * dim + d] =
+          static_cast<float>(acc[static_cast<size_t>(t) * dim + d] * inv);
   }
   return out;
 }

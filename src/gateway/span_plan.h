@@ -28,7 +28,7 @@ struct SpanPlan {
   // Per span, in window order then span order: the output row it adds to, and its weight.
   std::vector<int32_t> target;
   std::vector<float> weight;
-  int outputs = 0;  // output rows of this plan
+  int outputs = 0;     // output rows of this plan
   int64_t tokens = 0;  // tokens of all windows
   // Appends another plan's windows and outputs after this one's.
   void Append(const SpanPlan& other);

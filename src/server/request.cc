@@ -20,7 +20,8 @@ Status ParseSpans(const v1::EmbedRequest& req, const ModelConfig& config,
     return Status::Ok();
   }
   if (config.task == ModelTask::kScore)
-    return InvalidArgument("span_counts: pooling spans are for embedding models, not ranking models");
+    return InvalidArgument(
+        "span_counts: pooling spans are for embedding models, not ranking models");
   const int n = static_cast<int>(cu.size()) - 1;
   if (req.span_counts_size() != n) {
     return InvalidArgument("span_counts: " + Num(req.span_counts_size()) + " entries for " +

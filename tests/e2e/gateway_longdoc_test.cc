@@ -95,7 +95,8 @@ std::vector<std::vector<std::vector<float>>> Documents(const std::string& body) 
 std::string LongText(int sentences) {
   std::string t;
   for (int i = 0; i < sentences; ++i)
-    t += "Sentence number " + std::to_string(i) + " talks about topic " + std::to_string(i * 7) + ". ";
+    t += "Sentence number " + std::to_string(i) + " talks about topic " + std::to_string(i * 7) +
+         ". ";
   return t;
 }
 
@@ -189,8 +190,9 @@ TEST_F(GatewayLongDoc, LongInputMeanOnEmbeddings) {
   const auto plain = c.Post("/v1/embeddings", "{\"input\":\"short one\"}");
   ASSERT_EQ(plain.status, 200u);
   EXPECT_GT(Cosine(Embeddings(plain.body)[0], got[1]), 0.999999);
-  const auto both = c.Post("/v1/embeddings", "{\"input\":\"a\",\"long_input\":\"mean\","
-                                             "\"truncate\":true}");
+  const auto both = c.Post("/v1/embeddings",
+                           "{\"input\":\"a\",\"long_input\":\"mean\","
+                           "\"truncate\":true}");
   EXPECT_EQ(both.status, 400u);
   EXPECT_EQ(c.Post("/v1/embeddings", "{\"input\":\"a\",\"long_input\":\"max\"}").status, 400u);
 }

@@ -139,10 +139,11 @@ TEST(LateChunk, MatchesHfOnTheJoinedSequence) {
       worst = std::min(worst, cs);
       EXPECT_GE(cs, kMinCosine) << name << " chunk " << i;
     }
-    std::printf("%s (%s): %d chunks, worst cosine to HF late chunking %.8f (1 - %.1e); "
-                "cosine of late-chunk vectors to each chunk embedded alone: min %.4f, mean %.4f\n",
-                name.c_str(), (*engine)->backend().c_str(), all.outputs, worst, 1 - worst,
-                alone_min, alone_sum / std::max(1, alone_n));
+    std::printf(
+        "%s (%s): %d chunks, worst cosine to HF late chunking %.8f (1 - %.1e); "
+        "cosine of late-chunk vectors to each chunk embedded alone: min %.4f, mean %.4f\n",
+        name.c_str(), (*engine)->backend().c_str(), all.outputs, worst, 1 - worst, alone_min,
+        alone_sum / std::max(1, alone_n));
     ++models_run;
   }
   EXPECT_GE(models_run, 2) << "the qwen3-tiny fixtures are committed and must run";

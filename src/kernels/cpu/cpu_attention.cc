@@ -62,7 +62,8 @@ inline __m256 Exp8(__m256 x) {
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
+  const __m256i e =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
@@ -245,8 +246,8 @@ void BlockedAttention(const float* q, int q_stride, const float* k, int k_stride
                       causal, scale, kt.data(), acc.data());
           break;
         case 128:
-          RunItem<128>(qs, q_stride, ks, k_stride, vs, v_stride, os, out_stride, w.q0, nq, len,
-                       128, causal, scale, kt.data(), acc.data());
+          RunItem<128>(qs, q_stride, ks, k_stride, vs, v_stride, os, out_stride, w.q0, nq, len, 128,
+                       causal, scale, kt.data(), acc.data());
           break;
         default:
           RunItem<0>(qs, q_stride, ks, k_stride, vs, v_stride, os, out_stride, w.q0, nq, len,

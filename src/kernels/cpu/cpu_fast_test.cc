@@ -75,7 +75,8 @@ TEST(CpuFastTest, Fp32LinearMatchesGemmWithEpilogues) {
   std::vector<float> silu(m * n / 2), got2(m * n / 2, NAN);
   SiluMul(ref.data(), silu.data(), m, n / 2);
   lin->Forward(x.data(), m, got2.data(), Epilogue::kSiluMul);
-  for (int i = 0; i < m * n / 2; ++i) ASSERT_NEAR(got2[i], silu[i], 1e-5 * (1 + std::fabs(silu[i])));
+  for (int i = 0; i < m * n / 2; ++i)
+    ASSERT_NEAR(got2[i], silu[i], 1e-5 * (1 + std::fabs(silu[i])));
 }
 
 TEST(CpuFastTest, Int8LinearTracksFp32) {
@@ -101,7 +102,8 @@ TEST(CpuFastTest, Int8LinearTracksFp32) {
 
 TEST(CpuFastTest, FusedNormsMatchReference) {
   const int rows = 9, dim = 384;
-  auto x = Random(rows * dim, 7), r = Random(rows * dim, 8), g = Random(dim, 9), bt = Random(dim, 10);
+  auto x = Random(rows * dim, 7), r = Random(rows * dim, 8), g = Random(dim, 9),
+       bt = Random(dim, 10);
   std::vector<float> ref = x, got = x;
   AddInPlace(ref.data(), r.data(), rows * dim);
   std::vector<float> sum = ref;

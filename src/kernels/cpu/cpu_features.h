@@ -29,7 +29,8 @@ struct CpuFeatures {
 };
 
 // This machine's features, capped by PETAL_CPU_ISA. On x86-64 Linux it also asks the kernel for
-// AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM) the first time, since Linux grants it per process.
+// AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM) the first time, since Linux grants it per
+// process.
 const CpuFeatures& DetectCpuFeatures();
 
 // The features as detected from CPUID/XGETBV, with a cap applied ("auto", "avx512", "avx2",

@@ -11,8 +11,8 @@
 namespace petal::cpu {
 namespace {
 
-constexpr int kWeightMax = 63;   // 7-bit weights: no int16 saturation in u8*s8 pair sums
-constexpr int kActMax = 127;     // activations: [-127, 127] + 128 -> u8 [1, 255]
+constexpr int kWeightMax = 63;  // 7-bit weights: no int16 saturation in u8*s8 pair sums
+constexpr int kActMax = 127;    // activations: [-127, 127] + 128 -> u8 [1, 255]
 constexpr uint8_t kActZero = 128;
 
 // Per-call scratch, reused across calls on the same thread.
@@ -53,7 +53,8 @@ void BiasAct(const float* z, const float* bias, int m, int n, Epilogue e, float*
       const int h = n / 2;
       float* yr = y + static_cast<int64_t>(r) * h;
       for (int i = 0; i < h; ++i) {
-        const float g = zr[i] + (bias ? bias[i] : 0.0f), u = zr[h + i] + (bias ? bias[h + i] : 0.0f);
+        const float g = zr[i] + (bias ? bias[i] : 0.0f),
+                    u = zr[h + i] + (bias ? bias[h + i] : 0.0f);
         yr[i] = vec::Silu(g) * u;
       }
       continue;
@@ -86,7 +87,8 @@ void DequantAct(const int32_t* acc, const float* xscale, const float* wscale, co
     }
     float* yr = y + static_cast<int64_t>(r) * n;
     if (e == Epilogue::kGelu) {
-      for (int i = 0; i < n; ++i) yr[i] = vec::Gelu(static_cast<float>(ar[i]) * sx * wscale[i] + bias[i]);
+      for (int i = 0; i < n; ++i)
+        yr[i] = vec::Gelu(static_cast<float>(ar[i]) * sx * wscale[i] + bias[i]);
     } else {
       for (int i = 0; i < n; ++i) yr[i] = static_cast<float>(ar[i]) * sx * wscale[i] + bias[i];
     }

@@ -36,7 +36,9 @@ struct Aligned64Allocator {
   }
   void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t(64)); }
   template <typename U>
-  bool operator==(const Aligned64Allocator<U>&) const { return true; }
+  bool operator==(const Aligned64Allocator<U>&) const {
+    return true;
+  }
 };
 using AlignedFloats = std::vector<float, Aligned64Allocator<float>>;
 
@@ -70,10 +72,10 @@ class Linear {
  private:
   CpuPrecision precision_ = CpuPrecision::kFp32;
   int n_ = 0, k_ = 0;
-  std::shared_ptr<float> w_;           // fp32: [n, k], 64-byte aligned (shared by copies)
-  std::vector<int8_t> wq_;             // int8: [n, k], values in [-63, 63]
-  std::vector<float> wscale_;          // int8: [n], W[j,:] ~= wq_[j,:] * wscale_[j]
-  std::vector<float> bias_;            // [n], empty if no bias
+  std::shared_ptr<float> w_;   // fp32: [n, k], 64-byte aligned (shared by copies)
+  std::vector<int8_t> wq_;     // int8: [n, k], values in [-63, 63]
+  std::vector<float> wscale_;  // int8: [n], W[j,:] ~= wq_[j,:] * wscale_[j]
+  std::vector<float> bias_;    // [n], empty if no bias
 };
 
 }  // namespace petal::cpu

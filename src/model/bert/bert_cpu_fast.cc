@@ -82,8 +82,8 @@ class BertFastCpuModel final : public CpuModel {
                             ctx.data(), batch.cu_seqlens.data(), S, c.num_heads, c.num_heads, d,
                             /*causal=*/false, scale);
       p.attn_out.Forward(ctx.data(), T, proj.data());
-      cpu::AddLayerNorm(x.data(), proj.data(), lw.attn_norm_gamma.data(),
-                        lw.attn_norm_beta.data(), c.norm_eps, T, H);
+      cpu::AddLayerNorm(x.data(), proj.data(), lw.attn_norm_gamma.data(), lw.attn_norm_beta.data(),
+                        c.norm_eps, T, H);
       p.ffn_in.Forward(x.data(), T, inter.data(), cpu::Epilogue::kGelu);
       p.ffn_out.Forward(inter.data(), T, proj.data());
       cpu::AddLayerNorm(x.data(), proj.data(), lw.ffn_norm_gamma.data(), lw.ffn_norm_beta.data(),
@@ -109,8 +109,8 @@ StatusOr<std::unique_ptr<CpuModel>> LoadBertFastCpuModel(const ModelConfig& conf
   for (size_t l = 0; l < w.layers.size(); ++l) {
     BertLayerWeights& lw = w.layers[l];
     PackedBertLayer& p = layers[l];
-    PETAL_ASSIGN_OR_RETURN(p.qkv, cpu::Linear::Pack(lw.qkv_weight.data(), lw.qkv_bias.data(),
-                                                    3 * H, H, precision));
+    PETAL_ASSIGN_OR_RETURN(
+        p.qkv, cpu::Linear::Pack(lw.qkv_weight.data(), lw.qkv_bias.data(), 3 * H, H, precision));
     PETAL_ASSIGN_OR_RETURN(p.attn_out, cpu::Linear::Pack(lw.attn_out_weight.data(),
                                                          lw.attn_out_bias.data(), H, H, precision));
     PETAL_ASSIGN_OR_RETURN(p.ffn_in, cpu::Linear::Pack(lw.ffn_in_weight.data(),

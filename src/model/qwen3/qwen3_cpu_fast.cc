@@ -21,7 +21,8 @@ struct PackedQwen3Layer {
 
 class Qwen3FastCpuModel final : public CpuModel {
  public:
-  Qwen3FastCpuModel(ModelConfig config, Qwen3Weights w) : config_(std::move(config)), w_(std::move(w)) {}
+  Qwen3FastCpuModel(ModelConfig config, Qwen3Weights w)
+      : config_(std::move(config)), w_(std::move(w)) {}
 
   Status Pack(cpu::CpuPrecision precision) {
     const ModelConfig& c = config_;
@@ -32,10 +33,10 @@ class Qwen3FastCpuModel final : public CpuModel {
       Qwen3LayerWeights& L = w_.layers[l];
       PackedQwen3Layer& p = layers_[l];
       auto bias = [](const std::vector<float>& b) { return b.empty() ? nullptr : b.data(); };
-      PETAL_ASSIGN_OR_RETURN(p.qkv, cpu::Linear::Pack(L.qkv.data(), bias(L.qkv_bias), qkv_dim, H,
-                                                      precision));
-      PETAL_ASSIGN_OR_RETURN(p.o, cpu::Linear::Pack(L.o_proj.data(), bias(L.o_bias), H,
-                                                    c.num_heads * d, precision));
+      PETAL_ASSIGN_OR_RETURN(
+          p.qkv, cpu::Linear::Pack(L.qkv.data(), bias(L.qkv_bias), qkv_dim, H, precision));
+      PETAL_ASSIGN_OR_RETURN(
+          p.o, cpu::Linear::Pack(L.o_proj.data(), bias(L.o_bias), H, c.num_heads * d, precision));
       PETAL_ASSIGN_OR_RETURN(p.gate_up,
                              cpu::Linear::Pack(L.gate_up.data(), nullptr, 2 * I, H, precision));
       PETAL_ASSIGN_OR_RETURN(p.down, cpu::Linear::Pack(L.down.data(), nullptr, H, I, precision));
