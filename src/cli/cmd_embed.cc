@@ -331,6 +331,9 @@ void AddDatasetFlags(CLI::App* sub, DatasetOptions* d, std::string* shard, std::
                   "--input: embed on these servers (host:port, repeatable) instead of locally");
   sub->add_option("--gpus", *gpus, "--input: local CUDA engines on all|N|LIST devices");
   sub->add_flag("!--no-progress", d->progress, "--input: no progress bar or log lines");
+  sub->add_flag("--fake-engine", d->fake_engine,
+                "--input: a deterministic engine that computes nothing (tests; measuring the "
+                "reading, tokenizing and writing path alone)");
 }
 
 std::function<int()> SetupEmbed(CLI::App* sub) {
@@ -402,9 +405,18 @@ std::function<int()> SetupEmbed(CLI::App* sub) {
       data->engine.cuda = opts->quant;
       data->engine.cpu = opts->cpu;
       data->engine.cuda.device = opts->device;
-      data->max_batch_tokens = std::max(opts->max_batch_tokens, 16384);
+      // Engine batches: --max-batch-tokens if given, else large ones (the device stays busy
+      // with fewer, bigger steps: 131072 tokens on CUDA, 16384 on the CPU).
+      const bool gpu = !data->fake_engine &&
+                       (data->engine.backend == "cuda" ||
+                        (data->engine.backend == "auto" && CudaAvailable()));
+      data->max_batch_tokens = sub->count("--max-batch-tokens") > 0
+                                   ? std::max(opts->max_batch_tokens, 16384)
+                                   : (gpu ? 131072 : 16384);
       data->engine.cuda.max_tokens = data->max_batch_tokens;
-      data->engine.cuda.max_seqs = std::max(opts->max_batch_texts, 512);
+      data->engine.cuda.max_seqs =
+          sub->count("--max-batch-texts") > 0 ? std::max(opts->max_batch_texts, 512)
+                                              : std::max(512, std::min(data->batch_rows, 4096));
       return RunEmbedDataset(*data);
     }
     for (const std::string& arg : sub->remaining()) {

@@ -4,7 +4,7 @@
 # else. Modes, all over binary little-endian frames on stdin/stdout:
 #   count FILE                      -> prints the row count (Parquet metadata; no data read)
 #   read FILE TEXT ID START STOP N  -> frames of at most N rows of [START, STOP) on stdout
-#   write DIM DTYPE                 -> a command loop on stdin: open part / rows / close / merge
+#   write DIM DTYPE                 -> a command loop on stdin: open the output / rows / close
 # A read frame: u64 n; n bytes "id is null"; n bytes "text is null or missing"; then the ids and
 # the texts, each as (n+1) i64 offsets, u64 length, bytes. n == 0 ends the stream.
 import json
@@ -100,58 +100,57 @@ def write(dim, dtype):
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     np_type = {"float32": np.float32, "float16": np.float16, "int8": np.int8}[dtype]
     arrow_type = {"float32": pa.float32(), "float16": pa.float16(), "int8": pa.int8()}[dtype]
+    width = np.dtype(np_type).itemsize
     fields = [pa.field("id", pa.string()), pa.field("embedding", pa.list_(arrow_type, dim))]
     if dtype == "int8":
         fields.append(pa.field("scale", pa.float32()))
+    # Row groups of about 32 MiB of embeddings: one write_batch per small batch would make a row
+    # group each (slow to write and to read). No dictionary (ids are unique, vectors random) and
+    # statistics for the id column only.
+    group_rows = max(1024, (32 << 20) // (dim * width))
     writer, tmp, final, schema = None, None, None, None
+    pending, pending_rows = [], 0
+
+    def flush():
+        nonlocal pending, pending_rows
+        if pending:
+            writer.write_table(pa.Table.from_batches(pending, schema=schema),
+                               row_group_size=pending_rows)
+        pending, pending_rows = [], 0
+
     while True:
         op = inp.read(1)
         if not op or op == b"Q":
             return
-        if op == b"O":  # open a part: u32 len + JSON {path, metadata}
+        if op == b"O":  # open the output: u32 len + JSON {path, final, metadata}
             (ln,) = struct.unpack("<I", exact(inp, 4))
             cmd = json.loads(exact(inp, ln))
-            final = cmd["path"]
-            tmp = final + ".tmp"
+            tmp, final = cmd["path"], cmd["final"]
             schema = pa.schema(fields, metadata={"petal": json.dumps(cmd["metadata"])})
-            writer = pq.ParquetWriter(tmp, schema, compression="none")
+            writer = pq.ParquetWriter(tmp, schema, compression="none", use_dictionary=False,
+                                      write_statistics=["id"])
         elif op == b"R":  # rows: u64 n, ids (offsets, length, bytes), n*dim values, [n scales]
             (n,) = struct.unpack("<Q", exact(inp, 8))
             offs = np.frombuffer(exact(inp, 8 * (n + 1)), "<i8")
             (ln,) = struct.unpack("<Q", exact(inp, 8))
             ids = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offs.tobytes()),
                                                   pa.py_buffer(exact(inp, ln))).cast(pa.string())
-            width = np.dtype(np_type).itemsize
             vals = np.frombuffer(exact(inp, n * dim * width), np_type)
             emb = pa.FixedSizeListArray.from_arrays(pa.array(vals, type=arrow_type), dim)
             arrays = [ids, emb]
             if dtype == "int8":
                 arrays.append(pa.array(np.frombuffer(exact(inp, 4 * n), "<f4"), pa.float32()))
-            writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=schema))
-        elif op == b"C":  # close the part: durable under its final name, then "ok"
+            pending.append(pa.RecordBatch.from_arrays(arrays, schema=schema))
+            pending_rows += n
+            if pending_rows >= group_rows:
+                flush()
+        elif op == b"C":  # close: durable, renamed to its final name, then "ok"
+            flush()
             writer.close()
             with open(tmp, "rb") as fh:
                 os.fsync(fh.fileno())
             os.replace(tmp, final)
             writer = None
-            out.write(b"ok\n")
-            out.flush()
-        elif op == b"M":  # merge parts: u32 len + JSON {parts, output, metadata}
-            (ln,) = struct.unpack("<I", exact(inp, 4))
-            cmd = json.loads(exact(inp, ln))
-            if len(cmd["parts"]) == 1:  # already the output, with the same metadata
-                os.replace(cmd["parts"][0], cmd["output"])
-                out.write(b"ok\n")
-                out.flush()
-                continue
-            schema = pa.schema(fields, metadata={"petal": json.dumps(cmd["metadata"])})
-            tmp = cmd["output"] + ".tmp"
-            with pq.ParquetWriter(tmp, schema, compression="none") as w:
-                for p in cmd["parts"]:
-                    pf = pq.ParquetFile(p)
-                    for g in range(pf.metadata.num_row_groups):
-                        w.write_table(pf.read_row_group(g).cast(schema))
-            os.replace(tmp, cmd["output"])
             out.write(b"ok\n")
             out.flush()
         else:

@@ -1,20 +1,13 @@
 #include "cli/dataset_io.h"
 
-#include <fcntl.h>
-#include <signal.h>
 #include <simdjson.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 
-#include "dataset_arrow.h"  // generated: kDatasetArrowPy, the helper's source
-
-extern char** environ;
+#include "cli/dataset_child.h"
 
 namespace petal::cli {
 namespace {
@@ -23,114 +16,6 @@ bool EndsWith(const std::string& s, const char* suffix) {
   const size_t n = std::strlen(suffix);
   return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
 }
-
-Status WriteAll(int fd, const void* data, size_t n) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return Internal(std::string("write: ") + std::strerror(errno));
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return Status::Ok();
-}
-
-// Reads exactly n bytes; false at a clean end of stream before the first byte.
-StatusOr<bool> ReadAll(int fd, void* data, size_t n) {
-  char* p = static_cast<char*>(data);
-  size_t got = 0;
-  while (got < n) {
-    const ssize_t r = read(fd, p + got, n - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return Internal(std::string("read: ") + std::strerror(errno));
-    if (r == 0) {
-      if (got == 0) return false;
-      return DataLoss("the Parquet helper's stream ended mid-frame");
-    }
-    got += static_cast<size_t>(r);
-  }
-  return true;
-}
-
-// The Parquet helper as a child process with its stdin and/or stdout piped to us.
-class Helper {
- public:
-  ~Helper() {
-    if (in_ >= 0) close(in_);
-    if (out_ >= 0) close(out_);
-    if (pid_ > 0) {
-      int st;
-      waitpid(pid_, &st, 0);
-    }
-  }
-  Status Start(const std::vector<std::string>& args, bool pipe_in) {
-    std::vector<std::string> argv = {PythonExe(), "-c", kDatasetArrowPy};
-    argv.insert(argv.end(), args.begin(), args.end());
-    int to_child[2] = {-1, -1}, from_child[2];
-    if (pipe(from_child) != 0 || (pipe_in && pipe(to_child) != 0)) {
-      return Internal("pipe failed");
-    }
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, from_child[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&fa, from_child[0]);
-    if (pipe_in) {
-      posix_spawn_file_actions_adddup2(&fa, to_child[0], STDIN_FILENO);
-      posix_spawn_file_actions_addclose(&fa, to_child[1]);
-    }
-    std::vector<char*> cargv;
-    for (auto& a : argv) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    const int rc = posix_spawnp(&pid_, argv[0].c_str(), &fa, nullptr, cargv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(from_child[1]);
-    out_ = from_child[0];
-    if (pipe_in) {
-      close(to_child[0]);
-      in_ = to_child[1];
-    }
-    if (rc != 0) {
-      pid_ = -1;
-      return FailedPrecondition("cannot run " + argv[0] + " for Parquet (set PETAL_PYTHON to " +
-                                "a Python with pyarrow): " + std::strerror(rc));
-    }
-    return Status::Ok();
-  }
-  // Waits for exit: an error naming the helper if it failed.
-  Status Finish() {
-    if (in_ >= 0) close(in_);
-    in_ = -1;
-    int st = 0;
-    if (pid_ > 0 && waitpid(pid_, &st, 0) == pid_) {
-      pid_ = -1;
-      if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        return Internal("the Parquet helper (" + PythonExe() + " with pyarrow) failed; see above");
-      }
-    }
-    pid_ = -1;
-    return Status::Ok();
-  }
-  Status ReadLine(std::string* line) {
-    line->clear();
-    char c;
-    for (;;) {
-      PETAL_ASSIGN_OR_RETURN(bool more, ReadAll(out_, &c, 1));
-      if (!more) {
-        Status st = Finish();
-        return st.ok() ? DataLoss("the Parquet helper stopped") : st;
-      }
-      if (c == '\n') return Status::Ok();
-      line->push_back(c);
-    }
-  }
-  int in() const { return in_; }
-  int out() const { return out_; }
-
- private:
-  pid_t pid_ = -1;
-  int in_ = -1, out_ = -1;
-};
 
 class JsonlReader final : public RowReader {
  public:
@@ -271,191 +156,8 @@ class ParquetReader final : public RowReader {
 
  private:
   ReaderOptions opts_;
-  Helper helper_;
+  ChildProcess helper_;
   int64_t next_row_;
-};
-
-class ParquetWriter final : public PartWriter {
- public:
-  ParquetWriter(int dim, ElemType t) : dim_(dim), type_(t) {}
-  Status Start() {
-    return helper_.Start({"write", std::to_string(dim_), ElemTypeName(type_)}, true);
-  }
-  Status Open(const std::string& path, const std::string& metadata) override {
-    return Command('O', "{\"path\":" + JsonQuote(path) + ",\"metadata\":" + metadata + "}");
-  }
-  Status Write(const std::vector<std::string>& ids, const std::string& data,
-               const std::vector<float>& scales) override {
-    const uint64_t n = ids.size();
-    std::string buf = "R";
-    buf.append(reinterpret_cast<const char*>(&n), 8);
-    int64_t off = 0;
-    buf.append(reinterpret_cast<const char*>(&off), 8);
-    for (const auto& id : ids) {
-      off += static_cast<int64_t>(id.size());
-      buf.append(reinterpret_cast<const char*>(&off), 8);
-    }
-    const uint64_t len = static_cast<uint64_t>(off);
-    buf.append(reinterpret_cast<const char*>(&len), 8);
-    for (const auto& id : ids) buf += id;
-    PETAL_RETURN_IF_ERROR(WriteAll(helper_.in(), buf.data(), buf.size()));
-    PETAL_RETURN_IF_ERROR(WriteAll(helper_.in(), data.data(), data.size()));
-    if (type_ == ElemType::kInt8) {
-      PETAL_RETURN_IF_ERROR(WriteAll(helper_.in(), scales.data(), scales.size() * 4));
-    }
-    return Status::Ok();
-  }
-  Status Close() override { return Ack('C', ""); }
-  Status Merge(const std::vector<std::string>& parts, const std::string& output,
-               const std::string& metadata) override {
-    std::string list = "[";
-    for (size_t i = 0; i < parts.size(); ++i) {
-      if (i) list += ',';
-      list += JsonQuote(parts[i]);
-    }
-    list += "]";
-    return Ack('M', "{\"parts\":" + list + ",\"output\":" + JsonQuote(output) +
-                        ",\"metadata\":" + metadata + "}");
-  }
-  std::string PartName(int i) const override {
-    char name[32];
-    std::snprintf(name, sizeof(name), "part-%06d.parquet", i);
-    return name;
-  }
-  ~ParquetWriter() override {
-    const char q = 'Q';
-    (void)WriteAll(helper_.in(), &q, 1);
-  }
-
- private:
-  Status Command(char op, const std::string& json) {
-    std::string buf(1, op);
-    if (op != 'C') {
-      const uint32_t n = static_cast<uint32_t>(json.size());
-      buf.append(reinterpret_cast<const char*>(&n), 4);
-      buf += json;
-    }
-    return WriteAll(helper_.in(), buf.data(), buf.size());
-  }
-  Status Ack(char op, const std::string& json) {
-    PETAL_RETURN_IF_ERROR(Command(op, json));
-    std::string line;
-    PETAL_RETURN_IF_ERROR(helper_.ReadLine(&line));
-    if (line != "ok") return Internal("the Parquet helper answered '" + line + "'");
-    return Status::Ok();
-  }
-  int dim_;
-  ElemType type_;
-  Helper helper_;
-};
-
-// .npy parts: PART (raw rows), PART.ids (JSON Lines of ids), PART.scales (int8 only).
-class NpyWriter final : public PartWriter {
- public:
-  NpyWriter(int dim, ElemType t) : dim_(dim), type_(t) {}
-  Status Open(const std::string& path, const std::string&) override {
-    path_ = path;
-    for (auto& [f, suffix] : {std::pair{&rows_, ""}, {&ids_, ".ids"}, {&scales_, ".scales"}}) {
-      *f = std::fopen((path + suffix + ".tmp").c_str(), "wb");
-      if (!*f) return Internal(path + suffix + ".tmp: " + std::strerror(errno));
-    }
-    return Status::Ok();
-  }
-  Status Write(const std::vector<std::string>& ids, const std::string& data,
-               const std::vector<float>& scales) override {
-    std::string lines;
-    for (const auto& id : ids) lines += JsonQuote(id) + "\n";
-    // fwrite's buffer must not be null even for 0 items (an empty vector's data(): UBSan).
-    auto put = [](const void* p, size_t size, size_t n, FILE* f) {
-      return n == 0 || std::fwrite(p, size, n, f) == n;
-    };
-    if (!put(data.data(), 1, data.size(), rows_) || !put(lines.data(), 1, lines.size(), ids_) ||
-        !put(scales.data(), 4, scales.size(), scales_)) {
-      return Internal(path_ + ": write failed");
-    }
-    return Status::Ok();
-  }
-  Status Close() override {
-    for (auto& [f, suffix] : {std::pair{&rows_, ""}, {&ids_, ".ids"}, {&scales_, ".scales"}}) {
-      const bool ok = std::fflush(*f) == 0 && fsync(fileno(*f)) == 0;
-      std::fclose(*f);
-      *f = nullptr;
-      if (!ok) return Internal(path_ + suffix + ": flush failed");
-      std::error_code ec;
-      std::filesystem::rename(path_ + suffix + ".tmp", path_ + suffix, ec);
-      if (ec) return Internal(path_ + suffix + ": " + ec.message());
-    }
-    return Status::Ok();
-  }
-  Status Merge(const std::vector<std::string>& parts, const std::string& output,
-               const std::string&) override {
-    int64_t bytes = 0;
-    for (const auto& p : parts) bytes += static_cast<int64_t>(std::filesystem::file_size(p));
-    const int64_t rows = bytes / (static_cast<int64_t>(dim_) * ElemBytes(type_));
-    const std::string stem = output.substr(0, output.size() - 4);
-    const char* descr = type_ == ElemType::kFloat32   ? "<f4"
-                        : type_ == ElemType::kFloat16 ? "<f2"
-                                                      : "|i1";
-    PETAL_RETURN_IF_ERROR(Concat(parts, "", output, descr, rows, dim_));
-    PETAL_RETURN_IF_ERROR(Concat(parts, ".ids", stem + ".ids.jsonl", nullptr, 0, 0));
-    if (type_ == ElemType::kInt8) {
-      PETAL_RETURN_IF_ERROR(Concat(parts, ".scales", stem + ".scales.npy", "<f4", rows, 0));
-    }
-    return Status::Ok();
-  }
-  std::string PartName(int i) const override {
-    char name[32];
-    std::snprintf(name, sizeof(name), "part-%06d.bin", i);
-    return name;
-  }
-  ~NpyWriter() override {
-    for (auto* f : {rows_, ids_, scales_}) {
-      if (f) std::fclose(f);
-    }
-  }
-
- private:
-  // Writes `out` (through a .tmp and a rename) as an .npy header (if `descr`) plus every part's
-  // `suffix` file. dim 0: a 1-D array.
-  static Status Concat(const std::vector<std::string>& parts, const char* suffix,
-                       const std::string& out, const char* descr, int64_t rows, int dim) {
-    std::FILE* o = std::fopen((out + ".tmp").c_str(), "wb");
-    if (!o) return Internal(out + ".tmp: " + std::strerror(errno));
-    if (descr) {
-      std::string h = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (" +
-                      std::to_string(rows) + (dim ? ", " + std::to_string(dim) + "), }" : ",), }");
-      while ((10 + h.size() + 1) % 64 != 0) h += ' ';
-      h += '\n';
-      const uint16_t hl = static_cast<uint16_t>(h.size());
-      std::fwrite("\x93NUMPY\x01\x00", 1, 8, o);
-      std::fwrite(&hl, 2, 1, o);
-      std::fwrite(h.data(), 1, h.size(), o);
-    }
-    std::vector<char> buf(1 << 20);
-    for (const auto& p : parts) {
-      std::FILE* in = std::fopen((p + suffix).c_str(), "rb");
-      if (!in) {
-        std::fclose(o);
-        return Internal(p + suffix + ": " + std::strerror(errno));
-      }
-      size_t n;
-      while ((n = std::fread(buf.data(), 1, buf.size(), in)) > 0) std::fwrite(buf.data(), 1, n, o);
-      std::fclose(in);
-    }
-    const bool ok = std::fflush(o) == 0 && fsync(fileno(o)) == 0;
-    std::fclose(o);
-    if (!ok) return Internal(out + ": write failed");
-    std::error_code ec;
-    std::filesystem::rename(out + ".tmp", out, ec);
-    return ec ? Internal(out + ": " + ec.message()) : Status::Ok();
-  }
-
-  int dim_;
-  ElemType type_;
-  std::string path_;
-  std::FILE* rows_ = nullptr;
-  std::FILE* ids_ = nullptr;
-  std::FILE* scales_ = nullptr;
 };
 
 }  // namespace
@@ -504,7 +206,7 @@ std::string JsonQuote(const std::string& s) {
 
 StatusOr<int64_t> CountRows(const std::string& path, DatasetFormat format) {
   if (format == DatasetFormat::kParquet) {
-    Helper h;
+    ChildProcess h;
     PETAL_RETURN_IF_ERROR(h.Start({"count", path}, false));
     std::string line;
     PETAL_RETURN_IF_ERROR(h.ReadLine(&line));
@@ -543,16 +245,6 @@ StatusOr<std::unique_ptr<RowReader>> OpenReader(const std::string& path, Dataset
   auto r = std::make_unique<JsonlReader>(options, start, stop);
   PETAL_RETURN_IF_ERROR(r->Open(path));
   return std::unique_ptr<RowReader>(std::move(r));
-}
-
-StatusOr<std::unique_ptr<PartWriter>> OpenPartWriter(DatasetFormat format, int dim, ElemType type) {
-  if (format == DatasetFormat::kParquet) {
-    auto w = std::make_unique<ParquetWriter>(dim, type);
-    PETAL_RETURN_IF_ERROR(w->Start());
-    return std::unique_ptr<PartWriter>(std::move(w));
-  }
-  if (format == DatasetFormat::kNpy) return std::unique_ptr<PartWriter>(new NpyWriter(dim, type));
-  return InvalidArgument("--output must be .parquet or .npy");
 }
 
 }  // namespace petal::cli

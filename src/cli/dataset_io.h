@@ -1,8 +1,7 @@
-// Dataset files for `petal embed --input/--output`: row readers (JSON Lines natively, Parquet
-// through the embedded pyarrow helper dataset_arrow.py run as a child process) and part writers
-// (Parquet through the same helper, .npy natively), plus the final merge of finished parts.
-// Every reader streams: at most one batch of rows is in memory. Thread-safety: each object
-// belongs to one thread.
+// Dataset input for `petal embed --input/--output`: row readers (JSON Lines natively, Parquet
+// through the embedded pyarrow helper dataset_arrow.py run as a child process), row counts and
+// the output element types. Every reader streams: at most one batch of rows is in memory.
+// dataset_write.h has the writers. Thread-safety: each object belongs to one thread.
 #pragma once
 
 #include <sys/types.h>
@@ -58,27 +57,6 @@ StatusOr<std::unique_ptr<RowReader>> OpenReader(const std::string& path, Dataset
 enum class ElemType { kFloat32, kFloat16, kInt8 };
 const char* ElemTypeName(ElemType t);
 int ElemBytes(ElemType t);
-
-// Writes finished parts (each made durable under its final name by Close) and merges them.
-class PartWriter {
- public:
-  virtual ~PartWriter() = default;
-  // Starts the part that will be at `path`; `metadata` is a JSON object for the file metadata.
-  virtual Status Open(const std::string& path, const std::string& metadata) = 0;
-  // Appends rows: ids, `ids.size() * dim` elements of `data`, and (int8) one scale per row.
-  virtual Status Write(const std::vector<std::string>& ids, const std::string& data,
-                       const std::vector<float>& scales) = 0;
-  // Flushes, fsyncs and renames the part into place.
-  virtual Status Close() = 0;
-  // Concatenates `parts` (in order) into `output` (Parquet: one file; .npy: OUTPUT plus
-  // OUTPUT's stem + ".ids.jsonl" and, for int8, ".scales.npy").
-  virtual Status Merge(const std::vector<std::string>& parts, const std::string& output,
-                       const std::string& metadata) = 0;
-  // The part file name for index `i` (without folder).
-  virtual std::string PartName(int i) const = 0;
-};
-
-StatusOr<std::unique_ptr<PartWriter>> OpenPartWriter(DatasetFormat format, int dim, ElemType type);
 
 // A JSON string literal for `s` (quotes included).
 std::string JsonQuote(const std::string& s);

@@ -5,20 +5,16 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <deque>
 #include <filesystem>
-#include <functional>
 #include <future>
-#include <mutex>
 #include <thread>
 
+#include "cli/dataset_backend.h"
 #include "cli/dataset_io.h"
+#include "cli/dataset_write.h"
 #include "common/file_util.h"
-#include "gateway/chunker.h"
-#include "gateway/embed_format.h"
-#include "gateway/replica_set.h"
 #include "model/config.h"
 #include "tokenizer/prompts.h"
 #include "tokenizer/tokenizer.h"
@@ -29,159 +25,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-using Seqs = std::vector<std::vector<int32_t>>;
-
-// Encoded rows (BytesPerRow each) and, for int8, their scales.
-struct Encoded {
-  std::string data;
-  std::vector<float> scales;
-};
-
-class Backend {
- public:
-  virtual ~Backend() = default;
-  // Embeds `seqs` into rows of the output format; safe to call from many threads.
-  virtual StatusOr<Encoded> Embed(const Seqs& seqs) = 0;
-};
-
-// One thread per engine: it creates the engine (so a CUDA engine is bound to that thread's
-// device) and runs every call on it, two batches deep.
-class LocalBackend final : public Backend {
- public:
-  LocalBackend(const DatasetOptions& o, wire::OutputFormat f) : opts_(o), format_(f) {}
-  ~LocalBackend() override {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    for (auto& t : threads_) t.join();
-  }
-  // Starts one engine per device and waits until each has loaded (its config in *config).
-  Status Start(ModelConfig* config) {
-    std::vector<int> devices = opts_.devices;
-    if (devices.empty()) devices.push_back(opts_.engine.cuda.device);
-    std::vector<std::promise<StatusOr<ModelConfig>>> ready(devices.size());
-    for (size_t i = 0; i < devices.size(); ++i) {
-      threads_.emplace_back([this, d = devices[i], p = &ready[i]] { Worker(d, p); });
-    }
-    for (auto& r : ready) {
-      auto c = r.get_future().get();
-      if (!c.ok()) return c.status();
-      *config = *c;
-    }
-    return Status::Ok();
-  }
-  StatusOr<Encoded> Embed(const Seqs& seqs) override {
-    Job job{&seqs, {}};
-    auto f = job.result.get_future();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      jobs_.push_back(&job);
-    }
-    cv_.notify_one();
-    return f.get();
-  }
-
- private:
-  struct Job {
-    const Seqs* seqs;
-    std::promise<StatusOr<Encoded>> result;
-  };
-  void Worker(int device, std::promise<StatusOr<ModelConfig>>* ready) {
-    EngineOptions eo = opts_.engine;
-    eo.cuda.device = device;
-    eo.cuda.max_tokens = std::max(eo.cuda.max_tokens, opts_.max_batch_tokens);
-    auto engine = CreateEngine(opts_.model_dir, eo);
-    if (!engine.ok()) return ready->set_value(engine.status());
-    ready->set_value((*engine)->config());
-    const int max_seqs = std::max(1, eo.cuda.max_seqs);
-    for (;;) {
-      Job* job;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
-        if (jobs_.empty()) return;
-        job = jobs_.front();
-        jobs_.pop_front();
-      }
-      job->result.set_value(Run(**engine, *job->seqs, max_seqs));
-    }
-  }
-  StatusOr<Encoded> Run(Engine& engine, const Seqs& seqs, int max_seqs) {
-    // Sub-batches within the token budget; batch k+1 is enqueued before batch k is waited on.
-    std::vector<Batch> batches;
-    for (const auto& s : seqs) {
-      if (batches.empty() || batches.back().num_seqs() >= max_seqs ||
-          (batches.back().num_tokens() > 0 &&
-           batches.back().num_tokens() + static_cast<int>(s.size()) > opts_.max_batch_tokens)) {
-        batches.emplace_back();
-        batches.back().cu_seqlens.push_back(0);
-      }
-      batches.back().Add(s);
-    }
-    Encoded out;
-    const size_t row_bytes = wire::BytesPerRow(format_);
-    out.data.resize(seqs.size() * row_bytes);
-    if (format_.dtype == wire::OutputDType::kInt8) out.scales.resize(seqs.size());
-    size_t row = 0;
-    std::unique_ptr<PendingEmbeddings> pending;
-    for (size_t k = 0; k <= batches.size(); ++k) {
-      std::unique_ptr<PendingEmbeddings> next;
-      if (k < batches.size()) {
-        PETAL_ASSIGN_OR_RETURN(next, engine.Step(batches[k]));
-      }
-      if (pending) {
-        PETAL_ASSIGN_OR_RETURN(Embeddings e, pending->Wait());
-        for (int i = 0; i < e.rows; ++i, ++row) {
-          float scale = 0;
-          wire::EncodeRow(e.row(i), format_, reinterpret_cast<uint8_t*>(&out.data[row * row_bytes]),
-                          &scale);
-          if (!out.scales.empty()) out.scales[row] = scale;
-        }
-      }
-      pending = std::move(next);
-    }
-    return out;
-  }
-
-  const DatasetOptions& opts_;
-  wire::OutputFormat format_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Job*> jobs_;
-  bool stopping_ = false;
-  std::vector<std::thread> threads_;
-};
-
-// Servers through the gateway's ReplicaSet: least outstanding tokens, windows, retries.
-class RemoteBackend final : public Backend {
- public:
-  RemoteBackend(const DatasetOptions& o, v1::EmbedOptions so)
-      : replicas_(o.servers, std::chrono::milliseconds(1000), std::chrono::minutes(10)),
-        options_(std::move(so)) {}
-  StatusOr<Encoded> Embed(const Seqs& seqs) override {
-    std::promise<StatusOr<gateway::ChunkedResult>> p;
-    auto f = p.get_future();
-    gateway::EmbedChunks(&replicas_, seqs, gateway::SplitChunks(seqs, {}), options_,
-                         "embed-" + std::to_string(next_id_++),
-                         [&p](StatusOr<gateway::ChunkedResult> r) { p.set_value(std::move(r)); });
-    PETAL_ASSIGN_OR_RETURN(auto r, f.get());
-    PETAL_RETURN_IF_ERROR(gateway::CheckChunks(r));
-    Encoded out;
-    gateway::ForEachRow(r, [&](std::string_view row, float scale, const v1::EmbedResponse&) {
-      out.data.append(row);
-      if (options_.dtype() == v1::DTYPE_INT8) out.scales.push_back(scale);
-    });
-    return out;
-  }
-  bool AnyUp() const { return replicas_.AnyUp(); }
-
- private:
-  gateway::ReplicaSet replicas_;
-  v1::EmbedOptions options_;
-  std::atomic<uint64_t> next_id_{0};
-};
 
 struct BatchResult {
   std::vector<std::string> ids;  // rows embedded, in order
@@ -260,6 +103,47 @@ std::string Duration(double s) {
   return b;
 }
 
+// Progress on stderr: a bar with rows/s and ETA on a terminal (4 times a second), else a log
+// line every 10 s. Rates count from Start() (the engines ready), not from the process start.
+class Progress {
+ public:
+  Progress(bool enabled, int64_t done_before, int64_t span)
+      : tty_(enabled && isatty(STDERR_FILENO)), enabled_(enabled), before_(done_before),
+        span_(std::max<int64_t>(1, span)) {}
+  void Start() { t0_ = last_ = Clock::now(); }
+  bool tty() const { return tty_; }
+  double Seconds() const { return std::chrono::duration<double>(Clock::now() - t0_).count(); }
+  void Report(int64_t done, int64_t skipped, bool final) {
+    if (!enabled_) return;
+    const auto now = Clock::now();
+    if (!final && now - last_ < (tty_ ? std::chrono::milliseconds(250) : std::chrono::seconds(10)))
+      return;
+    last_ = now;
+    const double el = Seconds();
+    const double rate = el > 0 ? done / el : 0;
+    const int64_t pos = before_ + done;
+    const std::string eta = Duration(rate > 0 ? (span_ - pos) / rate : 0);
+    if (tty_) {
+      char bar[31];
+      const int fill = static_cast<int>(30 * pos / span_);
+      for (int i = 0; i < 30; ++i) bar[i] = i < fill ? '#' : '.';
+      bar[30] = 0;
+      std::fprintf(stderr, "\r[%s] %lld/%lld rows  %.0f rows/s  ETA %s %s", bar,
+                   static_cast<long long>(pos), static_cast<long long>(span_), rate, eta.c_str(),
+                   final ? "\n" : "");
+    } else {
+      std::fprintf(stderr, "petal embed: %lld/%lld rows, %.0f rows/s, ETA %s, %lld skipped\n",
+                   static_cast<long long>(pos), static_cast<long long>(span_), rate, eta.c_str(),
+                   static_cast<long long>(skipped));
+    }
+  }
+
+ private:
+  const bool tty_, enabled_;
+  const int64_t before_, span_;
+  Clock::time_point t0_, last_;
+};
+
 }  // namespace
 
 int RunEmbedDataset(const DatasetOptions& o) {
@@ -303,27 +187,11 @@ int RunEmbedDataset(const DatasetOptions& o) {
   const int max_len =
       config->max_seq_length > 0 ? config->max_seq_length : config->max_position_embeddings;
 
-  // The backend.
-  std::unique_ptr<Backend> backend;
-  if (o.servers.empty()) {
-    auto local = std::make_unique<LocalBackend>(o, format);
-    ModelConfig loaded;
-    if (Status s = local->Start(&loaded); !s.ok()) return fail(s);
-    backend = std::move(local);
-  } else {
-    v1::EmbedOptions so;
-    so.set_dimensions(format.dims);
-    so.set_dtype(type == ElemType::kFloat16 ? v1::DTYPE_FLOAT16
-                 : type == ElemType::kInt8  ? v1::DTYPE_INT8
-                                            : v1::DTYPE_FLOAT32);
-    auto remote = std::make_unique<RemoteBackend>(o, so);
-    // Servers that are still starting (e.g. pods of the same deployment) get a minute.
-    for (int i = 0; i < 120 && !remote->AnyUp(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    }
-    if (!remote->AnyUp()) return fail(Unavailable("no --server is serving"));
-    backend = std::move(remote);
-  }
+  // The backend: local engines start loading now, while the input is counted and the
+  // finished parts are replayed.
+  const auto t_start = Clock::now();
+  auto backend = StartBackend(o, format);
+  if (!backend.ok()) return fail(backend.status());
 
   // The rows of this shard, and what was done before.
   auto total = CountRows(o.input, *in_format);
@@ -340,7 +208,7 @@ int RunEmbedDataset(const DatasetOptions& o) {
       "\",\"normalized\":" + (format.normalize ? "true" : "false") +
       ",\"prompt\":" + JsonQuote(*prefix) + ",\"truncate\":" + (o.truncate ? "true" : "false") +
       ",\"on_error\":\"" + o.on_error + "\",\"rows_per_part\":" + std::to_string(o.rows_per_part) +
-      "}";
+      ",\"parts\":\"raw-v2\"}";
   std::vector<Part> parts;
   if (fs::exists(dir)) {
     if (!o.resume) {
@@ -356,16 +224,25 @@ int RunEmbedDataset(const DatasetOptions& o) {
     if (ec) return fail(Internal(dir + ": " + ec.message()));
     if (Status s = SaveManifest(dir, cfg, parts); !s.ok()) return fail(s);
   }
-
-  auto writer = OpenPartWriter(*out_format, format.dims, type);
-  if (!writer.ok()) return fail(writer.status());
+  const std::string metadata =
+      "{\"model\":" + JsonQuote(fs::path(o.model_dir).filename().string()) + ",\"options\":" + cfg +
+      ",\"servers\":" + std::to_string(o.servers.size()) + "}";
+  auto sink = OpenOutputSink(*out_format, o.output, dir, format.dims, type, metadata);
+  if (!sink.ok()) return fail(sink.status());
+  int64_t written = 0, skipped = 0;
+  for (const Part& p : parts) {  // a resumed run: the output again from the finished parts
+    written += p.written;
+    skipped += p.skipped;
+    Status s = PartFile::ForEachBlock(dir + "/" + p.file, format.dims, type, 4096,
+                                      [&](RowBlock b) { return (*sink)->Append(std::move(b)); });
+    if (!s.ok()) return fail(s);
+  }
   const int64_t resume_row = start + static_cast<int64_t>(parts.size()) * o.rows_per_part;
   ReaderOptions ro{o.text_field, o.id_field, static_cast<size_t>(o.batch_rows)};
   auto reader = OpenReader(o.input, *in_format, ro, std::min(resume_row, stop), stop);
   if (!reader.ok()) return fail(reader.status());
-  const std::string metadata =
-      "{\"model\":" + JsonQuote(fs::path(o.model_dir).filename().string()) + ",\"options\":" + cfg +
-      ",\"servers\":" + std::to_string(o.servers.size()) + "}";
+  if (Status s = (*backend)->Ready(); !s.ok()) return fail(s);
+  const double startup_s = std::chrono::duration<double>(Clock::now() - t_start).count();
 
   // One task: tokenize, check, embed. Tasks run concurrently; their results are written in order.
   EncodeOptions eo;
@@ -397,7 +274,7 @@ int RunEmbedDataset(const DatasetOptions& o) {
       }
     }
     if (!seqs.empty()) {
-      auto e = backend->Embed(seqs);
+      auto e = (*backend)->Embed(seqs);
       if (e.ok()) {
         r.rows = std::move(e).value();
       } else {
@@ -408,131 +285,111 @@ int RunEmbedDataset(const DatasetOptions& o) {
   };
 
   const int threads = o.threads > 0 ? o.threads : std::max(2u, std::thread::hardware_concurrency());
-  const bool tty = o.progress && isatty(STDERR_FILENO);
-  const auto t0 = Clock::now();
-  auto last_report = t0;
-  int64_t done_rows = 0, written = 0, skipped = 0;
-  for (const Part& p : parts) {
-    written += p.written;
-    skipped += p.skipped;
-  }
-  auto report = [&](bool final) {
-    const auto now = Clock::now();
-    if (!final &&
-        now - last_report < (tty ? std::chrono::milliseconds(250) : std::chrono::seconds(10))) {
-      return;
+  Progress progress(o.progress, resume_row - start, stop - start);
+  progress.Start();
+  int64_t done_rows = 0;  // rows of this run drained (embedded or skipped)
+
+  // Parts: tasks never span two; the current part closes (durable, in the manifest) when its
+  // last row has been drained, while later tasks keep running.
+  PartFile part_file(format.dims, type);
+  Part part;
+  auto open_part = [&](int64_t first) -> Status {
+    part = Part{};
+    part.file = PartFile::Name(static_cast<int>(parts.size()));
+    part.first_row = first;
+    part.rows = std::min(stop, first + o.rows_per_part) - first;
+    return part_file.Open(dir + "/" + part.file);
+  };
+  std::deque<std::future<BatchResult>> inflight;
+  auto drain_one = [&]() -> Status {
+    BatchResult r = inflight.front().get();
+    inflight.pop_front();
+    for (const auto& [row, why] : r.bad) {
+      std::fprintf(stderr, "%spetal embed: row %lld (id %s): %s\n", progress.tty() ? "\n" : "",
+                   static_cast<long long>(row->row), JsonQuote(row->id).c_str(), why.c_str());
     }
-    last_report = now;
-    const double el = std::chrono::duration<double>(now - t0).count();
-    const double rate = el > 0 ? done_rows / el : 0;
-    const int64_t left = stop - resume_row - done_rows;
-    const int64_t pos = resume_row - start + done_rows;
-    const int64_t span = std::max<int64_t>(1, stop - start);
-    char line[256];
-    if (tty) {
-      char bar[31];
-      const int fill = static_cast<int>(30 * pos / span);
-      for (int i = 0; i < 30; ++i) bar[i] = i < fill ? '#' : '.';
-      bar[30] = 0;
-      std::snprintf(line, sizeof(line), "\r[%s] %lld/%lld rows  %.0f rows/s  ETA %s ", bar,
-                    static_cast<long long>(pos), static_cast<long long>(span), rate,
-                    Duration(rate > 0 ? left / rate : 0).c_str());
-    } else {
-      std::snprintf(line, sizeof(line),
-                    "petal embed: %lld/%lld rows, %.0f rows/s, ETA %s, %lld skipped\n",
-                    static_cast<long long>(pos), static_cast<long long>(span), rate,
-                    Duration(rate > 0 ? left / rate : 0).c_str(), static_cast<long long>(skipped));
+    if (!r.bad.empty() && o.on_error == "fail") {
+      return InvalidArgument("stopped at a bad row (--on-error skip goes on past them)");
     }
-    std::fputs(line, stderr);
-    if (final && tty) std::fputs("\n", stderr);
+    PETAL_RETURN_IF_ERROR(r.status);
+    if (r.input.empty()) return Status::Ok();
+    part.skipped += static_cast<int64_t>(r.bad.size());
+    part.written += static_cast<int64_t>(r.ids.size());
+    skipped += static_cast<int64_t>(r.bad.size());
+    written += static_cast<int64_t>(r.ids.size());
+    done_rows += static_cast<int64_t>(r.input.size());
+    if (!r.ids.empty()) {
+      RowBlock block{std::move(r.ids), std::move(r.rows.data), std::move(r.rows.scales)};
+      PETAL_RETURN_IF_ERROR(part_file.Write(block));
+      PETAL_RETURN_IF_ERROR((*sink)->Append(std::move(block)));
+    }
+    if (part.written + part.skipped == part.rows) {  // the part is complete
+      PETAL_RETURN_IF_ERROR(part_file.Close());
+      parts.push_back(part);
+      PETAL_RETURN_IF_ERROR(SaveManifest(dir, cfg, parts));
+      if (part.first_row + part.rows < stop) {
+        PETAL_RETURN_IF_ERROR(open_part(part.first_row + part.rows));
+      }
+    }
+    progress.Report(done_rows, skipped, false);
+    return Status::Ok();
   };
 
-  std::vector<InputRow> carry;  // rows read past the current part's end
-  for (int64_t part_start = resume_row; part_start < stop; part_start += o.rows_per_part) {
-    const int64_t part_end = std::min(stop, part_start + o.rows_per_part);
-    Part part;
-    part.file = (*writer)->PartName(static_cast<int>(parts.size()));
-    part.first_row = part_start;
-    part.rows = part_end - part_start;
-    if (Status s = (*writer)->Open(dir + "/" + part.file, metadata); !s.ok()) return fail(s);
-    std::deque<std::future<BatchResult>> inflight;
-    bool failed = false;
-    auto drain_one = [&]() -> Status {
-      BatchResult r = inflight.front().get();
-      inflight.pop_front();
-      for (const auto& [row, why] : r.bad) {
-        std::fprintf(stderr, "%spetal embed: row %lld (id %s): %s\n", tty ? "\n" : "",
-                     static_cast<long long>(row->row), JsonQuote(row->id).c_str(), why.c_str());
+  Status st;
+  if (resume_row < stop) st = open_part(resume_row);
+  int64_t next = resume_row;
+  std::vector<InputRow> carry;  // rows read past a part's end
+  while (st.ok() && next < stop) {
+    std::vector<InputRow> rows;
+    if (!carry.empty()) {
+      rows = std::move(carry);
+      carry.clear();
+    } else {
+      auto more = (*reader)->Next(&rows);
+      if (!more.ok()) {
+        st = more.status();
+        break;
       }
-      if (!r.bad.empty() && o.on_error == "fail") {
-        return InvalidArgument("stopped at a bad row (--on-error skip goes on past them)");
+      if (!*more) {
+        st = DataLoss(o.input + " ended at row " + std::to_string(next) + "; expected " +
+                      std::to_string(stop) + " rows (did it change?)");
+        break;
       }
-      PETAL_RETURN_IF_ERROR(r.status);
-      part.skipped += static_cast<int64_t>(r.bad.size());
-      part.written += static_cast<int64_t>(r.ids.size());
-      skipped += static_cast<int64_t>(r.bad.size());
-      written += static_cast<int64_t>(r.ids.size());
-      done_rows += static_cast<int64_t>(r.input.size());
-      if (!r.ids.empty())
-        PETAL_RETURN_IF_ERROR((*writer)->Write(r.ids, r.rows.data, r.rows.scales));
-      report(false);
-      return Status::Ok();
-    };
-    int64_t next = part_start;
-    Status st;
-    while (next < part_end && st.ok()) {
-      std::vector<InputRow> rows;
-      if (!carry.empty()) {
-        rows = std::move(carry);
-        carry.clear();
-      } else {
-        auto more = (*reader)->Next(&rows);
-        if (!more.ok()) {
-          st = more.status();
-          break;
-        }
-        if (!*more) {
-          st = DataLoss(o.input + " ended at row " + std::to_string(next) + "; expected " +
-                        std::to_string(stop) + " rows (did it change?)");
-          break;
-        }
-      }
-      // Keep rows of the next part for it.
-      size_t keep = 0;
-      while (keep < rows.size() && rows[keep].row < part_end) ++keep;
-      if (keep < rows.size()) {
-        carry.assign(std::make_move_iterator(rows.begin() + keep),
-                     std::make_move_iterator(rows.end()));
-        rows.resize(keep);
-      }
-      next += static_cast<int64_t>(rows.size());
-      inflight.push_back(std::async(std::launch::async, task, std::move(rows)));
-      while (st.ok() && static_cast<int>(inflight.size()) >= threads) st = drain_one();
     }
-    while (st.ok() && !inflight.empty()) st = drain_one();
-    if (!st.ok()) {
-      failed = true;
-      inflight.clear();  // waits for the running tasks
-      report(true);
-      return fail(st);
+    // A task ends at its part's end; the rest waits for the next task.
+    const int64_t part_end =
+        start + ((next - start) / o.rows_per_part + 1) * o.rows_per_part;
+    size_t keep = 0;
+    while (keep < rows.size() && rows[keep].row < part_end) ++keep;
+    if (keep < rows.size()) {
+      carry.assign(std::make_move_iterator(rows.begin() + keep),
+                   std::make_move_iterator(rows.end()));
+      rows.resize(keep);
     }
-    (void)failed;
-    if (Status s = (*writer)->Close(); !s.ok()) return fail(s);
-    parts.push_back(part);
-    if (Status s = SaveManifest(dir, cfg, parts); !s.ok()) return fail(s);
+    next += static_cast<int64_t>(rows.size());
+    inflight.push_back(std::async(std::launch::async, task, std::move(rows)));
+    while (st.ok() && static_cast<int>(inflight.size()) >= threads) st = drain_one();
   }
-  report(true);
+  while (st.ok() && !inflight.empty()) st = drain_one();
+  if (!st.ok()) {
+    inflight.clear();  // waits for the running tasks
+    progress.Report(done_rows, skipped, true);
+    return fail(st);
+  }
+  progress.Report(done_rows, skipped, true);
+  const double embed_s = progress.Seconds();
 
-  // Every part is done: merge them into the output and remove the parts.
-  std::vector<std::string> files;
-  for (const Part& p : parts) files.push_back(dir + "/" + p.file);
-  if (Status s = (*writer)->Merge(files, o.output, metadata); !s.ok()) return fail(s);
+  // Every part is done: the output is complete; make it durable and remove the parts.
+  if (Status s = (*sink)->Finish(); !s.ok()) return fail(s);
   std::error_code ec;
   fs::remove_all(dir, ec);
-  const double el = std::chrono::duration<double>(Clock::now() - t0).count();
-  std::fprintf(stderr, "petal embed: wrote %lld rows to %s (%lld skipped) in %.1f s, %.0f rows/s\n",
+  const double el = std::chrono::duration<double>(Clock::now() - t_start).count();
+  std::fprintf(stderr,
+               "petal embed: wrote %lld rows to %s (%lld skipped) in %.1f s, %.0f rows/s "
+               "(start-up %.2f s; embedding %.0f rows/s over %.2f s; closing %.2f s)\n",
                static_cast<long long>(written), o.output.c_str(), static_cast<long long>(skipped),
-               el, el > 0 ? done_rows / el : 0.0);
+               el, el > 0 ? done_rows / el : 0.0, startup_s, embed_s > 0 ? done_rows / embed_s : 0.0,
+               embed_s, el - startup_s - embed_s);
   return 0;
 }
 

@@ -1,12 +1,13 @@
 // `petal embed --input FILE --output FILE`: embeds a dataset (JSON Lines or Parquet, a text and
 // an id field) into Parquet (`id`, `embedding` as a fixed-size list, `scale` for int8; the model
-// and options in the file metadata) or .npy + ids, streaming with bounded memory. Work is cut
-// into fixed parts of input rows, each made durable (fsync + rename) and then recorded in
-// OUTPUT.parts/manifest.json, so `--resume` after a kill continues at the first unfinished part
-// with no lost and no duplicated rows; the finished parts are merged into OUTPUT at the end.
-// `--shard I/N` takes the I-th of N contiguous row ranges. Embeds on local engines (one per
-// device) or on servers/gateways' servers through the gateway's ReplicaSet (same balancing and
-// flow control). Thread-safety: RunEmbedDataset is called once, from main.
+// and options in the file metadata) or .npy + ids, streaming with bounded memory. Rows are read,
+// tokenized and embedded by tasks running side by side and leave in input order. The output is
+// written once, as rows arrive; alongside, work is cut into fixed parts of input rows, each made
+// durable (fsync + rename) in raw form and recorded in OUTPUT.parts/manifest.json, so `--resume`
+// after a kill rebuilds the output from the finished parts and continues at the first unfinished
+// one, with no lost and no duplicated rows. `--shard I/N` takes the I-th of N contiguous row
+// ranges. Embeds on local engines (dataset_backend.h: one per device) or on servers through the
+// gateway's ReplicaSet. Thread-safety: RunEmbedDataset is called once, from main.
 #pragma once
 
 #include <string>
@@ -35,6 +36,7 @@ struct DatasetOptions {
   std::vector<int> devices;          // local CUDA devices (--gpus); empty: opts.engine.cuda.device
   EngineOptions engine;
   int max_batch_tokens = 16384;  // per engine call
+  bool fake_engine = false;      // the FakeEngine (no compute): tests and host-path benchmarks
   bool progress = true;
 };
 

@@ -75,6 +75,21 @@ std::vector<float> FakeEngine::Reference(const std::vector<int32_t>& ids,
   return e;
 }
 
+std::vector<float> FakeEngine::HashedReference(const int32_t* ids, size_t n,
+                                               const FakeEngineOptions& o) {
+  uint64_t h = 1469598103934665603ull ^ n;  // FNV-1a over the ids, then xorshift per dimension
+  for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<uint32_t>(ids[i])) * 1099511628211ull;
+  std::vector<float> e(o.hidden_size);
+  for (float& v : e) {
+    h ^= h << 13;
+    h ^= h >> 7;
+    h ^= h << 17;
+    v = static_cast<float>(static_cast<int64_t>(h >> 11) - (int64_t{1} << 52)) / 4.5035996e15f;
+  }
+  if (o.normalize) wire::L2Normalize(e.data(), o.hidden_size);
+  return e;
+}
+
 StatusOr<std::unique_ptr<PendingEmbeddings>> FakeEngine::Step(const Batch& batch) {
   PETAL_RETURN_IF_ERROR(batch.Validate(config_.vocab_size, config_.max_position_embeddings));
   FakeBatchRecord rec{batch.num_seqs(), batch.num_tokens(), {}};
@@ -104,7 +119,12 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> FakeEngine::Step(const Batch& batch
     auto row = Reference(ids, o);
     out.data.insert(out.data.end(), row.begin(), row.end());
   }
-  for (int s = 0; s < batch.num_seqs() && batch.pool_spans.empty(); ++s) {
+  for (int s = 0; s < batch.num_seqs() && batch.pool_spans.empty() && options_.hashed_rows; ++s) {
+    auto row = HashedReference(batch.token_ids.data() + batch.cu_seqlens[s], batch.seq_len(s),
+                               options_);
+    out.data.insert(out.data.end(), row.begin(), row.end());
+  }
+  for (int s = 0; s < batch.num_seqs() && batch.pool_spans.empty() && !options_.hashed_rows; ++s) {
     std::vector<int32_t> ids(batch.token_ids.begin() + batch.cu_seqlens[s],
                              batch.token_ids.begin() + batch.cu_seqlens[s + 1]);
     auto row = Reference(ids, options_);

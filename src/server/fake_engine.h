@@ -31,6 +31,9 @@ struct FakeEngineOptions {
   // Result slots, as CudaEngineOptions::ring_slots: with n > 0, a Step() while n handles are
   // still un-waited fails with RESOURCE_EXHAUSTED like the CUDA engine's. 0 = unlimited.
   int result_slots = 0;
+  // Rows from a hash of each sequence's ids instead of Reference()'s per-token sums: no work per
+  // token, for measuring the path around the engine (`petal embed --fake-engine`).
+  bool hashed_rows = false;
 };
 
 struct FakeBatchRecord {
@@ -48,6 +51,8 @@ class FakeEngine final : public Engine {
 
   // The embedding FakeEngine produces for one sequence (hidden_size floats).
   static std::vector<float> Reference(const std::vector<int32_t>& ids, const FakeEngineOptions& o);
+  // The row with hashed_rows: values in (-1, 1) from a hash of ids, normalised if o.normalize.
+  static std::vector<float> HashedReference(const int32_t* ids, size_t n, const FakeEngineOptions& o);
 
   void Hold();
   void Release();
