@@ -407,16 +407,15 @@ std::function<int()> SetupEmbed(CLI::App* sub) {
       data->engine.cuda.device = opts->device;
       // Engine batches: --max-batch-tokens if given, else large ones (the device stays busy
       // with fewer, bigger steps: 131072 tokens on CUDA, 16384 on the CPU).
-      const bool gpu = !data->fake_engine &&
-                       (data->engine.backend == "cuda" ||
-                        (data->engine.backend == "auto" && CudaAvailable()));
+      const bool gpu = !data->fake_engine && (data->engine.backend == "cuda" ||
+                                              (data->engine.backend == "auto" && CudaAvailable()));
       data->max_batch_tokens = sub->count("--max-batch-tokens") > 0
                                    ? std::max(opts->max_batch_tokens, 16384)
                                    : (gpu ? 131072 : 16384);
       data->engine.cuda.max_tokens = data->max_batch_tokens;
-      data->engine.cuda.max_seqs =
-          sub->count("--max-batch-texts") > 0 ? std::max(opts->max_batch_texts, 512)
-                                              : std::max(512, std::min(data->batch_rows, 4096));
+      data->engine.cuda.max_seqs = sub->count("--max-batch-texts") > 0
+                                       ? std::max(opts->max_batch_texts, 512)
+                                       : std::max(512, std::min(data->batch_rows, 4096));
       return RunEmbedDataset(*data);
     }
     for (const std::string& arg : sub->remaining()) {

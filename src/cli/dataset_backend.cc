@@ -16,13 +16,12 @@ namespace petal::cli {
 namespace {
 
 // Encodes pooled rows `e` into `out` starting at row `row0`.
-void EncodeRows(const Embeddings& e, const wire::OutputFormat& format, size_t row0,
-                Encoded* out) {
+void EncodeRows(const Embeddings& e, const wire::OutputFormat& format, size_t row0, Encoded* out) {
   const size_t row_bytes = wire::BytesPerRow(format);
   for (int i = 0; i < e.rows; ++i) {
     float scale = 0;
-    wire::EncodeRow(e.row(i), format, reinterpret_cast<uint8_t*>(&out->data[(row0 + i) * row_bytes]),
-                    &scale);
+    wire::EncodeRow(e.row(i), format,
+                    reinterpret_cast<uint8_t*>(&out->data[(row0 + i) * row_bytes]), &scale);
     if (!out->scales.empty()) out->scales[row0 + i] = scale;
   }
 }
@@ -133,9 +132,9 @@ class LocalBackend final : public Backend {
         }
         const size_t k = current->stepped++;
         auto h = (*engine)->Step(current->batches[k]);
-        inflight.push_back({current, k,
-                            h.ok() ? std::move(h).value()
-                                   : std::make_unique<ReadyEmbeddings>(h.status())});
+        inflight.push_back(
+            {current, k,
+             h.ok() ? std::move(h).value() : std::make_unique<ReadyEmbeddings>(h.status())});
         if (current->stepped == current->batches.size()) current = nullptr;
       }
       if (inflight.empty()) return;  // stopping, nothing queued

@@ -43,7 +43,8 @@ class ParquetSink final : public OutputSink {
     if (helper_.in() >= 0) (void)WriteAll(helper_.in(), &q, 1);
   }
   Status Start(const std::string& tmp, const std::string& final, const std::string& metadata) {
-    PETAL_RETURN_IF_ERROR(helper_.Start({"write", std::to_string(dim_), ElemTypeName(type_)}, true));
+    PETAL_RETURN_IF_ERROR(
+        helper_.Start({"write", std::to_string(dim_), ElemTypeName(type_)}, true));
     const std::string json = "{\"path\":" + JsonQuote(tmp) + ",\"final\":" + JsonQuote(final) +
                              ",\"metadata\":" + metadata + "}";
     std::string frame = "O";

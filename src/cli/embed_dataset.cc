@@ -108,7 +108,9 @@ std::string Duration(double s) {
 class Progress {
  public:
   Progress(bool enabled, int64_t done_before, int64_t span)
-      : tty_(enabled && isatty(STDERR_FILENO)), enabled_(enabled), before_(done_before),
+      : tty_(enabled && isatty(STDERR_FILENO)),
+        enabled_(enabled),
+        before_(done_before),
         span_(std::max<int64_t>(1, span)) {}
   void Start() { t0_ = last_ = Clock::now(); }
   bool tty() const { return tty_; }
@@ -357,8 +359,7 @@ int RunEmbedDataset(const DatasetOptions& o) {
       }
     }
     // A task ends at its part's end; the rest waits for the next task.
-    const int64_t part_end =
-        start + ((next - start) / o.rows_per_part + 1) * o.rows_per_part;
+    const int64_t part_end = start + ((next - start) / o.rows_per_part + 1) * o.rows_per_part;
     size_t keep = 0;
     while (keep < rows.size() && rows[keep].row < part_end) ++keep;
     if (keep < rows.size()) {
@@ -388,8 +389,8 @@ int RunEmbedDataset(const DatasetOptions& o) {
                "petal embed: wrote %lld rows to %s (%lld skipped) in %.1f s, %.0f rows/s "
                "(start-up %.2f s; embedding %.0f rows/s over %.2f s; closing %.2f s)\n",
                static_cast<long long>(written), o.output.c_str(), static_cast<long long>(skipped),
-               el, el > 0 ? done_rows / el : 0.0, startup_s, embed_s > 0 ? done_rows / embed_s : 0.0,
-               embed_s, el - startup_s - embed_s);
+               el, el > 0 ? done_rows / el : 0.0, startup_s,
+               embed_s > 0 ? done_rows / embed_s : 0.0, embed_s, el - startup_s - embed_s);
   return 0;
 }
 

@@ -120,8 +120,8 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> FakeEngine::Step(const Batch& batch
     out.data.insert(out.data.end(), row.begin(), row.end());
   }
   for (int s = 0; s < batch.num_seqs() && batch.pool_spans.empty() && options_.hashed_rows; ++s) {
-    auto row = HashedReference(batch.token_ids.data() + batch.cu_seqlens[s], batch.seq_len(s),
-                               options_);
+    auto row =
+        HashedReference(batch.token_ids.data() + batch.cu_seqlens[s], batch.seq_len(s), options_);
     out.data.insert(out.data.end(), row.begin(), row.end());
   }
   for (int s = 0; s < batch.num_seqs() && batch.pool_spans.empty() && !options_.hashed_rows; ++s) {

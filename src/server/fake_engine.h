@@ -52,7 +52,8 @@ class FakeEngine final : public Engine {
   // The embedding FakeEngine produces for one sequence (hidden_size floats).
   static std::vector<float> Reference(const std::vector<int32_t>& ids, const FakeEngineOptions& o);
   // The row with hashed_rows: values in (-1, 1) from a hash of ids, normalised if o.normalize.
-  static std::vector<float> HashedReference(const int32_t* ids, size_t n, const FakeEngineOptions& o);
+  static std::vector<float> HashedReference(const int32_t* ids, size_t n,
+                                            const FakeEngineOptions& o);
 
   void Hold();
   void Release();

@@ -3,7 +3,7 @@
 
 Checks: JSONL -> Parquet and Parquet -> .npy round trips against plain `petal embed` (the same
 engine, one text per line; tolerance 1e-5 absolute); kill -9 mid-run + --resume gives every id
-exactly once and vectors equal (1e-6) to an uninterrupted run; --shard I/N covers the input
+exactly once and vectors equal (1e-6) to an uninterrupted run (Parquet float32 and .npy int8); --shard I/N covers the input
 exactly once; bad rows (missing text, null text, past the model length, missing column) are
 skipped or fail per --on-error and are reported with their id. Usage: embed_dataset_test.py PETAL.
 Exit 77 (skipped) without the MiniLM files or pyarrow.
@@ -87,7 +87,7 @@ def main():
     meta = json.loads(pq.ParquetFile(out).schema_arrow.metadata[b"petal"])
     check(meta["model"] == "all-MiniLM-L6-v2" and meta["options"]["dtype"] == "float32",
           "parquet metadata names the model and options")
-    check(not os.path.exists(out + ".parts"), "parts folder removed after the merge")
+    check(not os.path.exists(out + ".parts"), "parts folder removed at the end")
 
     # Parquet (integer ids) -> .npy + ids, and float16 / int8 Parquet.
     pin = os.path.join(tmp, "in.parquet")
@@ -133,41 +133,58 @@ def main():
         srv.terminate()
         srv.wait()
 
-    # kill -9 mid-run, then --resume: every id exactly once, vectors as uninterrupted.
+    # kill -9 mid-run, then --resume: every id exactly once, vectors as uninterrupted; for
+    # Parquet float32 and for .npy int8 (ids and scales files too).
     big = [{"id": f"r{i}", "text": text(i)} for i in range(150)]
     bsrc = os.path.join(tmp, "big.jsonl")
     write_jsonl(bsrc, big)
-    full = os.path.join(tmp, "full.parquet")
     common = ["--rows-per-part", "20", "--batch-rows", "4", "--threads", "1"]
-    embed("--input", bsrc, "--output", full, *common)
-    res = os.path.join(tmp, "resumed.parquet")
-    cmd = [PETAL, "embed", "--model", MODEL, "--backend", "cpu", "--no-progress",
-           "--input", bsrc, "--output", res, *common]
-    proc = subprocess.Popen(cmd, env=ENV, stderr=subprocess.DEVNULL)
-    manifest = res + ".parts/manifest.json"
-    deadline = time.time() + 120
-    killed_after = 0
-    while time.time() < deadline and proc.poll() is None:
-        try:
-            killed_after = len(json.load(open(manifest))["parts"])
-        except (OSError, ValueError):
-            killed_after = 0
-        if killed_after >= 2:
-            proc.send_signal(signal.SIGKILL)
-            break
-        time.sleep(0.02)
-    proc.wait()
-    check(proc.returncode == -signal.SIGKILL and not os.path.exists(res),
-          f"killed with -9 after {killed_after} parts, before the end")
-    embed("--input", bsrc, "--output", res, *common, "--resume")
-    rids, remb = parquet_rows(res)
-    fids, femb = parquet_rows(full)
-    check(sorted(rids) == sorted(r["id"] for r in big) and len(set(rids)) == len(rids),
-          "resume: every id exactly once")
-    check(rids == fids and np.abs(remb - femb).max() < 1e-6, "resume: equal to uninterrupted run")
+    for ext, extra in (("parquet", []), ("npy", ["--dtype", "int8"])):
+        full = os.path.join(tmp, f"full.{ext}")
+        embed("--input", bsrc, "--output", full, *common, *extra)
+        res = os.path.join(tmp, f"resumed.{ext}")
+        cmd = [PETAL, "embed", "--model", MODEL, "--backend", "cpu", "--no-progress",
+               "--input", bsrc, "--output", res, *common, *extra]
+        proc = subprocess.Popen(cmd, env=ENV, stderr=subprocess.DEVNULL)
+        manifest = res + ".parts/manifest.json"
+        deadline = time.time() + 120
+        killed_after = 0
+        while time.time() < deadline and proc.poll() is None:
+            try:
+                killed_after = len(json.load(open(manifest))["parts"])
+            except (OSError, ValueError):
+                killed_after = 0
+            if killed_after >= 2:
+                proc.send_signal(signal.SIGKILL)
+                break
+            time.sleep(0.02)
+        proc.wait()
+        check(proc.returncode == -signal.SIGKILL and not os.path.exists(res),
+              f"{ext}: killed with -9 after {killed_after} parts, before the end")
+        embed("--input", bsrc, "--output", res, *common, *extra, "--resume")
+        if ext == "parquet":
+            rids, remb = parquet_rows(res)
+            fids, femb = parquet_rows(full)
+        else:
+            stem = lambda p: p[:-4]
+            rids = [json.loads(x) for x in open(stem(res) + ".ids.jsonl")]
+            fids = [json.loads(x) for x in open(stem(full) + ".ids.jsonl")]
+            remb = np.load(res) * np.load(stem(res) + ".scales.npy")[:, None]
+            femb = np.load(full) * np.load(stem(full) + ".scales.npy")[:, None]
+        check(sorted(rids) == sorted(r["id"] for r in big) and len(set(rids)) == len(rids),
+              f"{ext}: resume: every id exactly once")
+        check(rids == fids and remb.shape == femb.shape and np.abs(remb - femb).max() < 1e-6,
+              f"{ext}: resume: equal to uninterrupted run")
     p = embed("--input", bsrc, "--output", os.path.join(tmp, "full.parquet"), *common,
               check_rc=False)
     check(p.returncode == 0, "a finished output can be written again")
+
+    # --fake-engine: the host path alone, every row written, unit vectors.
+    fake = os.path.join(tmp, "fake.parquet")
+    p = embed("--input", bsrc, "--output", fake, "--fake-engine", check_rc=False)
+    fids, femb = parquet_rows(fake) if p.returncode == 0 else ([], np.zeros((0, 384)))
+    check(p.returncode == 0 and fids == [r["id"] for r in big] and
+          np.allclose(np.linalg.norm(femb, axis=1), 1, atol=1e-5), "--fake-engine writes every row")
 
     # Shards cover the input exactly once.
     seen = []
