@@ -100,6 +100,10 @@ class LocalBackend final : public Backend {
     EngineOptions eo = opts_.engine;
     eo.cuda.device = device;
     eo.cuda.max_tokens = std::max(eo.cuda.max_tokens, opts_.max_batch_tokens);
+    // A text longer than --max-batch-tokens runs in a step of its own: the engine must hold it.
+    if (auto c = LoadModelConfig(opts_.model_dir); c.ok()) {
+      eo.cuda.max_tokens = std::max(eo.cuda.max_tokens, c->max_position_embeddings);
+    }
     if (opts_.fake_engine) {
       PETAL_ASSIGN_OR_RETURN(ModelConfig c, LoadModelConfig(opts_.model_dir));
       server::FakeEngineOptions fo;
