@@ -11,6 +11,7 @@ import json
 import os
 import struct
 import sys
+import threading
 
 try:
     import numpy as np
@@ -30,18 +31,23 @@ def die(msg):
 
 
 def strings(arr, n):
-    """(null mask, offsets from 0, data) of a string-castable arrow array of n rows."""
+    """(null mask, int64 offsets from 0, data) of a string-castable arrow array of n rows.
+
+    String columns are passed through without copying their bytes (a null row's bytes are never
+    read: the reader reports the row)."""
     if arr is None:
         return np.ones(n, np.uint8), np.zeros(n + 1, np.int64), b""
-    null = arr.is_null()
-    if isinstance(null, pa.ChunkedArray):
-        null = null.combine_chunks()
-    mask = null.to_numpy(zero_copy_only=False).astype(np.uint8)
-    filled = pc.fill_null(pc.cast(arr, pa.large_string()), "")
-    if isinstance(filled, pa.ChunkedArray):
-        filled = filled.combine_chunks()
-    offs = np.frombuffer(filled.buffers()[1], np.int64)[filled.offset : filled.offset + n + 1]
-    data = filled.buffers()[2]
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        arr = pc.cast(arr, pa.large_string())
+    if arr.null_count:
+        mask = arr.is_null().to_numpy(zero_copy_only=False).astype(np.uint8)
+    else:
+        mask = np.zeros(n, np.uint8)
+    width = np.int32 if pa.types.is_string(arr.type) else np.int64
+    offs = np.frombuffer(arr.buffers()[1], width)[arr.offset : arr.offset + n + 1].astype(np.int64)
+    data = arr.buffers()[2]
     lo, hi = int(offs[0]), int(offs[-1])
     # A view of this batch's bytes only: the buffer may be a whole row group's.
     return mask, offs - lo, (memoryview(data)[lo:hi] if data is not None else b"")
@@ -96,6 +102,24 @@ def exact(inp, n):
     return b
 
 
+class Syncer:
+    """fdatasync()s a file being written every quarter second on a thread of its own, so the
+    final fsync has little left to do (the kernel would otherwise keep gigabytes dirty)."""
+
+    def __init__(self, fd):
+        self.fd, self.done = fd, threading.Event()
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+        self.thread.start()
+
+    def loop(self):
+        while not self.done.wait(0.25):
+            os.fdatasync(self.fd)
+
+    def stop(self):
+        self.done.set()
+        self.thread.join()
+
+
 def write(dim, dtype):
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     np_type = {"float32": np.float32, "float16": np.float16, "int8": np.int8}[dtype]
@@ -127,8 +151,10 @@ def write(dim, dtype):
             cmd = json.loads(exact(inp, ln))
             tmp, final = cmd["path"], cmd["final"]
             schema = pa.schema(fields, metadata={"petal": json.dumps(cmd["metadata"])})
-            writer = pq.ParquetWriter(tmp, schema, compression="none", use_dictionary=False,
+            sink = pa.OSFile(tmp, "wb")
+            writer = pq.ParquetWriter(sink, schema, compression="none", use_dictionary=False,
                                       write_statistics=["id"])
+            syncer = Syncer(sink.fileno())
         elif op == b"R":  # rows: u64 n, ids (offsets, length, bytes), n*dim values, [n scales]
             (n,) = struct.unpack("<Q", exact(inp, 8))
             offs = np.frombuffer(exact(inp, 8 * (n + 1)), "<i8")
@@ -147,8 +173,9 @@ def write(dim, dtype):
         elif op == b"C":  # close: durable, renamed to its final name, then "ok"
             flush()
             writer.close()
-            with open(tmp, "rb") as fh:
-                os.fsync(fh.fileno())
+            syncer.stop()
+            os.fsync(sink.fileno())
+            sink.close()
             os.replace(tmp, final)
             writer = None
             out.write(b"ok\n")

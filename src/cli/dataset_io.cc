@@ -3,9 +3,13 @@
 #include <simdjson.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
 
 #include "cli/dataset_child.h"
 
@@ -160,7 +164,70 @@ class ParquetReader final : public RowReader {
   int64_t next_row_;
 };
 
+class PrefetchReader final : public RowReader {
+ public:
+  PrefetchReader(std::unique_ptr<RowReader> r, size_t depth)
+      : reader_(std::move(r)), depth_(std::max<size_t>(1, depth)), thread_([this] { Loop(); }) {}
+  ~PrefetchReader() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  StatusOr<bool> Next(std::vector<InputRow>* rows) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return !queue_.empty() || done_; });
+    if (queue_.empty()) {
+      rows->clear();
+      if (!status_.ok()) return status_;
+      return false;
+    }
+    *rows = std::move(queue_.front());
+    queue_.pop_front();
+    cv_.notify_all();
+    return true;
+  }
+
+ private:
+  void Loop() {
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || queue_.size() < depth_; });
+        if (stop_) break;
+      }
+      std::vector<InputRow> rows;
+      auto more = reader_->Next(&rows);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!more.ok() || !*more) {
+        if (!more.ok()) status_ = more.status();
+        break;
+      }
+      queue_.push_back(std::move(rows));
+      cv_.notify_all();
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+    cv_.notify_all();
+  }
+
+  std::unique_ptr<RowReader> reader_;
+  const size_t depth_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::vector<InputRow>> queue_;
+  bool stop_ = false, done_ = false;
+  Status status_;
+  std::thread thread_;  // last: starts after the members it uses
+};
+
 }  // namespace
+
+std::unique_ptr<RowReader> Prefetch(std::unique_ptr<RowReader> reader, size_t depth) {
+  return std::make_unique<PrefetchReader>(std::move(reader), depth);
+}
 
 StatusOr<DatasetFormat> FormatOf(const std::string& path) {
   if (EndsWith(path, ".jsonl") || EndsWith(path, ".ndjson") || EndsWith(path, ".json")) {

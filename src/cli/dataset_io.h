@@ -53,6 +53,9 @@ StatusOr<std::unique_ptr<RowReader>> OpenReader(const std::string& path, Dataset
                                                 const ReaderOptions& options, int64_t start,
                                                 int64_t stop);
 
+// Runs `reader` on a thread of its own, up to `depth` batches ahead of the caller.
+std::unique_ptr<RowReader> Prefetch(std::unique_ptr<RowReader> reader, size_t depth);
+
 // Output element type of the embedding column.
 enum class ElemType { kFloat32, kFloat16, kInt8 };
 const char* ElemTypeName(ElemType t);

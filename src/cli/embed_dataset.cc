@@ -1,7 +1,6 @@
 #include "cli/embed_dataset.h"
 
 #include <signal.h>
-#include <simdjson.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -13,8 +12,8 @@
 
 #include "cli/dataset_backend.h"
 #include "cli/dataset_io.h"
+#include "cli/dataset_manifest.h"
 #include "cli/dataset_write.h"
-#include "common/file_util.h"
 #include "model/config.h"
 #include "tokenizer/prompts.h"
 #include "tokenizer/tokenizer.h"
@@ -33,68 +32,6 @@ struct BatchResult {
   std::vector<InputRow> input;  // owns the rows `bad` points into
   Status status;
 };
-
-struct Part {
-  std::string file;
-  int64_t first_row = 0, rows = 0, written = 0, skipped = 0;
-};
-
-Status SaveManifest(const std::string& dir, const std::string& config,
-                    const std::vector<Part>& parts) {
-  std::string s = "{\"config\":" + JsonQuote(config) + ",\"parts\":[";
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const Part& p = parts[i];
-    if (i) s += ',';
-    s += "\n{\"file\":" + JsonQuote(p.file) + ",\"first_row\":" + std::to_string(p.first_row) +
-         ",\"rows\":" + std::to_string(p.rows) + ",\"written\":" + std::to_string(p.written) +
-         ",\"skipped\":" + std::to_string(p.skipped) + "}";
-  }
-  s += "]}\n";
-  const std::string tmp = dir + "/manifest.json.tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) return Internal(tmp + ": cannot write");
-  const bool ok = std::fwrite(s.data(), 1, s.size(), f) == s.size() && std::fflush(f) == 0 &&
-                  fsync(fileno(f)) == 0;
-  std::fclose(f);
-  if (!ok) return Internal(tmp + ": write failed");
-  std::error_code ec;
-  fs::rename(tmp, dir + "/manifest.json", ec);
-  return ec ? Internal("manifest: " + ec.message()) : Status::Ok();
-}
-
-StatusOr<std::vector<Part>> LoadManifest(const std::string& dir, const std::string& config) {
-  PETAL_ASSIGN_OR_RETURN(std::string text, ReadFile(dir + "/manifest.json"));
-  simdjson::dom::parser parser;
-  simdjson::dom::element doc;
-  std::string_view cfg;
-  simdjson::dom::array arr;
-  if (parser.parse(text).get(doc) != simdjson::SUCCESS ||
-      doc["config"].get_string().get(cfg) != simdjson::SUCCESS ||
-      doc["parts"].get_array().get(arr) != simdjson::SUCCESS) {
-    return DataLoss(dir + "/manifest.json is not a Petal manifest");
-  }
-  if (cfg != config) {
-    return FailedPrecondition(dir + " was made with other options or input; use the same " +
-                              "command line to --resume, or remove the folder\n  it has: " +
-                              std::string(cfg) + "\n  this run: " + config);
-  }
-  std::vector<Part> parts;
-  for (auto e : arr) {
-    Part p;
-    std::string_view file;
-    if (e["file"].get_string().get(file) != simdjson::SUCCESS ||
-        e["first_row"].get_int64().get(p.first_row) != simdjson::SUCCESS ||
-        e["rows"].get_int64().get(p.rows) != simdjson::SUCCESS ||
-        e["written"].get_int64().get(p.written) != simdjson::SUCCESS ||
-        e["skipped"].get_int64().get(p.skipped) != simdjson::SUCCESS) {
-      return DataLoss(dir + "/manifest.json: a part entry is malformed");
-    }
-    p.file.assign(file);
-    if (!fs::exists(dir + "/" + p.file)) return DataLoss(dir + "/" + p.file + " is missing");
-    parts.push_back(std::move(p));
-  }
-  return parts;
-}
 
 std::string Duration(double s) {
   char b[32];
@@ -241,8 +178,9 @@ int RunEmbedDataset(const DatasetOptions& o) {
   }
   const int64_t resume_row = start + static_cast<int64_t>(parts.size()) * o.rows_per_part;
   ReaderOptions ro{o.text_field, o.id_field, static_cast<size_t>(o.batch_rows)};
-  auto reader = OpenReader(o.input, *in_format, ro, std::min(resume_row, stop), stop);
-  if (!reader.ok()) return fail(reader.status());
+  auto opened = OpenReader(o.input, *in_format, ro, std::min(resume_row, stop), stop);
+  if (!opened.ok()) return fail(opened.status());
+  auto reader = Prefetch(std::move(opened).value(), 4);
   if (Status s = (*backend)->Ready(); !s.ok()) return fail(s);
   const double startup_s = std::chrono::duration<double>(Clock::now() - t_start).count();
 
@@ -291,21 +229,31 @@ int RunEmbedDataset(const DatasetOptions& o) {
   progress.Start();
   int64_t done_rows = 0;  // rows of this run drained (embedded or skipped)
 
-  // Parts: tasks never span two; the current part closes (durable, in the manifest) when its
-  // last row has been drained, while later tasks keep running.
-  PartFile part_file(format.dims, type);
+  // Parts: tasks never span two; the current part is handed to the committer (durable, then in
+  // the manifest, on its own thread) when its last row has been drained.
+  PartCommitter committer(dir, cfg, parts);
+  std::unique_ptr<PartFile> part_file;
   Part part;
+  int next_part = static_cast<int>(parts.size());
   auto open_part = [&](int64_t first) -> Status {
     part = Part{};
-    part.file = PartFile::Name(static_cast<int>(parts.size()));
+    part.file = PartFile::Name(next_part++);
     part.first_row = first;
     part.rows = std::min(stop, first + o.rows_per_part) - first;
-    return part_file.Open(dir + "/" + part.file);
+    part_file = std::make_unique<PartFile>(format.dims, type);
+    return part_file->Open(dir + "/" + part.file);
+  };
+  // Where the main thread waits (seconds), printed at the end: what bounds a run.
+  double wait_read = 0, wait_tasks = 0, wait_write = 0;
+  auto since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
   };
   std::deque<std::future<BatchResult>> inflight;
   auto drain_one = [&]() -> Status {
+    auto t = Clock::now();
     BatchResult r = inflight.front().get();
     inflight.pop_front();
+    wait_tasks += since(t);
     for (const auto& [row, why] : r.bad) {
       std::fprintf(stderr, "%spetal embed: row %lld (id %s): %s\n", progress.tty() ? "\n" : "",
                    static_cast<long long>(row->row), JsonQuote(row->id).c_str(), why.c_str());
@@ -320,19 +268,19 @@ int RunEmbedDataset(const DatasetOptions& o) {
     skipped += static_cast<int64_t>(r.bad.size());
     written += static_cast<int64_t>(r.ids.size());
     done_rows += static_cast<int64_t>(r.input.size());
+    t = Clock::now();
     if (!r.ids.empty()) {
       RowBlock block{std::move(r.ids), std::move(r.rows.data), std::move(r.rows.scales)};
-      PETAL_RETURN_IF_ERROR(part_file.Write(block));
+      PETAL_RETURN_IF_ERROR(part_file->Write(block));
       PETAL_RETURN_IF_ERROR((*sink)->Append(std::move(block)));
     }
     if (part.written + part.skipped == part.rows) {  // the part is complete
-      PETAL_RETURN_IF_ERROR(part_file.Close());
-      parts.push_back(part);
-      PETAL_RETURN_IF_ERROR(SaveManifest(dir, cfg, parts));
+      PETAL_RETURN_IF_ERROR(committer.Commit(std::move(part_file), part));
       if (part.first_row + part.rows < stop) {
         PETAL_RETURN_IF_ERROR(open_part(part.first_row + part.rows));
       }
     }
+    wait_write += since(t);
     progress.Report(done_rows, skipped, false);
     return Status::Ok();
   };
@@ -347,7 +295,9 @@ int RunEmbedDataset(const DatasetOptions& o) {
       rows = std::move(carry);
       carry.clear();
     } else {
-      auto more = (*reader)->Next(&rows);
+      const auto t = Clock::now();
+      auto more = reader->Next(&rows);
+      wait_read += since(t);
       if (!more.ok()) {
         st = more.status();
         break;
@@ -372,6 +322,7 @@ int RunEmbedDataset(const DatasetOptions& o) {
     while (st.ok() && static_cast<int>(inflight.size()) >= threads) st = drain_one();
   }
   while (st.ok() && !inflight.empty()) st = drain_one();
+  if (st.ok()) st = committer.Wait();
   if (!st.ok()) {
     inflight.clear();  // waits for the running tasks
     progress.Report(done_rows, skipped, true);
@@ -387,10 +338,13 @@ int RunEmbedDataset(const DatasetOptions& o) {
   const double el = std::chrono::duration<double>(Clock::now() - t_start).count();
   std::fprintf(stderr,
                "petal embed: wrote %lld rows to %s (%lld skipped) in %.1f s, %.0f rows/s "
-               "(start-up %.2f s; embedding %.0f rows/s over %.2f s; closing %.2f s)\n",
+               "(start-up %.2f s; embedding %.0f rows/s over %.2f s; closing %.2f s)\n"
+               "petal embed: the main thread waited %.2f s for input, %.2f s for tasks, %.2f s "
+               "writing\n",
                static_cast<long long>(written), o.output.c_str(), static_cast<long long>(skipped),
                el, el > 0 ? done_rows / el : 0.0, startup_s,
-               embed_s > 0 ? done_rows / embed_s : 0.0, embed_s, el - startup_s - embed_s);
+               embed_s > 0 ? done_rows / embed_s : 0.0, embed_s, el - startup_s - embed_s,
+               wait_read, wait_tasks, wait_write);
   return 0;
 }
 
