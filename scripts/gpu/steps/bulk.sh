@@ -146,6 +146,15 @@ petal embed --model "$MINI" --backend cuda --input "$IN" --output $W/out.$OEXT \
   > "$D/embed.log" 2>&1 || { status=1; tail -5 "$D/embed.log"; }
 t1=$(date +%s.%N)
 tail -2 "$D/embed.log"
+# Extra runs with other flags (BULK_VARIANTS="--threads 32;--batch-rows 2048"): embed-variant-N.log.
+IFS=';' read -ra variants <<< "${BULK_VARIANTS:-}"
+for i in "${!variants[@]}"; do
+  rm -rf $W/out.npy* $W/out.parquet*
+  # shellcheck disable=SC2086
+  petal embed --model "$MINI" --backend cuda --input "$IN" --output $W/out.$OEXT --no-progress \
+    ${variants[$i]} > "$D/embed-variant-$i.log" 2>&1 || status=1
+  echo "variant '${variants[$i]}':"; tail -2 "$D/embed-variant-$i.log"
+done
 $PY -c 'import pyarrow.parquet as pq, sys; f = pq.ParquetFile(sys.argv[1]); print("output:", f.metadata.num_rows, "rows,", f.metadata.num_row_groups, "row groups")' $W/out.$OEXT 2>/dev/null || true
 petal bench engine --model "$MINI" --backend cuda \
   --scenarios throughput_256x128,throughput_512x128,throughput_1024x128,throughput_2048x128 \
