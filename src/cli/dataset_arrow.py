@@ -9,6 +9,7 @@
 # the texts, each as (n+1) i64 offsets, u64 length, bytes. n == 0 ends the stream.
 import json
 import os
+import queue
 import struct
 import sys
 import threading
@@ -53,6 +54,46 @@ def strings(arr, n):
     return mask, offs - lo, (memoryview(data)[lo:hi] if data is not None else b"")
 
 
+def batches(f, cols, start, stop, batch_rows):
+    """(first row, record batch) for rows [start, stop), decoded batch by batch (not a whole row
+    group at once) on a thread of its own, a few batches ahead of the pipe writes."""
+    md = f.metadata
+    groups, first, pos = [], 0, None
+    for g in range(md.num_row_groups):
+        rows = md.row_group(g).num_rows
+        if max(start, first) < min(stop, first + rows):
+            groups.append(g)
+            pos = first if pos is None else pos
+        first += rows
+    if not groups:
+        return
+    q = queue.Queue(maxsize=8)
+
+    def produce():
+        try:
+            at = pos
+            for b in f.iter_batches(batch_size=batch_rows, row_groups=groups, columns=cols,
+                                    use_threads=True):
+                lo, hi = max(start, at), min(stop, at + b.num_rows)
+                if lo < hi:
+                    q.put((lo, b.slice(lo - at, hi - lo)))
+                at += b.num_rows
+                if at >= stop:
+                    break
+            q.put(None)
+        except BaseException as e:  # reported by the consumer
+            q.put(e)
+
+    threading.Thread(target=produce, daemon=True).start()
+    while True:
+        item = q.get()
+        if item is None:
+            return
+        if isinstance(item, BaseException):
+            raise item
+        yield item
+
+
 def read(path, text_field, id_field, start, stop, batch_rows):
     out = sys.stdout.buffer
     f = pq.ParquetFile(path)
@@ -62,35 +103,21 @@ def read(path, text_field, id_field, start, stop, batch_rows):
     if id_field and id_field not in names:
         die(f"{path}: no column '{id_field}' (--id-field); columns: {', '.join(names)}")
     cols = [text_field] + ([id_field] if id_field else [])
-    md = f.metadata
-    first = 0
-    for g in range(md.num_row_groups):
-        rows = md.row_group(g).num_rows
-        lo, hi = max(start, first), min(stop, first + rows)
-        if lo < hi:
-            t = f.read_row_group(g, columns=cols).slice(lo - first, hi - lo)
-            for b in t.to_batches(max_chunksize=batch_rows):
-                n = b.num_rows
-                row0 = lo
-                lo += n
-                if n == 0:
-                    continue
-                tm, to, td = strings(b.column(text_field), n)
-                if id_field:
-                    im, io, idd = strings(b.column(id_field), n)
-                else:  # the row number is the id
-                    ids = [str(row0 + i).encode() for i in range(n)]
-                    im = np.zeros(n, np.uint8)
-                    io = np.zeros(n + 1, np.int64)
-                    io[1:] = np.cumsum([len(x) for x in ids])
-                    idd = b"".join(ids)
-                out.write(struct.pack("<Q", n) + im.tobytes() + tm.tobytes())
-                for offs, data in ((io, idd), (to, td)):
-                    out.write(offs.astype("<i8").tobytes() + struct.pack("<Q", len(data)))
-                    out.write(data)
-        first += rows
-        if first >= stop:
-            break
+    for row0, b in batches(f, cols, start, stop, batch_rows):
+        n = b.num_rows
+        tm, to, td = strings(b.column(text_field), n)
+        if id_field:
+            im, io, idd = strings(b.column(id_field), n)
+        else:  # the row number is the id
+            ids = [str(row0 + i).encode() for i in range(n)]
+            im = np.zeros(n, np.uint8)
+            io = np.zeros(n + 1, np.int64)
+            io[1:] = np.cumsum([len(x) for x in ids])
+            idd = b"".join(ids)
+        out.write(struct.pack("<Q", n) + im.tobytes() + tm.tobytes())
+        for offs, data in ((io, idd), (to, td)):
+            out.write(offs.astype("<i8").tobytes() + struct.pack("<Q", len(data)))
+            out.write(data)
     out.write(struct.pack("<Q", 0))
     out.flush()
 

@@ -180,7 +180,7 @@ int RunEmbedDataset(const DatasetOptions& o) {
   ReaderOptions ro{o.text_field, o.id_field, static_cast<size_t>(o.batch_rows)};
   auto opened = OpenReader(o.input, *in_format, ro, std::min(resume_row, stop), stop);
   if (!opened.ok()) return fail(opened.status());
-  auto reader = Prefetch(std::move(opened).value(), 4);
+  auto reader = Prefetch(std::move(opened).value(), 16);
   if (Status s = (*backend)->Ready(); !s.ok()) return fail(s);
   const double startup_s = std::chrono::duration<double>(Clock::now() - t_start).count();
 

@@ -195,6 +195,18 @@ def main():
     check(sorted(seen) == sorted(r["id"] for r in rows) and len(seen) == n,
           "--shard 0/3, 1/3, 2/3 cover every row once")
 
+    # Parquet shards across row-group boundaries (groups of 37 rows, batches of 10, 7 shards).
+    odd = os.path.join(tmp, "odd.parquet")
+    pq.write_table(pa.table({"id": [f"k{i}" for i in range(400)],
+                             "text": [text(i) for i in range(400)]}), odd, row_group_size=37)
+    seen = []
+    for i in range(7):
+        sp = os.path.join(tmp, f"odd{i}.parquet")
+        embed("--input", odd, "--output", sp, "--shard", f"{i}/7", "--batch-rows", "10",
+              "--fake-engine")
+        seen += parquet_rows(sp)[0]
+    check(seen == [f"k{i}" for i in range(400)], "parquet shards across row groups: in order, once")
+
     # Bad rows: missing text, null text, past the model length (256 tokens).
     bad = [{"id": "a", "text": "fine"}, {"id": "no-text"}, {"id": "null-text", "text": None},
            {"id": "too-long", "text": "word " * 400}, {"id": "b", "text": "also fine"}]
