@@ -122,7 +122,9 @@ class LocalBackend final : public Backend {
     auto engine = Create(device);
     if (!engine.ok()) return ready->set_value(engine.status());
     ready->set_value(Status::Ok());
-    constexpr size_t kDepth = 2;
+    // Three steps enqueued (of the engine's ring_slots, 4 by default): the GPU keeps two
+    // batches of work while this thread waits to be scheduled on a busy host.
+    constexpr size_t kDepth = 3;
     std::deque<InFlight> inflight;
     Job* current = nullptr;
     for (;;) {

@@ -1,6 +1,7 @@
 #include "cli/embed_dataset.h"
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -189,6 +190,9 @@ int RunEmbedDataset(const DatasetOptions& o) {
   eo.add_special_tokens = true;
   eo.max_length = o.truncate ? max_len : 0;
   auto task = [&](std::vector<InputRow> rows) {
+    // Tokenizing is the bulk of the host's work; at a lower priority it never delays the
+    // threads that keep the pipeline moving (engine feeders, reader, writer, this main loop).
+    setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 5);
     BatchResult r;
     r.input = std::move(rows);
     Seqs seqs;

@@ -1,0 +1,121 @@
+#include "gateway/request_json.h"
+
+namespace petal::gateway::request_json {
+
+using simdjson::dom::element;
+using simdjson::dom::element_type;
+using simdjson::dom::object;
+
+RequestError Bad(std::string message, std::string param) {
+  return {400, std::move(message), std::move(param)};
+}
+
+std::optional<RequestError> ParseBody(std::string_view body, object* doc) {
+  thread_local simdjson::dom::parser parser;
+  element root;
+  if (auto err = parser.parse(body.data(), body.size(), true).get(root)) {
+    return Bad(std::string("request body is not valid JSON: ") + simdjson::error_message(err), "");
+  }
+  if (root.get_object().get(*doc)) return Bad("request body must be a JSON object", "");
+  return std::nullopt;
+}
+
+bool TokenId(element e, int32_t* id) {
+  int64_t v;
+  if (e.get_int64().get(v) || v < 0 || v > INT32_MAX) return false;
+  *id = static_cast<int32_t>(v);
+  return true;
+}
+
+std::optional<RequestError> ParseInputs(element e, const char* field, size_t max_inputs,
+                                        bool allow_ids, Inputs* out) {
+  const std::string f = field;
+  std::string_view sv;
+  if (!e.get_string().get(sv)) {
+    out->texts.emplace_back(sv);
+    return std::nullopt;
+  }
+  simdjson::dom::array arr;
+  if (e.get_array().get(arr)) {
+    return Bad(
+        "'" + f + "' must be a string or an array of strings" + (allow_ids ? " or token ids" : ""),
+        f);
+  }
+  if (arr.size() == 0) return Bad("'" + f + "' must not be empty", f);
+  if (arr.size() > max_inputs) {
+    return RequestError{413,
+                        "'" + f + "' has " + std::to_string(arr.size()) + " items; at most " +
+                            std::to_string(max_inputs) + " are allowed",
+                        f};
+  }
+  element e0;
+  if (arr.at(0).get(e0)) return Bad("'" + f + "' is malformed", f);
+  const element_type first = e0.type();
+  if (allow_ids && (first == element_type::INT64 || first == element_type::UINT64)) {
+    // One pre-tokenized sequence.
+    out->pretokenized = true;
+    auto& seq = out->ids.emplace_back();
+    size_t i = 0;
+    for (element v : arr) {
+      int32_t id;
+      if (!TokenId(v, &id)) {
+        return Bad("'" + f + "[" + std::to_string(i) + "]' must be a non-negative token id", f);
+      }
+      seq.push_back(id);
+      ++i;
+    }
+    return std::nullopt;
+  }
+  if (allow_ids && first == element_type::ARRAY) {
+    out->pretokenized = true;
+    size_t i = 0;
+    for (element s : arr) {
+      simdjson::dom::array inner;
+      const std::string where = f + "[" + std::to_string(i) + "]";
+      if (s.get_array().get(inner)) return Bad("'" + where + "' must be an array of token ids", f);
+      if (inner.size() == 0) return Bad("'" + where + "' must not be empty", f);
+      auto& seq = out->ids.emplace_back();
+      seq.reserve(inner.size());
+      size_t j = 0;
+      for (element v : inner) {
+        int32_t id;
+        if (!TokenId(v, &id)) {
+          return Bad("'" + where + "[" + std::to_string(j) + "]' must be a non-negative token id",
+                     f);
+        }
+        seq.push_back(id);
+        ++j;
+      }
+      ++i;
+    }
+    return std::nullopt;
+  }
+  size_t i = 0;
+  out->texts.reserve(arr.size());
+  for (element s : arr) {
+    if (s.get_string().get(sv)) {
+      return Bad("'" + f + "[" + std::to_string(i) + "]' must be a string", f);
+    }
+    out->texts.emplace_back(sv);
+    ++i;
+  }
+  return std::nullopt;
+}
+
+std::optional<RequestError> OptString(const object& o, const char* key, std::string* out) {
+  element e;
+  if (o.at_key(key).get(e) || e.is_null()) return std::nullopt;
+  std::string_view sv;
+  if (e.get_string().get(sv)) return Bad(std::string("'") + key + "' must be a string", key);
+  *out = std::string(sv);
+  return std::nullopt;
+}
+
+std::optional<RequestError> OptBool(const object& o, const char* key, bool* out) {
+  element e;
+  if (o.at_key(key).get(e) || e.is_null()) return std::nullopt;
+  if (e.get_bool().get(*out)) return Bad(std::string("'") + key + "' must be a boolean", key);
+  return std::nullopt;
+}
+
+}  // namespace petal::gateway::request_json
