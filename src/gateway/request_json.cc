@@ -10,6 +10,17 @@ RequestError Bad(std::string message, std::string param) {
   return {400, std::move(message), std::move(param)};
 }
 
+std::optional<RequestError> CheckCount(size_t n, const std::string& field, size_t max_inputs) {
+  if (n == 0) return Bad("'" + field + "' must not be empty", field);
+  if (n > max_inputs) {
+    return RequestError{413,
+                        "'" + field + "' has " + std::to_string(n) + " items; at most " +
+                            std::to_string(max_inputs) + " are allowed",
+                        field};
+  }
+  return std::nullopt;
+}
+
 std::optional<RequestError> ParseBody(std::string_view body, object* doc) {
   thread_local simdjson::dom::parser parser;
   element root;
@@ -41,13 +52,7 @@ std::optional<RequestError> ParseInputs(element e, const char* field, size_t max
         "'" + f + "' must be a string or an array of strings" + (allow_ids ? " or token ids" : ""),
         f);
   }
-  if (arr.size() == 0) return Bad("'" + f + "' must not be empty", f);
-  if (arr.size() > max_inputs) {
-    return RequestError{413,
-                        "'" + f + "' has " + std::to_string(arr.size()) + " items; at most " +
-                            std::to_string(max_inputs) + " are allowed",
-                        f};
-  }
+  if (auto err = CheckCount(arr.size(), f, max_inputs)) return err;
   element e0;
   if (arr.at(0).get(e0)) return Bad("'" + f + "' is malformed", f);
   const element_type first = e0.type();

@@ -16,6 +16,8 @@ namespace petal::gateway::request_json {
 
 // A 400 with `message`, naming `param`.
 RequestError Bad(std::string message, std::string param);
+// An array field's item count: 0 is a 400, more than max_inputs a 413, each naming `field`.
+std::optional<RequestError> CheckCount(size_t n, const std::string& field, size_t max_inputs);
 // Parses `body` into `*doc` with this thread's parser (valid until the next parse on the thread).
 std::optional<RequestError> ParseBody(std::string_view body, simdjson::dom::object* doc);
 // A non-negative integer token id that fits int32.

@@ -62,13 +62,7 @@ std::optional<RequestError> RerankTexts(const object& doc, const char* field, si
   if (doc.at_key(field).get(docs) || docs.get_array().get(arr)) {
     return Bad("'" + f + "' is required and must be an array of strings", f);
   }
-  if (arr.size() == 0) return Bad("'" + f + "' must not be empty", f);
-  if (arr.size() > max_inputs) {
-    return RequestError{413,
-                        "'" + f + "' has " + std::to_string(arr.size()) + " items; at most " +
-                            std::to_string(max_inputs) + " are allowed",
-                        f};
-  }
+  if (auto err = CheckCount(arr.size(), f, max_inputs)) return err;
   size_t i = 0;
   for (element e : arr) {
     const std::string at = "'" + f + "[" + std::to_string(i) + "]'";
