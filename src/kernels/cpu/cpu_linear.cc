@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <vector>
 
 #include "kernels/cpu/vec_math.h"
 
@@ -117,6 +118,17 @@ void DequantAct(const int32_t* acc, const float* xscale, const float* wscale, co
 }
 
 }  // namespace
+
+float* ThreadBuffer(int slot, size_t n) {
+  thread_local AlignedFloats buffers[8];
+  AlignedFloats& b = buffers[slot];
+  if (b.size() < n) {
+    b.clear();
+    b.shrink_to_fit();  // no copy of the old contents
+    b.resize(n);
+  }
+  return b.data();
+}
 
 StatusOr<CpuPrecision> ParseCpuPrecision(const std::string& name) {
   if (name == "fp32") return CpuPrecision::kFp32;
