@@ -167,9 +167,12 @@ void RunItemAvx2(const float* q, int q_stride, KeysT keys, const float* v, int v
     const int nk = std::min(kBk, kend - kb), n16 = (nk + 15) / 16 * 16;
     for (int i0 = 0, r = 0; i0 < nq; i0 += r) {
       r = TileRows(nq - i0);
+      // Causal: this tile's last query sees keys below q0 + i0 + r; the softmax masks the rest.
+      const int tn = causal ? std::min(n16, (q0 + i0 + r - kb + 15) / 16 * 16) : n16;
+      if (tn <= 0) continue;
       WithRows(r, [&]<int R>() {
         ScoreRows<R>(qb + static_cast<int64_t>(i0) * q_stride, q_stride,
-                     keys.kt + static_cast<int64_t>(kb) * d, d, n16, scale, sbuf + i0 * kBk, kBk);
+                     keys.kt + static_cast<int64_t>(kb) * d, d, tn, scale, sbuf + i0 * kBk, kBk);
       });
     }
     for (int i = 0; i < nq; ++i) {
@@ -180,16 +183,17 @@ void RunItemAvx2(const float* q, int q_stride, KeysT keys, const float* v, int v
         corr[i] = 1.0f;
         continue;
       }
-      for (int j = jmax; j < n16; ++j) sr[j] = -INFINITY;
+      const int rn = (jmax + 15) / 16 * 16;  // this row's columns, <= n16 (causal rows: fewer)
+      for (int j = jmax; j < rn; ++j) sr[j] = -INFINITY;
       __m256 mx0 = _mm256_set1_ps(m[i]), mx1 = mx0;
-      for (int j = 0; j < n16; j += 16) {
+      for (int j = 0; j < rn; j += 16) {
         mx0 = _mm256_max_ps(mx0, _mm256_loadu_ps(sr + j));
         mx1 = _mm256_max_ps(mx1, _mm256_loadu_ps(sr + j + 8));
       }
       const float mx = HorizontalMax(_mm256_max_ps(mx0, mx1));
       const __m256 mv = _mm256_set1_ps(mx);
       __m256 s0 = _mm256_setzero_ps(), s1 = s0;
-      for (int j = 0; j < n16; j += 16) {
+      for (int j = 0; j < rn; j += 16) {
         const __m256 e0 = Exp8(_mm256_sub_ps(_mm256_loadu_ps(sr + j), mv));
         const __m256 e1 = Exp8(_mm256_sub_ps(_mm256_loadu_ps(sr + j + 8), mv));
         _mm256_storeu_ps(sr + j, e0);
@@ -198,10 +202,8 @@ void RunItemAvx2(const float* q, int q_stride, KeysT keys, const float* v, int v
         s1 = _mm256_add_ps(s1, e1);
       }
       float sum = HorizontalSum(_mm256_add_ps(s0, s1));
-      for (int j = jmax; j < n16; ++j) {  // -inf lanes clamp to e^-87, not 0
-        sum -= sr[j];
-        sr[j] = 0.0f;
-      }
+      for (int j = jmax; j < rn; ++j) sum -= sr[j];  // -inf lanes clamp to e^-87, not 0
+      std::fill(sr + jmax, sr + n16, 0.0f);
       corr[i] = vec::Exp(m[i] - mx);  // 0 on the first block (m = -inf clamps)
       l[i] = l[i] * corr[i] + sum;
       m[i] = mx;
@@ -209,8 +211,10 @@ void RunItemAvx2(const float* q, int q_stride, KeysT keys, const float* v, int v
     const float* vb = v + static_cast<int64_t>(kb) * v_stride;
     for (int i0 = 0, r = 0; i0 < nq; i0 += r) {
       r = TileRows(nq - i0);
+      const int tn = causal ? std::min(nk, q0 + i0 + r - kb) : nk;  // past it P is 0
+      if (tn <= 0) continue;  // every row of the tile masked: corr is 1, nothing to add
       WithRows(r, [&]<int R>() {
-        PvRows<R>(sbuf + i0 * kBk, kBk, nk, vb, v_stride, d, corr + i0,
+        PvRows<R>(sbuf + i0 * kBk, kBk, tn, vb, v_stride, d, corr + i0,
                   acc + static_cast<size_t>(i0) * d, d);
       });
     }
