@@ -141,12 +141,24 @@ inline void PvRows(const float* p, int lp, int n, const float* v, int vs, int d,
 template <typename F>
 inline void WithRows(int rows, F&& f) {
   switch (rows) {
-    case 1: f.template operator()<1>(); break;
-    case 2: f.template operator()<2>(); break;
-    case 3: f.template operator()<3>(); break;
-    case 4: f.template operator()<4>(); break;
-    case 5: f.template operator()<5>(); break;
-    default: f.template operator()<6>(); break;
+    case 1:
+      f.template operator()<1>();
+      break;
+    case 2:
+      f.template operator()<2>();
+      break;
+    case 3:
+      f.template operator()<3>();
+      break;
+    case 4:
+      f.template operator()<4>();
+      break;
+    case 5:
+      f.template operator()<5>();
+      break;
+    default:
+      f.template operator()<6>();
+      break;
   }
 }
 

@@ -57,7 +57,8 @@ void AddInPlace(float* x, const float* r, int64_t n) {
 
 void Gelu(float* x, int64_t n) {
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + vec::Erf(x[i] * 0.70710678118654752f));
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = 0.5f * x[i] * (1.0f + vec::Erf(x[i] * 0.70710678118654752f));
 }
 
 void SiluMul(const float* gate_up, float* out, int rows, int inter) {

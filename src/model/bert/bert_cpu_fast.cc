@@ -72,8 +72,8 @@ class BertFastCpuModel final : public CpuModel {
         }
       }
     }
-    cpu::AddLayerNorm(x, nullptr, w.embed_norm_gamma.data(), w.embed_norm_beta.data(),
-                      c.norm_eps, T, H);
+    cpu::AddLayerNorm(x, nullptr, w.embed_norm_gamma.data(), w.embed_norm_beta.data(), c.norm_eps,
+                      T, H);
 
     float* const qkv = cpu::ThreadBuffer(1, static_cast<size_t>(T) * 3 * H);
     float* const ctx = cpu::ThreadBuffer(2, static_cast<size_t>(T) * H);
@@ -85,16 +85,16 @@ class BertFastCpuModel final : public CpuModel {
       const PackedBertLayer& p = layers_[l];
       const BertLayerWeights& lw = w.layers[l];
       p.qkv.Forward(x, T, qkv);
-      cpu::BlockedAttention(qkv, 3 * H, qkv + H, 3 * H, qkv + 2 * H, 3 * H,
-                            ctx, batch.cu_seqlens.data(), S, c.num_heads, c.num_heads, d,
+      cpu::BlockedAttention(qkv, 3 * H, qkv + H, 3 * H, qkv + 2 * H, 3 * H, ctx,
+                            batch.cu_seqlens.data(), S, c.num_heads, c.num_heads, d,
                             /*causal=*/false, scale);
       p.attn_out.Forward(ctx, T, proj);
-      cpu::AddLayerNorm(x, proj, lw.attn_norm_gamma.data(), lw.attn_norm_beta.data(),
-                        c.norm_eps, T, H);
+      cpu::AddLayerNorm(x, proj, lw.attn_norm_gamma.data(), lw.attn_norm_beta.data(), c.norm_eps, T,
+                        H);
       p.ffn_in.Forward(x, T, inter, cpu::Epilogue::kGelu);
       p.ffn_out.Forward(inter, T, proj);
-      cpu::AddLayerNorm(x, proj, lw.ffn_norm_gamma.data(), lw.ffn_norm_beta.data(),
-                        c.norm_eps, T, H);
+      cpu::AddLayerNorm(x, proj, lw.ffn_norm_gamma.data(), lw.ffn_norm_beta.data(), c.norm_eps, T,
+                        H);
     }
     hidden->assign(x, x + static_cast<size_t>(T) * H);
     return Status::Ok();

@@ -92,12 +92,10 @@ class Qwen3FastCpuModel final : public CpuModel {
         cpu::HeadRmsNorm(qkv + hq * d, qkv_dim, T, hkv, d, L.k_norm.data(), c.norm_eps);
       }
       cpu::RopeQK(qkv, qkv_dim, hq, hkv, d, cu, n, rope);
-      cpu::BlockedAttention(qkv, qkv_dim, qkv + hq * d, qkv_dim,
-                            qkv + (hq + hkv) * d, qkv_dim, attn, cu, n, hq, hkv, d,
-                            causal, scale);
+      cpu::BlockedAttention(qkv, qkv_dim, qkv + hq * d, qkv_dim, qkv + (hq + hkv) * d, qkv_dim,
+                            attn, cu, n, hq, hkv, d, causal, scale);
       p.o.Forward(attn, T, proj);
-      cpu::AddRmsNorm(x, proj, L.post_attention_norm.data(), c.norm_eps,
-                      normed, T, H);
+      cpu::AddRmsNorm(x, proj, L.post_attention_norm.data(), c.norm_eps, normed, T, H);
       p.gate_up.Forward(normed, T, act, cpu::Epilogue::kSiluMul);
       p.down.Forward(act, T, proj);
       pending = proj;
