@@ -8,6 +8,9 @@ length, no tokenization in the timed region, embeddings pooled and returned on t
   throughput texts of --len tokens in back-to-back batches, at each of --batches; the best
             batch size is reported as best_texts_per_s (each runtime at its best batch size)
 The thread count is --threads for all (torch.set_num_threads, ORT intra_op_num_threads).
+--runtimes: torch_fp32, torch_bf16, onnxruntime (fp32 and int8), onnxruntime_fp32, onnxruntime_int8.
+transformers' Qwen3 attends causally whatever the config says: compare its timings with Petal's
+on a causal checkpoint (`petal make-model --attention causal`; bench/cpu_baselines.sh does).
 Writes JSON to --out. A runtime that is not installed is recorded as skipped.
 Pinned versions: bench/requirements-cpu.txt.
 """
@@ -30,10 +33,10 @@ def time_runtime(run, vocab, args, rng):
     out = {}
     if args.latency_len > 0:
         ids = rng.integers(min(1000, vocab // 2), vocab - 1, size=(1, args.latency_len), dtype=np.int64)
-        for _ in range(3):
+        for _ in range(min(3, args.min_reps)):
             run(ids)
         ts, t_end = [], time.perf_counter() + args.seconds
-        while (time.perf_counter() < t_end or len(ts) < 10) and len(ts) < 2000:
+        while (time.perf_counter() < t_end or len(ts) < max(3, args.min_reps)) and len(ts) < 2000:
             t0 = time.perf_counter()
             run(ids)
             ts.append((time.perf_counter() - t0) * 1e3)
@@ -45,7 +48,7 @@ def time_runtime(run, vocab, args, rng):
         ids = rng.integers(min(1000, vocab // 2), vocab - 1, size=(b, args.len), dtype=np.int64)
         run(ids)
         n, t0, c0 = 0, time.perf_counter(), time.process_time()
-        while (time.perf_counter() - t0 < args.seconds or n < 2) and n < 500:
+        while (time.perf_counter() - t0 < args.seconds or n < max(1, args.min_reps // 5)) and n < 500:
             run(ids)
             n += 1
         tps = n * b / (time.perf_counter() - t0)
@@ -53,9 +56,10 @@ def time_runtime(run, vocab, args, rng):
         # On a shared machine the threads may get less than `threads` cores; CPU time says how much.
         out.setdefault("texts_per_cpu_s", {})[str(b)] = round(n * b / (time.process_time() - c0), 2)
         best = max(best, (tps, b))
-    out["best_texts_per_s"], out["best_batch"] = round(best[0], 2), best[1]
+    if best[1]:
+        out["best_texts_per_s"], out["best_batch"] = round(best[0], 2), best[1]
     print(f"    latency {out.get('latency')}; throughput {out['throughput']} texts/s; "
-          f"per CPU-second {out['texts_per_cpu_s']}", flush=True)
+          f"per CPU-second {out.get('texts_per_cpu_s')}", flush=True)
     return out
 
 
@@ -105,7 +109,7 @@ def export_onnx(model_dir, path):
                                     "embedding": {0: "b"}})
 
 
-def ort_baselines(args, rng):
+def ort_baselines(args, rng, variants=("fp32", "int8")):
     import onnxruntime as ort
     import numpy as np
     from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -114,9 +118,11 @@ def ort_baselines(args, rng):
     fp32_path, int8_path = os.path.join(work, "model.onnx"), os.path.join(work, "model.int8.onnx")
     export_onnx(args.model, fp32_path)
     big = sum(os.path.getsize(os.path.join(work, f)) for f in os.listdir(work)) > (1 << 31) - (1 << 27)
-    quantize_dynamic(fp32_path, int8_path, weight_type=QuantType.QInt8, use_external_data_format=big)
+    if "int8" in variants:
+        quantize_dynamic(fp32_path, int8_path, weight_type=QuantType.QInt8,
+                         use_external_data_format=big)
     out = {}
-    for name, path in [("fp32", fp32_path), ("int8", int8_path)]:
+    for name, path in [(v, fp32_path if v == "fp32" else int8_path) for v in variants]:
         so = ort.SessionOptions()
         so.intra_op_num_threads = args.threads
         so.inter_op_num_threads = 1
@@ -146,6 +152,9 @@ def main():
     ap.add_argument("--latency-len", type=int, default=128, help="0: no latency measurement")
     ap.add_argument("--batches", default="8,16,32,64", help="throughput batch sizes tried ('': none)")
     ap.add_argument("--seconds", type=float, default=3.0, help="time per measurement")
+    ap.add_argument("--min-reps", type=int, default=10,
+                    help="latency: at least this many timed runs (warm-up min(3, N)); throughput: "
+                    "at least N / 5 timed batches (1 warm-up); big shapes pass 1-3")
     ap.add_argument("--runtimes", default=os.environ.get("PETAL_BENCH_RUNTIMES",
                                                         "torch_fp32,torch_bf16,onnxruntime"))
     args = ap.parse_args()
@@ -164,6 +173,8 @@ def main():
                 res["baselines"][rt] = torch_baseline(args, rt.split("_")[1], rng)
             elif rt == "onnxruntime":
                 res["baselines"].update(ort_baselines(args, rng))
+            elif rt.startswith("onnxruntime_"):  # one variant: onnxruntime_fp32 | onnxruntime_int8
+                res["baselines"].update(ort_baselines(args, rng, (rt.split("_")[1],)))
         except Exception as e:  # a runtime missing or failing is recorded, the rest still run
             res["baselines"][rt] = {"skipped": f"{type(e).__name__}: {e}"}
             print(f"    skipped: {e}", flush=True)

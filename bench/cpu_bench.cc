@@ -146,7 +146,7 @@ double Percentile(std::vector<double> v, double p) {
 int main(int argc, char** argv) {
   CLI::App app{"CPU engine throughput benchmark"};
   std::string model_dir = "models/all-MiniLM-L6-v2", out_dir = "bench/results";
-  int threads = 2, blas_threads = 0, batch_size = 32, seq_len = 128, warmup = 2;
+  int threads = 2, blas_threads = 0, batch_size = 32, seq_len = 128, warmup = 2, min_batches = 3;
   double seconds = 10;
   bool write = true;
   std::string precision = "auto", golden;
@@ -157,6 +157,8 @@ int main(int argc, char** argv) {
   app.add_option("--seq-len", seq_len, "Tokens per sequence")->capture_default_str();
   app.add_option("--seconds", seconds, "Timed run length")->capture_default_str();
   app.add_option("--warmup", warmup, "Untimed batches first")->capture_default_str();
+  app.add_option("--min-batches", min_batches, "Timed batches at least, past --seconds")
+      ->capture_default_str();
   app.add_option("--out-dir", out_dir, "Where the result JSON goes")->capture_default_str();
   std::string out_file;
   app.add_option("--out", out_file, "Result JSON path (overrides --out-dir's file name)");
@@ -212,7 +214,7 @@ int main(int argc, char** argv) {
   const auto start = Clock::now();
   const double cpu_start = CpuSeconds();
   double elapsed = 0;
-  while (elapsed < seconds || batch_ms.size() < 3) {
+  while (elapsed < seconds || batch_ms.size() < static_cast<size_t>(std::max(1, min_batches))) {
     const auto t0 = Clock::now();
     auto e = (*engine)->Embed(batch);
     const auto t1 = Clock::now();

@@ -1,6 +1,6 @@
 // Blocked ragged attention for the fast CPU path: the same function as cpu::Attention (ops.h:
 // softmax(q k^T * scale) v per sequence and head, grouped-query heads, optional causal mask) but
-// computed over blocks of 32 queries x 64 keys with an online softmax (running max and sum per
+// computed over blocks of 32 queries x 128 keys with an online softmax (running max and sum per
 // query, the output rescaled when the max grows), so no [L, L] score matrix is ever held: memory
 // is O(block) per thread whatever the sequence length. Work items are (sequence, head, query
 // block), shared by the OpenMP threads. Thread-safety: a pure function over caller buffers.

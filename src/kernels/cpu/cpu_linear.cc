@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <vector>
 
 #include "kernels/cpu/vec_math.h"
 
@@ -44,8 +45,12 @@ void QuantizeRows(const float* x, int m, int k, uint8_t* xq, float* xscale) {
   }
 }
 
-// y[r, :] = act(z[r, :] + b) over rows of width n (z may equal y).
-void BiasAct(const float* z, const float* bias, int m, int n, Epilogue e, float* y) {
+// y[r, :] = act(z[r, :] + b) over rows of width n (z may equal y). The bias test is a template
+// argument, not a `bias ? bias[i] : 0` in the loop: GCC if-converts that into masked loads from
+// the null pointer, which this CPU (AMD Zen) runs through a slow assist on every vector (it was a
+// fifth of the tiny Qwen3 profile).
+template <bool kBias>
+void BiasActRows(const float* z, const float* bias, int m, int n, Epilogue e, float* y) {
 #pragma omp parallel for schedule(static)
   for (int r = 0; r < m; ++r) {
     const float* zr = z + static_cast<int64_t>(r) * n;
@@ -53,18 +58,35 @@ void BiasAct(const float* z, const float* bias, int m, int n, Epilogue e, float*
       const int h = n / 2;
       float* yr = y + static_cast<int64_t>(r) * h;
       for (int i = 0; i < h; ++i) {
-        const float g = zr[i] + (bias ? bias[i] : 0.0f),
-                    u = zr[h + i] + (bias ? bias[h + i] : 0.0f);
+        float g = zr[i], u = zr[h + i];
+        if constexpr (kBias) {
+          g += bias[i];
+          u += bias[h + i];
+        }
         yr[i] = vec::Silu(g) * u;
       }
       continue;
     }
     float* yr = y + static_cast<int64_t>(r) * n;
     if (e == Epilogue::kGelu) {
-      for (int i = 0; i < n; ++i) yr[i] = vec::Gelu(zr[i] + (bias ? bias[i] : 0.0f));
-    } else if (bias) {
+      for (int i = 0; i < n; ++i) {
+        if constexpr (kBias) {
+          yr[i] = vec::Gelu(zr[i] + bias[i]);
+        } else {
+          yr[i] = vec::Gelu(zr[i]);
+        }
+      }
+    } else if constexpr (kBias) {
       for (int i = 0; i < n; ++i) yr[i] = zr[i] + bias[i];
     }
+  }
+}
+
+void BiasAct(const float* z, const float* bias, int m, int n, Epilogue e, float* y) {
+  if (bias) {
+    BiasActRows<true>(z, bias, m, n, e, y);
+  } else {
+    BiasActRows<false>(z, nullptr, m, n, e, y);
   }
 }
 
@@ -96,6 +118,17 @@ void DequantAct(const int32_t* acc, const float* xscale, const float* wscale, co
 }
 
 }  // namespace
+
+float* ThreadBuffer(int slot, size_t n) {
+  thread_local AlignedFloats buffers[8];
+  AlignedFloats& b = buffers[slot];
+  if (b.size() < n) {
+    b.clear();
+    b.shrink_to_fit();  // no copy of the old contents
+    b.resize(n);
+  }
+  return b.data();
+}
 
 StatusOr<CpuPrecision> ParseCpuPrecision(const std::string& name) {
   if (name == "fp32") return CpuPrecision::kFp32;

@@ -3,63 +3,13 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
+#include "kernels/cpu/vec_math.h"
+
 namespace petal::cpu {
-namespace {
-
-// exp and erf written as straight-line float arithmetic so that loops over them vectorise;
-// libm's expf/erff are scalar calls and were a fifth of the BERT profile (GELU and softmax).
-
-// exp(x), relative error < 2e-7; x is clamped to [-87, 88] (results stay normal floats).
-// exp(x) = 2^k exp(r) with k = round(x / ln2) and |r| <= ln2 / 2, where the degree-7 Taylor
-// polynomial of exp(r) is within 4e-9.
-inline float VecExp(float x) {
-  x = std::min(std::max(x, -87.0f), 88.0f);
-  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  const float k = (x * 1.44269504f + kRound) - kRound;
-  // ln2 in two parts (0.693359375 - 2.12194440e-4) so that r keeps its low bits.
-  const float r = (x - k * 0.693359375f) + k * 2.12194440e-4f;
-  float p = 1.0f / 5040;
-  p = p * r + 1.0f / 720;
-  p = p * r + 1.0f / 120;
-  p = p * r + 1.0f / 24;
-  p = p * r + 1.0f / 6;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  return p * std::bit_cast<float>((static_cast<int32_t>(k) + 127) << 23);
-}
-
-// erf(x), absolute error < 2e-7 (libm erff: 3e-8). Coefficients are least-squares fits made for
-// Petal (numpy, float64): below 0.9, erf(x)/x as a polynomial in x^2 (fit error 1.2e-8); above,
-// erfc(x) exp(x^2) as a polynomial in t = 1/(1 + x/2) (fit error 6e-9). erf(4) rounds to 1.
-inline float VecErf(float x) {
-  const float a = std::min(std::fabs(x), 4.0f);
-  const float z = a * a;
-  float s = -6.14408578e-4f;
-  s = s * z + 5.02328668e-3f;
-  s = s * z + -2.67874002e-2f;
-  s = s * z + 1.12824090e-1f;
-  s = s * z + -3.76125544e-1f;
-  s = s * z + 1.12837911f;
-  const float t = 1.0f / (1.0f + 0.5f * a);
-  float l = -4.57723327e-2f;
-  l = l * t + -8.00087303e-2f;
-  l = l * t + 4.31091964e-1f;
-  l = l * t + 8.39950591e-2f;
-  l = l * t + 3.36927325e-1f;
-  l = l * t + 2.72487521e-1f;
-  l = l * t + 6.92909292e-4f;
-  // Both branches are computed and one selected: a conditional here stops vectorisation.
-  const float small = s * a, large = 1.0f - VecExp(-z) * l;
-  return std::copysign(a < 0.9f ? small : large, x);
-}
-
-}  // namespace
 
 void Gemm(const float* x, const float* w, const float* bias, float* y, int m, int n, int k) {
   if (m == 0 || n == 0) return;
@@ -107,7 +57,8 @@ void AddInPlace(float* x, const float* r, int64_t n) {
 
 void Gelu(float* x, int64_t n) {
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + VecErf(x[i] * 0.70710678118654752f));
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = 0.5f * x[i] * (1.0f + vec::Erf(x[i] * 0.70710678118654752f));
 }
 
 void SiluMul(const float* gate_up, float* out, int rows, int inter) {
@@ -215,7 +166,7 @@ void Attention(const float* q, int q_stride, const float* k, int k_stride, const
           scores[j] *= scale;
           mx = std::max(mx, scores[j]);
         }
-        for (int j = 0; j < kmax; ++j) scores[j] = VecExp(scores[j] - mx);
+        for (int j = 0; j < kmax; ++j) scores[j] = vec::Exp(scores[j] - mx);
         float sum = 0;
         for (int j = 0; j < kmax; ++j) sum += scores[j];
         for (int j = 0; j < kmax; ++j) scores[j] /= sum;

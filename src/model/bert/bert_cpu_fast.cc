@@ -51,8 +51,9 @@ class BertFastCpuModel final : public CpuModel {
     hidden->clear();
     if (T == 0) return Status::Ok();
 
-    cpu::AlignedFloats x;  // the residual stream, copied to *hidden at the end
-    x.resize(static_cast<size_t>(T) * H);
+    // The residual stream, copied to *hidden at the end; it and the activations live in per-thread
+    // buffers kept across calls (64-byte aligned: oneDNN takes the same paths call to call).
+    float* const x = cpu::ThreadBuffer(5, static_cast<size_t>(T) * H);
     for (int s = 0; s < S; ++s) {
       const int begin = batch.cu_seqlens[s], end = batch.cu_seqlens[s + 1];
       for (int t = begin; t < end; ++t) {
@@ -63,33 +64,39 @@ class BertFastCpuModel final : public CpuModel {
         const float* tt = w.token_type_embeddings.empty()
                               ? nullptr
                               : w.token_type_embeddings.data() + int64_t{type} * H;
-        float* row = x.data() + int64_t{t} * H;
-        for (int i = 0; i < H; ++i) row[i] = word[i] + pos[i] + (tt ? tt[i] : 0.0f);
+        float* row = x + int64_t{t} * H;
+        if (tt) {  // (not `tt ? tt[i] : 0` in the loop: GCC makes it masked loads from null)
+          for (int i = 0; i < H; ++i) row[i] = word[i] + pos[i] + tt[i];
+        } else {
+          for (int i = 0; i < H; ++i) row[i] = word[i] + pos[i];
+        }
       }
     }
-    cpu::AddLayerNorm(x.data(), nullptr, w.embed_norm_gamma.data(), w.embed_norm_beta.data(),
-                      c.norm_eps, T, H);
+    cpu::AddLayerNorm(x, nullptr, w.embed_norm_gamma.data(), w.embed_norm_beta.data(), c.norm_eps,
+                      T, H);
 
-    cpu::AlignedFloats qkv(static_cast<size_t>(T) * 3 * H), ctx(static_cast<size_t>(T) * H);
-    cpu::AlignedFloats proj(static_cast<size_t>(T) * H), inter(static_cast<size_t>(T) * I);
+    float* const qkv = cpu::ThreadBuffer(1, static_cast<size_t>(T) * 3 * H);
+    float* const ctx = cpu::ThreadBuffer(2, static_cast<size_t>(T) * H);
+    float* const proj = cpu::ThreadBuffer(3, static_cast<size_t>(T) * H);
+    float* const inter = cpu::ThreadBuffer(4, static_cast<size_t>(T) * I);
     const int d = c.head_dim;
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
     for (size_t l = 0; l < layers_.size(); ++l) {
       const PackedBertLayer& p = layers_[l];
       const BertLayerWeights& lw = w.layers[l];
-      p.qkv.Forward(x.data(), T, qkv.data());
-      cpu::BlockedAttention(qkv.data(), 3 * H, qkv.data() + H, 3 * H, qkv.data() + 2 * H, 3 * H,
-                            ctx.data(), batch.cu_seqlens.data(), S, c.num_heads, c.num_heads, d,
+      p.qkv.Forward(x, T, qkv);
+      cpu::BlockedAttention(qkv, 3 * H, qkv + H, 3 * H, qkv + 2 * H, 3 * H, ctx,
+                            batch.cu_seqlens.data(), S, c.num_heads, c.num_heads, d,
                             /*causal=*/false, scale);
-      p.attn_out.Forward(ctx.data(), T, proj.data());
-      cpu::AddLayerNorm(x.data(), proj.data(), lw.attn_norm_gamma.data(), lw.attn_norm_beta.data(),
-                        c.norm_eps, T, H);
-      p.ffn_in.Forward(x.data(), T, inter.data(), cpu::Epilogue::kGelu);
-      p.ffn_out.Forward(inter.data(), T, proj.data());
-      cpu::AddLayerNorm(x.data(), proj.data(), lw.ffn_norm_gamma.data(), lw.ffn_norm_beta.data(),
-                        c.norm_eps, T, H);
+      p.attn_out.Forward(ctx, T, proj);
+      cpu::AddLayerNorm(x, proj, lw.attn_norm_gamma.data(), lw.attn_norm_beta.data(), c.norm_eps, T,
+                        H);
+      p.ffn_in.Forward(x, T, inter, cpu::Epilogue::kGelu);
+      p.ffn_out.Forward(inter, T, proj);
+      cpu::AddLayerNorm(x, proj, lw.ffn_norm_gamma.data(), lw.ffn_norm_beta.data(), c.norm_eps, T,
+                        H);
     }
-    hidden->assign(x.begin(), x.end());
+    hidden->assign(x, x + static_cast<size_t>(T) * H);
     return Status::Ok();
   }
 

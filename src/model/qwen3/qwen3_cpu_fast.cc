@@ -58,49 +58,50 @@ class Qwen3FastCpuModel final : public CpuModel {
     const bool causal = c.mask == AttentionMask::kCausal;
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
 
-    cpu::AlignedFloats x;  // the residual stream, copied to *hidden at the end
-    x.resize(static_cast<size_t>(T) * H);
+    hidden->clear();
+    // The residual stream (64-byte aligned, as every buffer here, so that the vectorised loops
+    // and oneDNN take the same paths, and give the same bits, call to call), copied out at the end.
+    float* const x = cpu::ThreadBuffer(5, static_cast<size_t>(T) * H);
     for (int t = 0; t < T; ++t) {
       const int id = batch.token_ids[t];
       if (id < 0 || id >= c.vocab_size) {
         return OutOfRange("token id " + std::to_string(id) + " at position " + std::to_string(t) +
                           " is outside the vocabulary of " + std::to_string(c.vocab_size));
       }
-      std::memcpy(&x[static_cast<size_t>(t) * H], &w_.embed_tokens[static_cast<size_t>(id) * H],
+      std::memcpy(x + static_cast<size_t>(t) * H, &w_.embed_tokens[static_cast<size_t>(id) * H],
                   sizeof(float) * H);
     }
-    hidden->clear();
     if (T == 0) return Status::Ok();
     int max_len = 0;
     for (int s = 0; s < n; ++s) max_len = std::max(max_len, batch.seq_len(s));
     const cpu::RopeTable rope(max_len, d, c.rope_theta);
 
-    cpu::AlignedFloats normed(static_cast<size_t>(T) * H), qkv(static_cast<size_t>(T) * qkv_dim);
-    cpu::AlignedFloats attn(static_cast<size_t>(T) * hq * d), proj(static_cast<size_t>(T) * H);
-    cpu::AlignedFloats act(static_cast<size_t>(T) * I);
+    float* const normed = cpu::ThreadBuffer(0, static_cast<size_t>(T) * H);
+    float* const qkv = cpu::ThreadBuffer(1, static_cast<size_t>(T) * qkv_dim);
+    float* const attn = cpu::ThreadBuffer(2, static_cast<size_t>(T) * hq * d);
+    float* const proj = cpu::ThreadBuffer(3, static_cast<size_t>(T) * H);
+    float* const act = cpu::ThreadBuffer(4, static_cast<size_t>(T) * I);
     const float* pending = nullptr;  // the last sublayer's output, not yet added to x
     for (size_t l = 0; l < layers_.size(); ++l) {
       const Qwen3LayerWeights& L = w_.layers[l];
       const PackedQwen3Layer& p = layers_[l];
-      cpu::AddRmsNorm(x.data(), pending, L.input_norm.data(), c.norm_eps, normed.data(), T, H);
-      p.qkv.Forward(normed.data(), T, qkv.data());
+      cpu::AddRmsNorm(x, pending, L.input_norm.data(), c.norm_eps, normed, T, H);
+      p.qkv.Forward(normed, T, qkv);
       if (c.qk_norm) {
-        cpu::HeadRmsNorm(qkv.data(), qkv_dim, T, hq, d, L.q_norm.data(), c.norm_eps);
-        cpu::HeadRmsNorm(qkv.data() + hq * d, qkv_dim, T, hkv, d, L.k_norm.data(), c.norm_eps);
+        cpu::HeadRmsNorm(qkv, qkv_dim, T, hq, d, L.q_norm.data(), c.norm_eps);
+        cpu::HeadRmsNorm(qkv + hq * d, qkv_dim, T, hkv, d, L.k_norm.data(), c.norm_eps);
       }
-      cpu::RopeQK(qkv.data(), qkv_dim, hq, hkv, d, cu, n, rope);
-      cpu::BlockedAttention(qkv.data(), qkv_dim, qkv.data() + hq * d, qkv_dim,
-                            qkv.data() + (hq + hkv) * d, qkv_dim, attn.data(), cu, n, hq, hkv, d,
-                            causal, scale);
-      p.o.Forward(attn.data(), T, proj.data());
-      cpu::AddRmsNorm(x.data(), proj.data(), L.post_attention_norm.data(), c.norm_eps,
-                      normed.data(), T, H);
-      p.gate_up.Forward(normed.data(), T, act.data(), cpu::Epilogue::kSiluMul);
-      p.down.Forward(act.data(), T, proj.data());
-      pending = proj.data();
+      cpu::RopeQK(qkv, qkv_dim, hq, hkv, d, cu, n, rope);
+      cpu::BlockedAttention(qkv, qkv_dim, qkv + hq * d, qkv_dim, qkv + (hq + hkv) * d, qkv_dim,
+                            attn, cu, n, hq, hkv, d, causal, scale);
+      p.o.Forward(attn, T, proj);
+      cpu::AddRmsNorm(x, proj, L.post_attention_norm.data(), c.norm_eps, normed, T, H);
+      p.gate_up.Forward(normed, T, act, cpu::Epilogue::kSiluMul);
+      p.down.Forward(act, T, proj);
+      pending = proj;
     }
-    cpu::AddRmsNorm(x.data(), pending, w_.final_norm.data(), c.norm_eps, x.data(), T, H);
-    hidden->assign(x.begin(), x.end());
+    cpu::AddRmsNorm(x, pending, w_.final_norm.data(), c.norm_eps, x, T, H);
+    hidden->assign(x, x + static_cast<size_t>(T) * H);
     return Status::Ok();
   }
 
