@@ -77,10 +77,9 @@ void Gateway::RunSpanPlan(std::shared_ptr<SpanPlan> plan, v1::SpanPooling poolin
         }
         if (at != rows.size()) return done(Internal("server answer: missing span rows"));
         // Combining is cheap next to formatting, and both run on a worker (not gRPC's thread).
-        boost::asio::post(*workers_,
-                          [plan, dim, rows = std::move(rows), done = std::move(done)]() mutable {
-                            done(CombineSpanRows(*plan, rows.data(), dim));
-                          });
+        PostWork([plan, dim, rows = std::move(rows), done = std::move(done)]() mutable {
+          done(CombineSpanRows(*plan, rows.data(), dim));
+        });
       },
       tc, nullptr, SpanInput{&plan->spans, pooling});
 }

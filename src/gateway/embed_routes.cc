@@ -250,7 +250,7 @@ void Gateway::Embed(const HttpRequest& req, bool openai, Reply reply) {
         };
         // A few rows (or an error) are cheaper to format here than the hand-off to a worker.
         if (rows <= kInlineFormatRows) return format();
-        boost::asio::post(*workers_, std::move(format));
+        PostWork(std::move(format));
       },
       tc);
 }
@@ -301,13 +301,13 @@ void Gateway::Score(const HttpRequest& req, Reply reply) {
       [this, model, top_k, tokens, t1,
        reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
         metrics_.Inference(Since(t1));
-        boost::asio::post(*workers_, [this, model, top_k, tokens, r = std::move(r),
-                                      reply = std::move(reply)]() mutable {
-          if (!r.ok()) return reply(ServerError(r.status(), replicas_->RetryAfterSeconds()));
-          auto json = ScoreJson(*r, model, top_k, tokens);
-          if (!json.ok()) return reply(ServerError(json.status()));
-          reply(MakeResponse(200, std::move(json).value()));
-        });
+        PostWork(
+            [this, model, top_k, tokens, r = std::move(r), reply = std::move(reply)]() mutable {
+              if (!r.ok()) return reply(ServerError(r.status(), replicas_->RetryAfterSeconds()));
+              auto json = ScoreJson(*r, model, top_k, tokens);
+              if (!json.ok()) return reply(ServerError(json.status()));
+              reply(MakeResponse(200, std::move(json).value()));
+            });
       },
       tc);
 }

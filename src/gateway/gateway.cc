@@ -209,8 +209,8 @@ void Gateway::Handle(HttpRequest&& req, Reply reply) {
       trace::ScopedContext scope(span ? &span_ctx : nullptr);
       return (this->*(route->handler))(req, std::move(done));
     }
-    boost::asio::post(*workers_, [this, handler = route->handler, req = std::move(req), span_ctx,
-                                  done = std::move(done)]() mutable {
+    PostWork([this, handler = route->handler, req = std::move(req), span_ctx,
+              done = std::move(done)]() mutable {
       try {
         trace::ScopedContext scope(span_ctx.valid() ? &span_ctx : nullptr);
         (this->*handler)(req, std::move(done));

@@ -8,6 +8,7 @@
 // destructor are called by the owning thread.
 #pragma once
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 
 #include <atomic>
@@ -147,6 +148,15 @@ class Gateway {
   std::optional<RequestError> RunSliced(size_t n, const SliceFn& run) const;
   std::optional<RequestError> ServerOptions(const EmbedParams& p, v1::EmbedOptions* o) const;
   std::string NextRequestId();
+  // Posts fn to the worker pool. Holds an in-flight count across post(): a fast worker may
+  // answer (and end) the request before post() returns on this thread, and the destructor must
+  // not destroy the pool while a thread is still inside post().
+  template <typename Fn>
+  void PostWork(Fn&& fn) {
+    inflight_++;
+    boost::asio::post(*workers_, std::forward<Fn>(fn));
+    inflight_--;
+  }
 
   GatewayOptions options_;
   ModelConfig config_;

@@ -133,8 +133,8 @@ void Gateway::RunRerank(std::shared_ptr<RerankParams> p, RerankShape shape, cons
       [this, p, shape, identity, model, tokens, t1, types,
        reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
         metrics_.Inference(Since(t1));
-        boost::asio::post(*workers_, [this, p, shape, identity, model, tokens, r = std::move(r),
-                                      reply = std::move(reply)]() mutable {
+        PostWork([this, p, shape, identity, model, tokens, r = std::move(r),
+                  reply = std::move(reply)]() mutable {
           if (!r.ok()) return reply(ServerError(r.status(), replicas_->RetryAfterSeconds()));
           auto scores = Scores(*r, p->raw_scores, identity);
           if (!scores.ok()) return reply(ServerError(scores.status()));
