@@ -44,6 +44,7 @@ class PartFile {
   const ElemType type_;
   std::string path_;
   std::FILE* files_[3] = {nullptr, nullptr, nullptr};  // rows, ids, scales
+  long started_ = 0;                                   // rows file size at the last writeback start
 };
 
 class OutputSink {

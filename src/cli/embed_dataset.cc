@@ -130,6 +130,9 @@ int RunEmbedDataset(const DatasetOptions& o) {
   // The backend: local engines start loading now, while the input is counted and the
   // finished parts are replayed.
   const auto t_start = Clock::now();
+  auto since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
   auto backend = StartBackend(o, format);
   if (!backend.ok()) return fail(backend.status());
 
@@ -164,6 +167,13 @@ int RunEmbedDataset(const DatasetOptions& o) {
     if (ec) return fail(Internal(dir + ": " + ec.message()));
     if (Status s = SaveManifest(dir, cfg, parts); !s.ok()) return fail(s);
   }
+  // The reader starts first: its first rows are on the critical path (the Parquet helper's
+  // Python start-up overlaps the engine's).
+  const int64_t resume_row = start + static_cast<int64_t>(parts.size()) * o.rows_per_part;
+  ReaderOptions ro{o.text_field, o.id_field, static_cast<size_t>(o.batch_rows)};
+  auto opened = OpenReader(o.input, *in_format, ro, std::min(resume_row, stop), stop);
+  if (!opened.ok()) return fail(opened.status());
+  auto reader = Prefetch(std::move(opened).value(), 16);
   const std::string metadata =
       "{\"model\":" + JsonQuote(fs::path(o.model_dir).filename().string()) + ",\"options\":" + cfg +
       ",\"servers\":" + std::to_string(o.servers.size()) + "}";
@@ -177,12 +187,9 @@ int RunEmbedDataset(const DatasetOptions& o) {
                                       [&](RowBlock b) { return (*sink)->Append(std::move(b)); });
     if (!s.ok()) return fail(s);
   }
-  const int64_t resume_row = start + static_cast<int64_t>(parts.size()) * o.rows_per_part;
-  ReaderOptions ro{o.text_field, o.id_field, static_cast<size_t>(o.batch_rows)};
-  auto opened = OpenReader(o.input, *in_format, ro, std::min(resume_row, stop), stop);
-  if (!opened.ok()) return fail(opened.status());
-  auto reader = Prefetch(std::move(opened).value(), 16);
+  const auto t_ready = Clock::now();
   if (Status s = (*backend)->Ready(); !s.ok()) return fail(s);
+  const double wait_ready = since(t_ready);
   const double startup_s = std::chrono::duration<double>(Clock::now() - t_start).count();
 
   // One task: tokenize, check, embed. Tasks run concurrently; their results are written in order.
@@ -249,9 +256,6 @@ int RunEmbedDataset(const DatasetOptions& o) {
   };
   // Where the main thread waits (seconds), printed at the end: what bounds a run.
   double wait_read = 0, wait_tasks = 0, wait_write = 0;
-  auto since = [](Clock::time_point t) {
-    return std::chrono::duration<double>(Clock::now() - t).count();
-  };
   std::deque<std::future<BatchResult>> inflight;
   auto drain_one = [&]() -> Status {
     auto t = Clock::now();
@@ -336,19 +340,24 @@ int RunEmbedDataset(const DatasetOptions& o) {
   const double embed_s = progress.Seconds();
 
   // Every part is done: the output is complete; make it durable and remove the parts.
+  const auto t_finish = Clock::now();
   if (Status s = (*sink)->Finish(); !s.ok()) return fail(s);
+  const double finish_s = since(t_finish);
+  const auto t_remove = Clock::now();
   std::error_code ec;
   fs::remove_all(dir, ec);
+  const double remove_s = since(t_remove);
   const double el = std::chrono::duration<double>(Clock::now() - t_start).count();
   std::fprintf(stderr,
                "petal embed: wrote %lld rows to %s (%lld skipped) in %.1f s, %.0f rows/s "
                "(start-up %.2f s; embedding %.0f rows/s over %.2f s; closing %.2f s)\n"
-               "petal embed: the main thread waited %.2f s for input, %.2f s for tasks, %.2f s "
-               "writing\n",
+               "petal embed: the main thread waited %.2f s for the engine to load, %.2f s for "
+               "input, %.2f s for tasks, %.2f s writing, %.2f s closing the output and %.2f s "
+               "removing the parts\n",
                static_cast<long long>(written), o.output.c_str(), static_cast<long long>(skipped),
                el, el > 0 ? done_rows / el : 0.0, startup_s,
                embed_s > 0 ? done_rows / embed_s : 0.0, embed_s, el - startup_s - embed_s,
-               wait_read, wait_tasks, wait_write);
+               wait_ready, wait_read, wait_tasks, wait_write, finish_s, remove_s);
   return 0;
 }
 
