@@ -135,12 +135,14 @@ else:
             f.write(json.dumps({"id": str(i), "text": texts[i % 10000]}) + "\n")
 print(f"wrote {n} rows to {path} in {time.time() - t0:.1f} s")
 PY
-rm -rf $W/out.npy* $W/out.parquet*
+# `sync` after each removal: every run starts on a quiet disk (the previous run's output and
+# parts written back and freed; the first real run after the fake one was 5-10% slower before).
+rm -rf $W/out.npy* $W/out.parquet*; sync
 # The host path alone (reading, tokenizing, writing) with an engine that computes nothing.
 petal embed --model "$MINI" --fake-engine --input "$IN" --output $W/out.$OEXT --no-progress \
   > "$D/embed-fake.log" 2>&1 || { status=1; tail -5 "$D/embed-fake.log"; }
 tail -1 "$D/embed-fake.log"
-rm -rf $W/out.npy* $W/out.parquet*
+rm -rf $W/out.npy* $W/out.parquet*; sync
 t0=$(date +%s.%N)
 petal embed --model "$MINI" --backend cuda --input "$IN" --output $W/out.$OEXT \
   > "$D/embed.log" 2>&1 || { status=1; tail -5 "$D/embed.log"; }
@@ -149,7 +151,7 @@ tail -2 "$D/embed.log"
 # Extra runs with other flags (BULK_VARIANTS="--threads 32;--batch-rows 2048"): embed-variant-N.log.
 IFS=';' read -ra variants <<< "${BULK_VARIANTS:-}"
 for i in "${!variants[@]}"; do
-  rm -rf $W/out.npy* $W/out.parquet*
+  rm -rf $W/out.npy* $W/out.parquet*; sync
   # shellcheck disable=SC2086
   petal embed --model "$MINI" --backend cuda --input "$IN" --output $W/out.$OEXT --no-progress \
     ${variants[$i]} > "$D/embed-variant-$i.log" 2>&1 || status=1
