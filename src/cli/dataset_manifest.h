@@ -31,6 +31,11 @@ Status SaveManifest(const std::string& dir, const std::string& config,
 // is missing.
 StatusOr<std::vector<Part>> LoadManifest(const std::string& dir, const std::string& config);
 
+// Removes DIR once the output is complete: the manifest first (DIR is then no run to resume),
+// then the part files, several at a time (freeing 1.5 GB of parts took 0.4-0.5 s one by one on
+// the H200 machine), then DIR. Errors are ignored: what is left is garbage, not state.
+void RemoveParts(const std::string& dir);
+
 class PartCommitter {
  public:
   // `parts`: those already in the manifest.

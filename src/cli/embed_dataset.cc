@@ -344,8 +344,7 @@ int RunEmbedDataset(const DatasetOptions& o) {
   if (Status s = (*sink)->Finish(); !s.ok()) return fail(s);
   const double finish_s = since(t_finish);
   const auto t_remove = Clock::now();
-  std::error_code ec;
-  fs::remove_all(dir, ec);
+  RemoveParts(dir);
   const double remove_s = since(t_remove);
   const double el = std::chrono::duration<double>(Clock::now() - t_start).count();
   std::fprintf(stderr,
