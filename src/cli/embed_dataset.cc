@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <filesystem>
 #include <future>
@@ -15,6 +16,7 @@
 #include "cli/dataset_io.h"
 #include "cli/dataset_manifest.h"
 #include "cli/dataset_write.h"
+#include "common/process_clock.h"
 #include "model/config.h"
 #include "tokenizer/prompts.h"
 #include "tokenizer/tokenizer.h"
@@ -118,6 +120,16 @@ int RunEmbedDataset(const DatasetOptions& o) {
   format.dtype = type == ElemType::kFloat16 ? wire::OutputDType::kFloat16
                  : type == ElemType::kInt8  ? wire::OutputDType::kInt8
                                             : wire::OutputDType::kFloat32;
+  // The backend: local engines start loading now, while the tokenizer loads, the input is
+  // counted and the finished parts are replayed. The clock covers the whole command: it starts
+  // with the process.
+  const auto t_start = Clock::now() - std::chrono::duration_cast<Clock::duration>(
+                                          std::chrono::duration<double>(ProcessAgeSeconds()));
+  auto since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
+  auto backend = StartBackend(o, format);
+  if (!backend.ok()) return fail(backend.status());
   auto tokenizer = Tokenizer::FromModelDir(o.model_dir);
   if (!tokenizer.ok()) return fail(tokenizer.status());
   auto prompts = Prompts::Load(o.model_dir);
@@ -126,15 +138,6 @@ int RunEmbedDataset(const DatasetOptions& o) {
   if (!prefix.ok()) return fail(prefix.status());
   const int max_len =
       config->max_seq_length > 0 ? config->max_seq_length : config->max_position_embeddings;
-
-  // The backend: local engines start loading now, while the input is counted and the
-  // finished parts are replayed.
-  const auto t_start = Clock::now();
-  auto since = [](Clock::time_point t) {
-    return std::chrono::duration<double>(Clock::now() - t).count();
-  };
-  auto backend = StartBackend(o, format);
-  if (!backend.ok()) return fail(backend.status());
 
   // The rows of this shard, and what was done before.
   auto total = CountRows(o.input, *in_format);
@@ -357,7 +360,10 @@ int RunEmbedDataset(const DatasetOptions& o) {
                el, el > 0 ? done_rows / el : 0.0, startup_s,
                embed_s > 0 ? done_rows / embed_s : 0.0, embed_s, el - startup_s - embed_s,
                wait_ready, wait_read, wait_tasks, wait_write, finish_s, remove_s);
-  return 0;
+  // The output is durable and the parts are gone: skip tearing down the engines and the CUDA
+  // context (0.1-0.3 s on the GPU machine), which nobody waits for.
+  std::fflush(nullptr);
+  std::_Exit(0);
 }
 
 }  // namespace petal::cli
