@@ -21,6 +21,8 @@ def sh(cmd):
 
 
 def main():
+    if len(sys.argv) != 3:
+        sys.exit("usage: cpu_report.py RAW_DIR OUT_JSON (both are required)")
     raw, out = sys.argv[1], sys.argv[2]
     petal, base = {}, {}
     for f in sorted(glob.glob(os.path.join(raw, "petal-*.json"))):
