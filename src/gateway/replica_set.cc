@@ -203,6 +203,7 @@ void ReplicaSet::Dispatch() {
       } else if ((r = PickLocked(c.tokens)) != nullptr) {
         r->outstanding += c.tokens;
         r->inflight_calls++;
+        c.sent_completions = r->completions;
         sends.emplace_back(r, std::move(c));
       } else {
         break;  // the head waits for room: nothing behind it overtakes it
@@ -235,10 +236,17 @@ void ReplicaSet::Send(Replica* r, Chunk c) {
           r->outstanding -= c.tokens;
           r->inflight_calls--;
           r->full = false;
-          if (code == StatusCode::kResourceExhausted && r->inflight_calls > 0) {
-            // The server's queue is full with work from elsewhere too; one of our calls on it
-            // will complete and free room, so the chunk waits at the head of the queue.
-            r->full = true;
+          // Whether another of our calls on this replica completed after this one was sent: its
+          // answer may have come back before this refusal, though it still filled the queue
+          // when the server refused this call.
+          const bool others_completed = r->completions != c.sent_completions;
+          r->completions++;
+          if (code == StatusCode::kResourceExhausted &&
+              (r->inflight_calls > 0 || others_completed)) {
+            // The server's queue is (or was) full with our own work too: one of our calls on it
+            // will complete (or did) and free room, so the chunk waits at the head of the queue;
+            // with none left in flight it is sent again at once.
+            r->full = r->inflight_calls > 0;
             requeue = true;
           } else if ((code == StatusCode::kUnavailable || code == StatusCode::kCancelled) &&
                      !c.retried) {

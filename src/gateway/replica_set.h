@@ -124,6 +124,7 @@ class ReplicaSet {
     // Flow control, guarded by ReplicaSet::flow_mu_.
     int inflight_calls = 0;
     bool full = false;  // answered RESOURCE_EXHAUSTED; skipped until one of our calls completes
+    uint64_t completions = 0;  // our calls on it that have completed, ever
   };
   using Clock = std::chrono::steady_clock;
   struct Chunk {
@@ -131,6 +132,7 @@ class ReplicaSet {
     int64_t tokens = 0;
     Clock::time_point deadline;
     bool retried = false;
+    uint64_t sent_completions = 0;  // the replica's `completions` when this chunk was sent
     Done done;
     std::string traceparent;
   };
