@@ -3,8 +3,6 @@
 #include <simdjson.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <filesystem>
 
@@ -130,23 +128,6 @@ void PartCommitter::Loop() {
 void RemoveParts(const std::string& dir) {
   std::error_code ec;
   fs::remove(fs::path(dir) / "manifest.json", ec);
-  std::vector<fs::path> files;
-  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator();
-       it.increment(ec)) {
-    files.push_back(it->path());
-  }
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i; (i = next++) < files.size();) {
-      std::error_code e;
-      fs::remove(files[i], e);
-    }
-  };
-  std::vector<std::thread> threads;
-  const size_t n = std::min<size_t>(8, files.size());
-  for (size_t t = 1; t < n; ++t) threads.emplace_back(work);
-  work();
-  for (auto& t : threads) t.join();
   fs::remove_all(dir, ec);
 }
 
