@@ -40,7 +40,8 @@ struct DatasetOptions {
   bool progress = true;
 };
 
-// Returns the process exit code (0 ok, 1 failure, 2 usage).
+// Returns the process exit code on failure (1, or 2 for usage). On success it ends the process
+// itself (exit status 0) once the output is durable, without tearing the engines down.
 int RunEmbedDataset(const DatasetOptions& opts);
 
 }  // namespace petal::cli
