@@ -29,6 +29,8 @@ fi
 APT_PACKAGES=(
   # toolchain
   g++ cmake ninja-build pkg-config make git ca-certificates binutils
+  # compiler cache: the cuda preset reuses the cpu preset's host objects (CMakeLists.txt)
+  ccache
   # C++ libraries used by the engine / CLI / tests / benchmarks
   libopenblas-dev libdnnl-dev libsimdjson-dev libutf8proc-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
