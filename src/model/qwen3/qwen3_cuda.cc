@@ -13,6 +13,7 @@
 #include "engine/cuda/cuda_model.h"
 #include "engine/cuda/device_weights.h"
 #include "kernels/cuda/gemm.h"
+#include "kernels/cuda/l2_prefetch.h"
 #include "kernels/cuda/ops.h"
 #include "kernels/cuda/score_ops.h"
 #include "model/qwen3/qwen3.h"
@@ -215,6 +216,13 @@ class Qwen3CudaModel final : public CudaModel {
     PETAL_RETURN_IF_ERROR(attention_.Init(cap_, config_.head_dim));
     bytes_ += TotalBytes(r_, x_, qkv_, attn_, gate_up_, act_, positions_) + attention_.bytes();
     PETAL_ASSIGN_OR_RETURN(gemm_, Gemm::Create());
+    // The bf16 GEMMs' weights in the order the forward pass reads them, for the L2 prefetcher.
+    std::vector<L2Prefetcher::Span> spans;
+    for (const Qwen3LayerDev& L : layers_)
+      for (const DeviceBuffer<bf16>* wb : {&L.qkv, &L.o, &L.gate_up, &L.down})
+        spans.push_back({wb->get(), wb->bytes()});
+    prefetch_.SetSpans(std::move(spans));
+    PETAL_RETURN_IF_ERROR(prefetch_.Init(L2PrefetchAhead()));
     return Status::Ok();
   }
 
@@ -363,6 +371,9 @@ class Qwen3CudaModel final : public CudaModel {
       if (calib_.size() == 0) return Status::Ok();
       return LaunchRowAmaxBf16({v, CalibSlot(layer, which), T, dim}, stream);
     };
+    // Batches of few tokens: the next GEMM's weights are pulled into L2 on a side stream.
+    prefetch_.Begin(!fp8 && T <= L2PrefetchMaxTokens());
+    size_t gj = 0;  // index of the next GEMM in the prefetcher's spans
     for (size_t li = 0; li < layers_.size(); ++li) {
       const Qwen3LayerDev& L = layers_[li];
       const int l = static_cast<int>(li);
@@ -373,6 +384,7 @@ class Qwen3CudaModel final : public CudaModel {
       PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm(
           {nullptr, r_.get(), L.in_norm.get(), config_.norm_eps, x_.get(), T, H}, stream));
       PETAL_RETURN_IF_ERROR(observe(l, 0, x_.get(), H));
+      PETAL_RETURN_IF_ERROR(prefetch_.BeforeGemm(gj++, stream));
       PETAL_RETURN_IF_ERROR(gemm_->Run(
           {x_.get(), L.qkv.get(), L.qkv_b.get(), nullptr, qkv_.get(), T, QKV, H}, stream));
       rp.q_norm_weight = L.q_norm.get();
@@ -380,18 +392,22 @@ class Qwen3CudaModel final : public CudaModel {
       PETAL_RETURN_IF_ERROR(LaunchQkNormRope(rp, stream));
       PETAL_RETURN_IF_ERROR(attention_.Run(ap, stream));
       PETAL_RETURN_IF_ERROR(observe(l, 1, attn_.get(), Q));
+      PETAL_RETURN_IF_ERROR(prefetch_.BeforeGemm(gj++, stream));
       PETAL_RETURN_IF_ERROR(
           gemm_->Run({attn_.get(), L.o.get(), L.o_b.get(), r_.get(), r_.get(), T, H, Q}, stream));
       PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm(
           {nullptr, r_.get(), L.post_norm.get(), config_.norm_eps, x_.get(), T, H}, stream));
       PETAL_RETURN_IF_ERROR(observe(l, 2, x_.get(), H));
+      PETAL_RETURN_IF_ERROR(prefetch_.BeforeGemm(gj++, stream));
       PETAL_RETURN_IF_ERROR(gemm_->Run(
           {x_.get(), L.gate_up.get(), nullptr, nullptr, gate_up_.get(), T, 2 * I, H}, stream));
       PETAL_RETURN_IF_ERROR(LaunchSiluMul({gate_up_.get(), act_.get(), T, I}, stream));
       PETAL_RETURN_IF_ERROR(observe(l, 3, act_.get(), I));
+      PETAL_RETURN_IF_ERROR(prefetch_.BeforeGemm(gj++, stream));
       PETAL_RETURN_IF_ERROR(
           gemm_->Run({act_.get(), L.down.get(), nullptr, r_.get(), r_.get(), T, H, I}, stream));
     }
+    PETAL_RETURN_IF_ERROR(prefetch_.End(stream));
     PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm(
         {nullptr, r_.get(), final_norm_.get(), config_.norm_eps, x_.get(), T, H}, stream));
     if (b.num_spans_host > 0)  // late chunking / windows: one row per pooling span
@@ -440,6 +456,7 @@ class Qwen3CudaModel final : public CudaModel {
   int rope_rows_ = 0;
   AttentionRunner attention_;
   std::unique_ptr<Gemm> gemm_;
+  L2Prefetcher prefetch_;
   DeviceBuffer<fp8> q8_;          // fp8 path: the current GEMM input, [T, max(H, I, Q)]
   DeviceBuffer<float> q8_scale_;  // its per-token scales, [T]
   DeviceBuffer<float> static_s_;  // --fp8-scales: [layers * kFp8Inputs] dequantisation scales
