@@ -41,7 +41,7 @@ int EnvInt(const char* name, int fallback, int lo, int hi) {
 }  // namespace
 
 int L2PrefetchAhead() {
-  static const int v = EnvInt("PETAL_L2_PREFETCH", 1, 0, 4);
+  static const int v = EnvInt("PETAL_L2_PREFETCH", 0, 0, 4);
   return v;
 }
 
