@@ -32,7 +32,8 @@ struct Chain {
     uint64_t seed = 4100;
     PETAL_ASSIGN_OR_RETURN(x, UploadBf16(RandomBf16(size_t(kM) * 1024, seed++)));
     for (const Step& s : kSteps) {
-      PETAL_ASSIGN_OR_RETURN(auto wb, UploadBf16(RandomBf16(size_t(s.n) * s.k, seed++, -0.03f, 0.03f)));
+      PETAL_ASSIGN_OR_RETURN(auto wb,
+                             UploadBf16(RandomBf16(size_t(s.n) * s.k, seed++, -0.03f, 0.03f)));
       spans.push_back({wb.get(), wb.bytes()});
       w.push_back(std::move(wb));
       DeviceBuffer<bf16> o;
@@ -120,8 +121,10 @@ TEST_F(L2PrefetchGpuTest, SameBitsEagerAndCaptured) {
     EXPECT_EQ(replay, ref) << "replay " << rep;
   }
   const double us_without = GraphUs(without, stream), us_with = GraphUs(with, stream);
-  std::printf("[l2 prefetch] 4 GEMMs of the 0.6b shape at M = 128, graph median: %.1f us without,"
-              " %.1f us with (one ahead)\n", us_without, us_with);
+  std::printf(
+      "[l2 prefetch] 4 GEMMs of the 0.6b shape at M = 128, graph median: %.1f us without,"
+      " %.1f us with (one ahead)\n",
+      us_without, us_with);
   cudaGraphExecDestroy(with);
   cudaGraphExecDestroy(without);
   cudaStreamDestroy(stream);

@@ -20,7 +20,8 @@ namespace petal::cuda {
 // 32 KiB pieces; older GPUs: one prefetch.global.L2 per 128-byte line). Graph-capturable.
 Status LaunchL2Prefetch(const void* ptr, size_t bytes, cudaStream_t stream);
 
-// How many GEMMs ahead the prefetcher reads: PETAL_L2_PREFETCH (0 = off, at most 4), default 0 (off: not yet measured on the H200).
+// How many GEMMs ahead the prefetcher reads: PETAL_L2_PREFETCH (0 = off, at most 4), default 0
+// (off: not yet measured on the H200).
 int L2PrefetchAhead();
 // Batches of at most this many tokens prefetch (larger ones are compute-bound):
 // PETAL_L2_PREFETCH_MAX_TOKENS, default 1024.
