@@ -3,6 +3,7 @@
 #   1. Debian packages (compilers, C++ libraries, tools)      -- skipped when all are installed
 #   2. a Python virtualenv at .venv with pinned PyPI tools    -- skipped when up to date
 #   2b. cuDNN frontend headers under .deps/ (PyPI wheel, headers only)  -- skipped when present
+#   2c. CUTLASS headers under .deps/ (PyPI wheel, headers only)          -- skipped when present
 #   3. real model weights under models/ (scripts/fetch_models.py) -- skipped when verified
 # Run as root (or with sudo available). Re-running it is quick.
 #
@@ -113,6 +114,42 @@ with zipfile.ZipFile(wheel) as z:
 PYEOF
   rm -rf "$tmp"
   log "cudnn-frontend: headers in ${CFE_DIR#$ROOT/}/include"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# 2c. CUTLASS headers (NVIDIA's BSD-licensed, header-only CUDA templates; the Hopper TMA + wgmma
+#     GEMM candidates in src/kernels/cuda/gemm_cutlass*.cu use them). Only include/ and
+#     tools/util/include/ are taken from the pinned `nvidia-cutlass` wheel (sha256-checked).
+#     Without them the CUDA build still compiles, with the CUTLASS candidates left out.
+# ---------------------------------------------------------------------------------------------
+CUTLASS_VERSION=4.2.0.0
+CUTLASS_WHEEL="nvidia_cutlass-${CUTLASS_VERSION}-py3-none-any.whl"
+CUTLASS_SHA256=f9599ada45c7bcb6bf53f7d3f0a7d154183e53451c01bfa59eecd37dd4a693f6
+CUTLASS_DIR="$ROOT/.deps/cutlass-$CUTLASS_VERSION"
+if [[ -f "$CUTLASS_DIR/include/cutlass/cutlass.h" ]]; then
+  log "cutlass: $CUTLASS_VERSION headers present"
+else
+  log "cutlass: fetching $CUTLASS_VERSION headers from PyPI"
+  tmp="$(mktemp -d)"
+  "$VENV/bin/python" -m pip download -q --disable-pip-version-check --no-deps \
+    -d "$tmp" "nvidia-cutlass==$CUTLASS_VERSION"
+  echo "$CUTLASS_SHA256  $tmp/$CUTLASS_WHEEL" | sha256sum -c --quiet - || die "cutlass wheel sha256 mismatch"
+  "$VENV/bin/python" - "$tmp/$CUTLASS_WHEEL" "$CUTLASS_DIR" <<'PYEOF'
+import os, sys, zipfile
+wheel, dest = sys.argv[1], sys.argv[2]
+src = "cutlass_library/source/"
+parts = {src + "include/": "include/", src + "tools/util/include/": "util/include/"}
+with zipfile.ZipFile(wheel) as z:
+    for n in z.namelist():
+        for prefix, to in parts.items():
+            if n.startswith(prefix) and not n.endswith("/"):
+                out = os.path.join(dest, to, n[len(prefix):])
+                os.makedirs(os.path.dirname(out), exist_ok=True)
+                with z.open(n) as f, open(out, "wb") as g:
+                    g.write(f.read())
+PYEOF
+  rm -rf "$tmp"
+  log "cutlass: headers in ${CUTLASS_DIR#$ROOT/}/include and util/include"
 fi
 
 # ---------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@
 
 #include "kernels/cpu/ops.h"
 #include "kernels/cuda/gemm.h"
+#include "kernels/cuda/gemm_cutlass.h"
 #include "op_test_util.h"
 
 namespace petal::cuda::test {
@@ -335,9 +336,12 @@ TEST_F(GemmGpuTest, EveryCandidateIsCorrect) {
   const Spec cases[] = {
       {16, 1024, 3072, false, false, true},  // 0.6b down, small M, residual in place
       {7, 1152, 384, true, true, false},     // MiniLM QKV shape with bias + GELU
-      {128, 4096, 1024, true, false, false}, {1, 2560, 9728, false, false, true},  // 4b down, M = 1
-      {77, 1536, 384, true, false, true},     // partial token tiles, bias + residual in place
-      {300, 1024, 2048, false, false, true},  // cluster kernel only: M > 128, 0.6b O + residual
+      {128, 4096, 1024, true, false, false},
+      {1, 2560, 9728, false, false, true},     // 4b down, M = 1
+      {77, 1536, 384, true, false, true},      // partial token tiles, bias + residual in place
+      {300, 1024, 2048, false, false, true},   // cluster kernel only: M > 128, 0.6b O + residual
+      {128, 6144, 1024, false, false, false},  // 0.6b gate_up at 1 x 128 (CUTLASS's target)
+      {512, 1024, 3072, false, false, true},   // 0.6b down at 1 x 512, residual in place
   };
   uint64_t seed = 500;
   for (const Spec& spec : cases) {
@@ -351,7 +355,7 @@ TEST_F(GemmGpuTest, EveryCandidateIsCorrect) {
     ASSERT_OK(SyncDevice());
     const int n_cand = probe->Stats().per_plan.at(0).candidates;
     EXPECT_GT(n_cand, 0);
-    int split_k = 0, ours = 0, cluster = 0;
+    int split_k = 0, ours = 0, cluster = 0, cutlass = 0;
     for (int i = 0; i < n_cand; ++i) {
       GemmOptions o = all;
       o.force_candidate = i;
@@ -365,10 +369,15 @@ TEST_F(GemmGpuTest, EveryCandidateIsCorrect) {
       split_k += info.split_k > 1;
       ours += info.algo_id < 0;
       cluster += info.algo_id == -2;
+      cutlass += info.algo_id == -3;
       EXPECT_TRUE(pr.Check("candidate " + std::to_string(i) + " " + info.ToString()));
     }
-    std::printf("%s: %d candidates checked, %d with split-K, %d of them ours (%d cluster)\n",
-                pr.Name("").c_str(), n_cand, split_k, ours, cluster);
+    std::printf(
+        "%s: %d candidates checked, %d with split-K, %d of them ours (%d cluster, %d CUTLASS)\n",
+        pr.Name("").c_str(), n_cand, split_k, ours, cluster, cutlass);
+    if (CutlassGemmAvailable() && !spec.bias && !spec.gelu && spec.m <= kCutlassGemmMaxM) {
+      EXPECT_GT(cutlass, 0) << "CUTLASS kernels not among the candidates";
+    }
     if (spec.m <= 128) {
       EXPECT_GT(ours - cluster, 0) << "small-M kernel not among the candidates";
     }

@@ -1,7 +1,8 @@
 // Gemm's autotuner (policy in gemm.h and docs/kernels.md): candidates are the heuristic's top
 // results plus split-K variants of the best few for small M (where one wave of output tiles
 // leaves most SMs idle and the problem is streaming the weights) and our small-M kernel
-// (gemm_smallm.h) and cluster split-K kernel (gemm_cluster.h; ours are kept only if their output
+// (gemm_smallm.h), cluster split-K kernel (gemm_cluster.h) and CUTLASS Hopper kernels
+// (gemm_cutlass.h; ours are kept only if their output
 // agrees with cuBLASLt's), each timed on the caller's
 // stream with events (warm-up, then the median of timed runs, the L2 evicted before each), the
 // output going to a private scratch with the real output's alignment. All candidates are enqueued
@@ -13,6 +14,7 @@
 
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/gemm_cluster.h"
+#include "kernels/cuda/gemm_cutlass.h"
 #include "kernels/cuda/gemm_flush.h"
 #include "kernels/cuda/gemm_plan.h"
 #include "kernels/cuda/gemm_smallm.h"
@@ -53,6 +55,19 @@ struct Events {
     for (cudaEvent_t e : ev) cudaEventDestroy(e);
   }
 };
+
+std::string OursName(const Cand& c) {
+  switch (c.kernel) {
+    case PetalKernel::kSmallM:
+      return "smallm/s" + std::to_string(c.splits);
+    case PetalKernel::kCluster:
+      return ClusterGemmName(c.config) + "/s" + std::to_string(c.splits);
+    case PetalKernel::kCutlass:
+      return CutlassGemmName({c.config, c.splits});
+    default:
+      return "";
+  }
+}
 
 float Median(std::vector<float> v) {
   std::sort(v.begin(), v.end());
@@ -173,12 +188,22 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
         if (ClusterGemmSupported(t, config, splits))
           cands.push_back({Algo{}, splits, PetalKernel::kCluster, config});
   }
+  if (options_.cutlass_kernel && !p.fp8() && 2 * out_bytes + 1024 <= scratch_.bytes() &&
+      CutlassGemmAvailable()) {
+    for (int config = 0; config < CutlassGemmConfigs(); ++config)
+      for (int splits : {1, 0, 2, 4, 8})
+        if (CutlassGemmSupported(t, {config, splits}, workspace_.bytes()))
+          cands.push_back({Algo{}, splits, PetalKernel::kCutlass, config});
+  }
   auto run = [&](const Cand& c, const GemmParams& q) {
     switch (c.kernel) {
       case PetalKernel::kSmallM:
         return LaunchSmallMGemm(q, c.splits, workspace_.get(), stream);
       case PetalKernel::kCluster:
         return LaunchClusterGemm(q, c.config, c.splits, stream);
+      case PetalKernel::kCutlass:
+        return LaunchCutlassGemm(q, {c.config, c.splits}, workspace_.get(), workspace_.bytes(),
+                                 stream);
       default:
         return Enqueue(plan, c.algo, q, stream);
     }
@@ -268,9 +293,7 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
   for (size_t i = 0; i < cands.size(); ++i) {
     if (!cands[i].ours() || med[i] < 0 || (plan.ours_us > 0 && med[i] >= plan.ours_us)) continue;
     plan.ours_us = med[i];
-    plan.ours = (cands[i].kernel == PetalKernel::kSmallM ? std::string("smallm")
-                                                         : ClusterGemmName(cands[i].config)) +
-                "/s" + std::to_string(cands[i].splits);
+    plan.ours = OursName(cands[i]);
   }
   plan.chosen_us = med[best];
   return Status::Ok();

@@ -13,11 +13,41 @@ add_library(petal_kernels_cuda STATIC
   ${CMAKE_CURRENT_LIST_DIR}/gemm_flush.cu
   ${CMAKE_CURRENT_LIST_DIR}/gemm_smallm.cu
   ${CMAKE_CURRENT_LIST_DIR}/gemm_cluster.cu
+  ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass.cc
   ${CMAKE_CURRENT_LIST_DIR}/fp8_quant.cu
   ${CMAKE_CURRENT_LIST_DIR}/l2_prefetch.cu)
 target_include_directories(petal_kernels_cuda PUBLIC ${CMAKE_SOURCE_DIR}/src)
 target_link_libraries(petal_kernels_cuda PUBLIC petal_common CUDA::cudart CUDA::cublasLt)
 target_compile_options(petal_kernels_cuda PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-O3 -lineinfo>)
+
+# CUTLASS Hopper GEMM candidates (gemm_cutlass.h): only with the pinned headers (scripts/setup.sh
+# step 2c; docs/dependencies.md) and an sm_90a target. Each tile width is its own translation
+# unit, compiled for sm_90a alone (the kernels use wgmma and TMA), since each takes minutes.
+find_path(PETAL_CUTLASS_INCLUDE cutlass/cutlass.h
+          PATHS ${CMAKE_SOURCE_DIR}/.deps/cutlass-4.2.0.0/include NO_DEFAULT_PATH)
+set(petal_sm90a OFF)
+foreach(arch IN LISTS CMAKE_CUDA_ARCHITECTURES)
+  if(arch MATCHES "^90a")
+    set(petal_sm90a ON)
+  endif()
+endforeach()
+if(PETAL_CUTLASS_INCLUDE AND petal_sm90a)
+  add_library(petal_gemm_cutlass STATIC
+    ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass_t64.cu
+    ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass_t128.cu)
+  set_target_properties(petal_gemm_cutlass PROPERTIES CUDA_ARCHITECTURES 90a-real)
+  target_include_directories(petal_gemm_cutlass PRIVATE ${CMAKE_SOURCE_DIR}/src)
+  target_include_directories(petal_gemm_cutlass SYSTEM PRIVATE ${PETAL_CUTLASS_INCLUDE}
+                             ${PETAL_CUTLASS_INCLUDE}/../util/include)
+  target_link_libraries(petal_gemm_cutlass PRIVATE CUDA::cudart)
+  target_compile_options(petal_gemm_cutlass PRIVATE -O3)
+  target_link_libraries(petal_kernels_cuda PRIVATE petal_gemm_cutlass)
+  set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass.cc PROPERTIES
+                              COMPILE_DEFINITIONS PETAL_HAVE_CUTLASS=1)
+  message(STATUS "CUTLASS GEMM candidates: on (${PETAL_CUTLASS_INCLUDE})")
+else()
+  message(STATUS "CUTLASS GEMM candidates: off (headers: ${PETAL_CUTLASS_INCLUDE}, sm_90a: ${petal_sm90a})")
+endif()
 
 include(${CMAKE_CURRENT_LIST_DIR}/attention.cmake OPTIONAL)
 

@@ -1,0 +1,111 @@
+// Internal to gemm_cutlass*.cu: one CUTLASS 3 Hopper GEMM instantiation per token-tile width
+// (each in its own translation unit, since each takes minutes to compile), behind the plain call
+// of gemm_cutlass_configs.h. See gemm_cutlass.h for what the kernels compute and why transposed.
+#pragma once
+
+#include <cute/tensor.hpp>
+#include <cutlass/cutlass.h>
+#include <cutlass/epilogue/collective/collective_builder.hpp>
+#include <cutlass/gemm/collective/collective_builder.hpp>
+#include <cutlass/gemm/device/gemm_universal_adapter.h>
+#include <cutlass/gemm/kernel/gemm_universal.hpp>
+#include <cutlass/util/packed_stride.hpp>
+
+#include <mutex>
+
+#include "kernels/cuda/gemm_cutlass_configs.h"
+
+namespace petal::cuda::cutlass_gemm {
+
+template <int kTokens>
+struct Kernel {
+  using Bf16 = cutlass::bfloat16_t;
+  // M = output features (weights' rows), N = tokens, K = 64 bf16 = one 128-byte swizzle row.
+  using TileShape = cute::Shape<cute::_128, cute::Int<kTokens>, cute::_64>;
+  using ClusterShape = cute::Shape<cute::_1, cute::_1, cute::_1>;
+  // out^T [features, tokens] column-major is out [tokens, features] row-major.
+  using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
+      cutlass::epilogue::collective::EpilogueTileAuto, float, float, Bf16,
+      cutlass::layout::ColumnMajor, 8, Bf16, cutlass::layout::ColumnMajor, 8,
+      cutlass::epilogue::TmaWarpSpecializedCooperative>::CollectiveOp;
+  // A = w [features, K] row-major; B = a [tokens, K] row-major, i.e. K-major ("column-major" B).
+  using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Bf16, cutlass::layout::RowMajor, 8,
+      Bf16, cutlass::layout::ColumnMajor, 8, float, TileShape, ClusterShape,
+      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
+          sizeof(typename Epilogue::SharedStorage))>,
+      cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp;
+  using GemmKernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>,
+                                                          Mainloop, Epilogue,
+                                                          cutlass::gemm::StreamKScheduler>;
+  using Gemm = cutlass::gemm::device::GemmUniversalAdapter<GemmKernel>;
+  using Decomposition = typename GemmKernel::TileScheduler::DecompositionMode;
+  using Reduction = typename GemmKernel::TileScheduler::ReductionMode;
+
+  static typename Gemm::Arguments MakeArguments(const Call& call) {
+    const GemmParams& p = *call.p;
+    using StrideA = typename GemmKernel::StrideA;
+    using StrideB = typename GemmKernel::StrideB;
+    using StrideC = typename GemmKernel::StrideC;
+    using StrideD = typename GemmKernel::StrideD;
+    const auto sa = cutlass::make_cute_packed_stride(StrideA{}, cute::make_shape(p.n, p.k, 1));
+    const auto sb = cutlass::make_cute_packed_stride(StrideB{}, cute::make_shape(p.m, p.k, 1));
+    const auto sc = cutlass::make_cute_packed_stride(StrideC{}, cute::make_shape(p.n, p.m, 1));
+    const auto sd = cutlass::make_cute_packed_stride(StrideD{}, cute::make_shape(p.n, p.m, 1));
+    auto* out = reinterpret_cast<Bf16*>(p.out);
+    // Without an addend the source is the output itself with beta = 0 (never read), which keeps
+    // a valid address in the epilogue's TMA descriptor.
+    const Bf16* src = p.c ? reinterpret_cast<const Bf16*>(p.c) : out;
+    typename Gemm::Arguments args{
+        cutlass::gemm::GemmUniversalMode::kGemm,
+        {p.n, p.m, p.k, 1},
+        {reinterpret_cast<const Bf16*>(p.w), sa, reinterpret_cast<const Bf16*>(p.a), sb},
+        {{1.f, p.c ? 1.f : 0.f}, src, sc, out, sd},
+        {call.device, call.sm_count}};
+    args.scheduler.reduction_mode = Reduction::Deterministic;
+    if (call.splits == 0) {
+      args.scheduler.decomposition_mode = Decomposition::StreamK;
+    } else if (call.splits == 1) {
+      args.scheduler.decomposition_mode = Decomposition::DataParallel;
+    } else {
+      args.scheduler.decomposition_mode = Decomposition::SplitK;
+      args.scheduler.splits = call.splits;
+    }
+    return args;
+  }
+
+  static bool Supported(const Call& call, size_t* workspace) {
+    const typename Gemm::Arguments args = MakeArguments(call);
+    if (Gemm::can_implement(args) != cutlass::Status::kSuccess) return false;
+    *workspace = Gemm::get_workspace_size(args);
+    return true;
+  }
+
+  // The kernel's shared memory exceeds the 48 KiB default: raise the limit once, outside capture.
+  static bool SetAttributesOnce() {
+    static std::once_flag once;
+    static cudaError_t err = cudaSuccess;
+    std::call_once(once, [] {
+      const int smem = static_cast<int>(GemmKernel::SharedStorageSize);
+      if (smem >= (48 << 10))
+        err = cudaFuncSetAttribute(cutlass::device_kernel<GemmKernel>,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    });
+    return err == cudaSuccess;
+  }
+
+  static const char* Launch(const Call& call) {
+    if (!SetAttributesOnce()) return "cudaFuncSetAttribute failed";
+    typename Gemm::Arguments args = MakeArguments(call);
+    if (Gemm::get_workspace_size(args) > call.workspace_bytes) return "workspace too small";
+    if (GemmKernel::initialize_workspace(args, call.workspace, call.stream) !=
+        cutlass::Status::kSuccess)
+      return "initialize_workspace failed";
+    typename GemmKernel::Params params = GemmKernel::to_underlying_arguments(args, call.workspace);
+    if (Gemm::run(params, call.stream) != cutlass::Status::kSuccess) return "launch failed";
+    return nullptr;
+  }
+};
+
+}  // namespace petal::cuda::cutlass_gemm
