@@ -15,17 +15,19 @@ namespace petal::cuda {
 namespace {
 
 struct Config {
-  int tokens;
+  int features, tokens;
   bool (*supported)(const cutlass_gemm::Call&, size_t*);
   const char* (*launch)(const cutlass_gemm::Call&);
 };
 
 #ifdef PETAL_HAVE_CUTLASS
-constexpr Config kConfigs[] = {{64, cutlass_gemm::SupportedT64, cutlass_gemm::LaunchT64},
-                               {128, cutlass_gemm::SupportedT128, cutlass_gemm::LaunchT128}};
-constexpr int kNumConfigs = 2;
+constexpr Config kConfigs[] = {{128, 64, cutlass_gemm::SupportedT64, cutlass_gemm::LaunchT64},
+                               {128, 128, cutlass_gemm::SupportedT128, cutlass_gemm::LaunchT128},
+                               {64, 64, cutlass_gemm::SupportedP64, cutlass_gemm::LaunchP64},
+                               {64, 128, cutlass_gemm::SupportedP128, cutlass_gemm::LaunchP128}};
+constexpr int kNumConfigs = 4;
 #else
-constexpr Config kConfigs[1] = {{0, nullptr, nullptr}};
+constexpr Config kConfigs[1] = {{0, 0, nullptr, nullptr}};
 constexpr int kNumConfigs = 0;
 #endif
 
@@ -83,7 +85,8 @@ int CutlassGemmConfigs() { return kNumConfigs; }
 
 std::string CutlassGemmName(CutlassGemmChoice c) {
   if (c.config < 0 || c.config >= kNumConfigs) return "cutlass?";
-  return "cutlass128x" + std::to_string(kConfigs[c.config].tokens) +
+  return "cutlass" + std::to_string(kConfigs[c.config].features) + "x" +
+         std::to_string(kConfigs[c.config].tokens) +
          (c.splits == 0 ? std::string("/sk") : "/s" + std::to_string(c.splits));
 }
 

@@ -19,11 +19,16 @@ struct Call {
   cudaStream_t stream = nullptr;
 };
 
-// One pair per token-tile width (gemm_cutlass_t<width>.cu). Supported sets *workspace to the
-// bytes the call needs; Launch returns null on success, else what failed.
+// One pair per configuration: 128-feature cooperative tiles (gemm_cutlass_t<tokens>.cu). Supported
+// sets *workspace to the bytes the call needs; Launch returns null on success, else what failed.
 bool SupportedT64(const Call& call, size_t* workspace);
 const char* LaunchT64(const Call& call);
 bool SupportedT128(const Call& call, size_t* workspace);
 const char* LaunchT128(const Call& call);
+// 64-feature pingpong tiles (gemm_cutlass_p<width>.cu), data-parallel only.
+bool SupportedP64(const Call& call, size_t* workspace);
+const char* LaunchP64(const Call& call);
+bool SupportedP128(const Call& call, size_t* workspace);
+const char* LaunchP128(const Call& call);
 
 }  // namespace petal::cuda::cutlass_gemm

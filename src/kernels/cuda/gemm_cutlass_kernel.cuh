@@ -1,4 +1,4 @@
-// Internal to gemm_cutlass*.cu: one CUTLASS 3 Hopper GEMM instantiation per token-tile width
+// Internal to gemm_cutlass*.cu: one CUTLASS 3 Hopper GEMM instantiation per tile configuration
 // (each in its own translation unit, since each takes minutes to compile), behind the plain call
 // of gemm_cutlass_configs.h. See gemm_cutlass.h for what the kernels compute and why transposed.
 #pragma once
@@ -12,36 +12,54 @@
 #include <cutlass/util/packed_stride.hpp>
 
 #include <mutex>
+#include <type_traits>
 
 #include "kernels/cuda/gemm_cutlass_configs.h"
 
 namespace petal::cuda::cutlass_gemm {
 
-template <int kTokens>
+// Cooperative: two consumer warpgroups share a 128-feature tile, with the stream-K scheduler
+// (data-parallel, stream-K or split-K per call). Pingpong: each consumer warpgroup owns a
+// 64-feature tile, persistent data-parallel scheduler only.
+struct Cooperative {
+  static constexpr int kFeatures = 128;
+  using Mainloop = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
+  using Epilogue = cutlass::epilogue::TmaWarpSpecializedCooperative;
+  using Scheduler = cutlass::gemm::StreamKScheduler;
+};
+struct Pingpong {
+  static constexpr int kFeatures = 64;
+  using Mainloop = cutlass::gemm::KernelTmaWarpSpecializedPingpong;
+  using Epilogue = cutlass::epilogue::TmaWarpSpecialized;
+  using Scheduler = cutlass::gemm::PersistentScheduler;
+};
+
+template <int kTokens, class Schedule = Cooperative>
 struct Kernel {
   using Bf16 = cutlass::bfloat16_t;
+  static constexpr bool kStreamK =
+      std::is_same_v<typename Schedule::Scheduler, cutlass::gemm::StreamKScheduler>;
   // M = output features (weights' rows), N = tokens, K = 64 bf16 = one 128-byte swizzle row.
-  using TileShape = cute::Shape<cute::_128, cute::Int<kTokens>, cute::_64>;
+  using TileShape =
+      cute::Shape<cute::Int<Schedule::kFeatures>, cute::Int<kTokens>, cute::_64>;
   using ClusterShape = cute::Shape<cute::_1, cute::_1, cute::_1>;
   // out^T [features, tokens] column-major is out [tokens, features] row-major.
   using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
       cutlass::epilogue::collective::EpilogueTileAuto, float, float, Bf16,
       cutlass::layout::ColumnMajor, 8, Bf16, cutlass::layout::ColumnMajor, 8,
-      cutlass::epilogue::TmaWarpSpecializedCooperative>::CollectiveOp;
+      typename Schedule::Epilogue>::CollectiveOp;
   // A = w [features, K] row-major; B = a [tokens, K] row-major, i.e. K-major ("column-major" B).
   using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Bf16, cutlass::layout::RowMajor, 8,
       Bf16, cutlass::layout::ColumnMajor, 8, float, TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
           sizeof(typename Epilogue::SharedStorage))>,
-      cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp;
-  using GemmKernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>,
-                                                          Mainloop, Epilogue,
-                                                          cutlass::gemm::StreamKScheduler>;
+      typename Schedule::Mainloop>::CollectiveOp;
+  using GemmKernel =
+      cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop, Epilogue,
+                                           typename Schedule::Scheduler>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<GemmKernel>;
-  using Decomposition = typename GemmKernel::TileScheduler::DecompositionMode;
-  using Reduction = typename GemmKernel::TileScheduler::ReductionMode;
 
   static typename Gemm::Arguments MakeArguments(const Call& call) {
     const GemmParams& p = *call.p;
@@ -63,19 +81,24 @@ struct Kernel {
         {reinterpret_cast<const Bf16*>(p.w), sa, reinterpret_cast<const Bf16*>(p.a), sb},
         {{1.f, p.c ? 1.f : 0.f}, src, sc, out, sd},
         {call.device, call.sm_count}};
-    args.scheduler.reduction_mode = Reduction::Deterministic;
-    if (call.splits == 0) {
-      args.scheduler.decomposition_mode = Decomposition::StreamK;
-    } else if (call.splits == 1) {
-      args.scheduler.decomposition_mode = Decomposition::DataParallel;
-    } else {
-      args.scheduler.decomposition_mode = Decomposition::SplitK;
-      args.scheduler.splits = call.splits;
+    if constexpr (kStreamK) {
+      using Decomposition = typename GemmKernel::TileScheduler::DecompositionMode;
+      using Reduction = typename GemmKernel::TileScheduler::ReductionMode;
+      args.scheduler.reduction_mode = Reduction::Deterministic;
+      if (call.splits == 0) {
+        args.scheduler.decomposition_mode = Decomposition::StreamK;
+      } else if (call.splits == 1) {
+        args.scheduler.decomposition_mode = Decomposition::DataParallel;
+      } else {
+        args.scheduler.decomposition_mode = Decomposition::SplitK;
+        args.scheduler.splits = call.splits;
+      }
     }
     return args;
   }
 
   static bool Supported(const Call& call, size_t* workspace) {
+    if (!kStreamK && call.splits != 1) return false;  // data-parallel only
     const typename Gemm::Arguments args = MakeArguments(call);
     if (Gemm::can_implement(args) != cutlass::Status::kSuccess) return false;
     *workspace = Gemm::get_workspace_size(args);
@@ -96,6 +119,7 @@ struct Kernel {
   }
 
   static const char* Launch(const Call& call) {
+    if (!kStreamK && call.splits != 1) return "this configuration is data-parallel only";
     if (!SetAttributesOnce()) return "cudaFuncSetAttribute failed";
     typename Gemm::Arguments args = MakeArguments(call);
     if (Gemm::get_workspace_size(args) > call.workspace_bytes) return "workspace too small";

@@ -34,7 +34,9 @@ endforeach()
 if(PETAL_CUTLASS_INCLUDE AND petal_sm90a)
   add_library(petal_gemm_cutlass STATIC
     ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass_t64.cu
-    ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass_t128.cu)
+    ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass_t128.cu
+    ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass_p64.cu
+    ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass_p128.cu)
   set_target_properties(petal_gemm_cutlass PROPERTIES CUDA_ARCHITECTURES 90a-real)
   target_include_directories(petal_gemm_cutlass PRIVATE ${CMAKE_SOURCE_DIR}/src)
   target_include_directories(petal_gemm_cutlass SYSTEM PRIVATE ${PETAL_CUTLASS_INCLUDE}
