@@ -9,6 +9,7 @@
 //    head is staged in fp32 shared memory so the partner is at hand without shuffles.
 // Both compute the same fp32 expressions in the same order.
 #include <cmath>
+#include <cstdlib>
 
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/launch_utils.h"
@@ -209,7 +210,12 @@ Status LaunchQkNormRope(const QkNormRopeParams& p, cudaStream_t stream) {
   if (const int e = VecElems(p); e != 0) {
     // Four heads per warp once there are enough to fill the GPU several times over; one head per
     // warp below that (small batches are bound by latency, and want every SM busy).
-    const int per_warp = items >= kMultiHeadMinItems ? 4 : 1;
+    // PETAL_QK_ROPE_HEADS=1 keeps one head per warp at every size (A/B runs; read once).
+    static const bool one_head = [] {
+      const char* e = std::getenv("PETAL_QK_ROPE_HEADS");
+      return e != nullptr && e[0] == '1' && e[1] == '\0';
+    }();
+    const int per_warp = items >= kMultiHeadMinItems && !one_head ? 4 : 1;
     const int64_t per_block = int64_t{kVecWarpsPerBlock} * per_warp;
     const int64_t vblocks = (items + per_block - 1) / per_block;
     if (vblocks > 0x7fffffff) return BadArg(op, "too many rows");
