@@ -6,10 +6,12 @@
 # the tuner's plan table, *.json.kernels.txt) in $OUT/env_ab/<var>/<shape>-v<value>-r<round>.json,
 # a table in $OUT/env_ab/<var>/summary.md.
 # Env: AB_VAR (default PETAL_GEMM_CUTLASS), AB_VALUES (default "0 1"), AB_SHAPES (default
-# "0.6b 4b"), AB_ROUNDS (default 2), AB_EXTRA_ENV (e.g. "PETAL_L2_PREFETCH=1", applied to all).
+# "0.6b 4b"), AB_ROUNDS (default 2), AB_EXTRA_ENV (e.g. "PETAL_L2_PREFETCH=1", applied to all),
+# AB_ENGINE_ARGS (extra `petal bench engine` flags, e.g. "--quantize fp8 --no-fp8-gate"),
+# AB_SCENARIOS (replaces the per-shape scenario list), AB_TAG (suffix of the results folder).
 set -euo pipefail
 VAR="${AB_VAR:-PETAL_GEMM_CUTLASS}"
-D="$OUT/env_ab/$VAR"
+D="$OUT/env_ab/$VAR${AB_TAG:+-$AB_TAG}"
 mkdir -p "$D"
 SECS="${PETAL_BENCH_SECONDS:-2}"
 for shape in ${AB_SHAPES:-0.6b 4b}; do
@@ -18,12 +20,12 @@ for shape in ${AB_SHAPES:-0.6b 4b}; do
     petal make-model --shape pplx-embed-v1-$shape --attention bidirectional --out $M >/dev/null
   sc=latency_1x128,latency_1x512,latency_1x4096,latency_5x512,throughput_100x512
   [[ $shape == 4b ]] && sc=latency_1x128,latency_1x512,throughput_100x512
-  [[ $shape == minilm ]] && sc=latency_1x128,throughput_100x512
+  [[ -n "${AB_SCENARIOS:-}" ]] && sc=$AB_SCENARIOS
   for r in $(seq 1 "${AB_ROUNDS:-2}"); do
     for v in ${AB_VALUES:-0 1}; do
       echo "== $shape $VAR=$v round $r"
       env ${AB_EXTRA_ENV:-} "$VAR=$v" petal bench engine --model $M --backend cuda \
-        --max-batch-tokens 32768 --max-batch-seqs 128 --seconds "$SECS" --scenarios $sc \
+        --max-batch-tokens 32768 --max-batch-seqs 128 --seconds "$SECS" --scenarios $sc ${AB_ENGINE_ARGS:-} \
         --out "$D/$shape-v$v-r$r.json" | grep -E 'latency|throughput|check' || true
     done
   done
