@@ -7,7 +7,8 @@
 // backend) runs N replicas on whatever device the server picks, which is how CI exercises this
 // supervisor on the CPU engine. A replica that dies is restarted on its address (at
 // most once a second); SIGINT/SIGTERM stop the gateway first (no new requests; in-flight ones
-// finish), then the children, which drain themselves.
+// finish), then the children, which drain themselves. `--replica-transport local` instead runs the
+// engines in this process (RunLocal; server/local_replica.h).
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -24,12 +25,14 @@
 #include "cli/command.h"
 #include "cli/gateway_flags.h"
 #include "cli/gpu_select.h"
+#include "cli/local_replicas.h"
 #include "cli/model_arg.h"
 #include "cli/trace_flags.h"
 #include "common/log.h"
 #include "engine/cuda/cuda_engine.h"
 #include "gateway/gateway.h"
 #include "wire/client.h"
+#include "wire/replica_transport.h"
 
 namespace petal::cli {
 namespace {
@@ -160,6 +163,73 @@ void StopChildren(std::vector<Child>* children, int grace_ms) {
   }
 }
 
+// --replica-transport local: every replica is an engine in this process (server::LocalReplica,
+// registered as local:replica-<i>), no child processes and no supervisor: see local_replica.h for
+// what that gives up. With --gpus, replica i runs on the i-th chosen GPU (--device).
+int RunLocal(ServeArgs& a, const std::vector<std::string>& gpus, const sigset_t& signals) {
+  const char* parent_visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  std::vector<std::shared_ptr<server::LocalReplica>> replicas;
+  auto stop_all = [&replicas] {
+    for (size_t i = 0; i < replicas.size(); ++i) {
+      wire::UnregisterLocalReplica("replica-" + std::to_string(i));
+      replicas[i]->Shutdown();
+    }
+  };
+  for (int i = 0; i < a.replicas; ++i) {
+    std::vector<std::string> flags;
+    if (a.fake) {
+      flags = {"--fake-engine"};
+    } else {
+      flags = {"--model", a.gateway.model_dir, "--backend", a.backend, "--quantize", a.quantize};
+      if (!a.fp8_scales.empty()) flags.insert(flags.end(), {"--fp8-scales", a.fp8_scales});
+    }
+    int device = a.devices.empty() ? -1 : a.devices[i % a.devices.size()];
+    if (!gpus.empty()) {
+      auto d = DeviceIndexOf(gpus[i], parent_visible ? parent_visible : "");
+      if (!d.ok()) {
+        std::fprintf(stderr, "error: %s\n", d.status().message().c_str());
+        stop_all();
+        return 2;
+      }
+      device = *d;
+    }
+    if (device >= 0) flags.insert(flags.end(), {"--device", std::to_string(device)});
+    flags.insert(flags.end(), a.server_args.begin(), a.server_args.end());
+    auto r = StartLocalReplica(flags);
+    if (!r.ok()) {
+      Log("error", "cannot start local replica",
+          {{"replica", std::to_string(i)}, {"error", r.status().ToString()}});
+      stop_all();
+      return 1;
+    }
+    replicas.push_back(*r);
+    wire::RegisterLocalReplica("replica-" + std::to_string(i), *r);
+    a.gateway.servers.push_back(std::string(wire::kLocalAddressPrefix) + "replica-" +
+                                std::to_string(i));
+  }
+  Tracing tracing;  // outlives the gateway
+  if (!tracing.Start(a.otlp_endpoint, "petal-gateway")) {
+    stop_all();
+    return 1;
+  }
+  auto g = gateway::Gateway::Start(a.gateway);
+  if (!g.ok()) {
+    Log("error", "cannot start gateway", {{"error", g.status().ToString()}});
+    stop_all();
+    return 1;
+  }
+  LogGatewayStarted(a.gateway, (*g)->port());
+  int sig = 0;
+  do sigwait(&signals, &sig);
+  while (sig == SIGCHLD);
+  Log("info", "signal received; stopping gateway, then local replicas",
+      {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+  g->reset();  // in-flight requests finish first
+  stop_all();
+  Log("info", "stopped");
+  return 0;
+}
+
 int RunServe(ServeArgs& a) {
   sigset_t signals;
   sigemptyset(&signals);
@@ -184,6 +254,7 @@ int RunServe(ServeArgs& a) {
       a.devices = {0};
     }
   }
+  if (a.transport == "local") return RunLocal(a, gpus, signals);
   // Unix sockets live in a folder only this user can enter, removed on the way out.
   std::string socket_dir;
   if (a.transport == "unix") {
@@ -324,9 +395,10 @@ std::function<int()> SetupServe(CLI::App* app) {
       ->capture_default_str();
   app->add_option("--port", a->port, "HTTP port (shorthand for --listen 127.0.0.1:PORT)");
   app->add_option("--replica-transport", a->transport,
-                  "Gateway-to-replica gRPC hop: unix (a domain socket per replica in a private "
-                  "/tmp folder) or tcp (loopback ports)")
-      ->check(CLI::IsMember({"unix", "tcp"}))
+                  "Gateway-to-replica hop: unix (a server process per replica, gRPC over a domain "
+                  "socket in a private /tmp folder), tcp (the same over loopback ports) or local "
+                  "(engines in this process: no gRPC hop, no process isolation)")
+      ->check(CLI::IsMember({"unix", "tcp", "local"}))
       ->capture_default_str();
   AddTraceFlag(app, &a->otlp_endpoint);
   return [a] {

@@ -11,6 +11,7 @@
 #include "cli/bench_commands.h"
 #include "cli/command.h"
 #include "cli/engine_flags.h"
+#include "cli/local_replicas.h"
 #include "cli/model_arg.h"
 #include "cli/trace_flags.h"
 #include "common/log.h"
@@ -38,6 +39,40 @@ struct ServerArgs {
   std::string otlp_endpoint;
 };
 
+server::EngineLoopOptions LoopOptions(const ServerArgs& a) {
+  server::EngineLoopOptions o;
+  o.limits = {a.engine.cuda.max_tokens, a.engine.cuda.max_seqs};
+  o.max_queue_tokens = a.max_queue_tokens;
+  o.max_queue_requests = a.max_queue_requests;
+  o.max_inflight_batches = a.max_inflight;
+  // Spinning keeps batch-1 latency free of a thread wake-up, but on the CPU engine the core it
+  // burns is one the model needs.
+  const bool gpu =
+      !a.fake && (a.engine.backend == "cuda" || (a.engine.backend == "auto" && CudaAvailable()));
+  o.idle_spin_us = a.idle_spin_us >= 0 ? a.idle_spin_us : (gpu ? 2000 : 0);
+  return o;
+}
+
+// The engine `petal server` serves for `a` (the FakeEngine with --fake-engine).
+StatusOr<std::unique_ptr<Engine>> BuildEngine(const ServerArgs& a) {
+  if (a.fake) {
+    server::FakeEngineOptions fo;
+    fo.per_batch = std::chrono::microseconds(a.fake_latency_us);
+    fo.vocab_size = a.fake_vocab_size;
+    fo.result_slots = ResultSlotsFor(a.max_inflight);
+    return std::unique_ptr<Engine>(std::make_unique<server::FakeEngine>(fo));
+  }
+  EngineOptions eo = a.engine;
+  // One result slot per batch the loop may hold un-waited (--max-inflight-batches).
+  eo.cuda.ring_slots = std::max(eo.cuda.ring_slots, ResultSlotsFor(a.max_inflight));
+  // The engine must hold the longest sequence the server accepts even when the scheduler's
+  // token budget is smaller (such a sequence runs in a batch of its own).
+  if (auto cfg = LoadModelConfig(a.model); cfg.ok()) {
+    eo.cuda.max_tokens = std::max(eo.cuda.max_tokens, cfg->max_position_embeddings);
+  }
+  return CreateEngine(a.model, eo);
+}
+
 int RunServer(const ServerArgs& a) {
   // Signals are taken synchronously by this thread (sigwait); block them before any thread starts
   // so gRPC's and the engine loop's threads inherit the mask.
@@ -51,15 +86,7 @@ int RunServer(const ServerArgs& a) {
 
   server::ServerOptions so;
   so.listen = a.listen;
-  so.loop.limits = {a.engine.cuda.max_tokens, a.engine.cuda.max_seqs};
-  so.loop.max_queue_tokens = a.max_queue_tokens;
-  so.loop.max_queue_requests = a.max_queue_requests;
-  so.loop.max_inflight_batches = a.max_inflight;
-  // Spinning keeps batch-1 latency free of a thread wake-up, but on the CPU engine the core it
-  // burns is one the model needs.
-  const bool gpu =
-      !a.fake && (a.engine.backend == "cuda" || (a.engine.backend == "auto" && CudaAvailable()));
-  so.loop.idle_spin_us = a.idle_spin_us >= 0 ? a.idle_spin_us : (gpu ? 2000 : 0);
+  so.loop = LoopOptions(a);
   so.grpc_poll_us = a.grpc_poll_us;
   auto srv = server::EmbedServer::Start(so);
   if (!srv.ok()) {
@@ -70,30 +97,13 @@ int RunServer(const ServerArgs& a) {
       {{"listen", a.listen},
        {"port", std::to_string((*srv)->port())},
        {"model", a.fake ? "fake" : a.model}});
-  std::unique_ptr<Engine> engine;
-  if (a.fake) {
-    server::FakeEngineOptions fo;
-    fo.per_batch = std::chrono::microseconds(a.fake_latency_us);
-    fo.vocab_size = a.fake_vocab_size;
-    fo.result_slots = ResultSlotsFor(a.max_inflight);
-    engine = std::make_unique<server::FakeEngine>(fo);
-  } else {
-    EngineOptions eo = a.engine;
-    // One result slot per batch the loop may hold un-waited (--max-inflight-batches).
-    eo.cuda.ring_slots = std::max(eo.cuda.ring_slots, ResultSlotsFor(a.max_inflight));
-    // The engine must hold the longest sequence the server accepts even when the scheduler's
-    // token budget is smaller (such a sequence runs in a batch of its own).
-    if (auto cfg = LoadModelConfig(a.model); cfg.ok()) {
-      eo.cuda.max_tokens = std::max(eo.cuda.max_tokens, cfg->max_position_embeddings);
-    }
-    auto e = CreateEngine(a.model, eo);
-    if (!e.ok()) {
-      Log("error", "cannot load model", {{"model", a.model}, {"error", e.status().ToString()}});
-      (*srv)->Shutdown(std::chrono::milliseconds(0));
-      return 1;
-    }
-    engine = std::move(e).value();
+  auto built = BuildEngine(a);
+  if (!built.ok()) {
+    Log("error", "cannot load model", {{"model", a.model}, {"error", built.status().ToString()}});
+    (*srv)->Shutdown(std::chrono::milliseconds(0));
+    return 1;
   }
+  std::unique_ptr<Engine> engine = std::move(built).value();
   const ModelConfig& c = engine->config();
   Log("info", "serving",
       {{"model", a.fake ? "fake" : a.model},
@@ -120,8 +130,7 @@ int RunServer(const ServerArgs& a) {
   return 0;
 }
 
-std::function<int()> SetupServer(CLI::App* app) {
-  auto a = std::make_shared<ServerArgs>();
+void AddServerFlags(CLI::App* app, ServerArgs* a) {
   app->add_option("--model", a->model,
                   "Model folder (config.json + safetensors) or hub id ORG/NAME[@REV]");
   app->add_option("--listen", a->listen, "Address to listen on, host:port (port 0 picks one)")
@@ -160,6 +169,11 @@ std::function<int()> SetupServer(CLI::App* app) {
       ->check(CLI::Range(2, 1 << 24))
       ->capture_default_str();
   AddTraceFlag(app, &a->otlp_endpoint);
+}
+
+std::function<int()> SetupServer(CLI::App* app) {
+  auto a = std::make_shared<ServerArgs>();
+  AddServerFlags(app, a.get());
   return [a] {
     if (a->model.empty() && !a->fake) {
       std::fprintf(stderr, "error: --model is required (or --fake-engine)\n");
@@ -289,6 +303,25 @@ std::function<int()> SetupClient(CLI::App* app) {
 }
 
 }  // namespace
+
+StatusOr<std::shared_ptr<server::LocalReplica>> StartLocalReplica(
+    const std::vector<std::string>& server_flags) {
+  CLI::App app("petal server (in-process replica)");
+  ServerArgs a;
+  AddServerFlags(&app, &a);
+  std::vector<std::string> args(server_flags.rbegin(), server_flags.rend());  // CLI11: reversed
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    return InvalidArgument(std::string("replica flags: ") + e.what());
+  }
+  if (a.model.empty() && !a.fake) return InvalidArgument("replica flags: --model is required");
+  PETAL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, BuildEngine(a));
+  Log("info", "local replica serving",
+      {{"model", a.fake ? "fake" : a.model}, {"backend", engine->backend()}});
+  return std::make_shared<server::LocalReplica>(std::move(engine), LoopOptions(a));
+}
+
 }  // namespace petal::cli
 
 PETAL_REGISTER_COMMAND(server, "server", "Run the gRPC inference server", petal::cli::SetupServer);

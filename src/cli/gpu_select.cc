@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <sstream>
 
 namespace petal::cli {
@@ -66,6 +67,27 @@ StatusOr<std::vector<std::string>> ResolveGpus(const std::string& spec, int visi
     out.push_back(static_cast<size_t>(d) < parent.size() ? parent[d] : std::to_string(d));
   }
   return out;
+}
+
+StatusOr<int> DeviceIndexOf(const std::string& entry, const std::string& parent_visible) {
+  if (parent_visible.empty()) {
+    char* end = nullptr;
+    const long v = std::strtol(entry.c_str(), &end, 10);
+    if (entry.empty() || *end != '\0' || v < 0 || v > 1 << 16)
+      return InvalidArgument("--gpus: '" + entry + "' is not a device index");
+    return static_cast<int>(v);
+  }
+  int index = 0;
+  size_t start = 0;
+  while (start <= parent_visible.size()) {
+    size_t comma = parent_visible.find(',', start);
+    if (comma == std::string::npos) comma = parent_visible.size();
+    if (parent_visible.compare(start, comma - start, entry) == 0) return index;
+    ++index;
+    start = comma + 1;
+  }
+  return InvalidArgument("--gpus: '" + entry +
+                         "' is not in CUDA_VISIBLE_DEVICES=" + parent_visible);
 }
 
 }  // namespace petal::cli

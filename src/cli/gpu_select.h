@@ -19,4 +19,9 @@ namespace petal::cli {
 StatusOr<std::vector<std::string>> ResolveGpus(const std::string& spec, int visible,
                                                const std::string& parent_visible);
 
+// The device index, in this process's numbering, of `entry` (one of ResolveGpus's values): its
+// position in `parent_visible`, or the entry itself as a number when that is "". For replicas in
+// this process (`--replica-transport local`), which cannot set CUDA_VISIBLE_DEVICES per replica.
+StatusOr<int> DeviceIndexOf(const std::string& entry, const std::string& parent_visible);
+
 }  // namespace petal::cli

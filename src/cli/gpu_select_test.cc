@@ -44,4 +44,12 @@ TEST(GpuSelect, BadSpecsAreInvalidArguments) {
 }
 
 }  // namespace
+TEST(DeviceIndexOf, PositionInParentListOrTheIndexItself) {
+  EXPECT_EQ(*DeviceIndexOf("3", ""), 3);
+  EXPECT_EQ(*DeviceIndexOf("5", "4,5"), 1);
+  EXPECT_EQ(*DeviceIndexOf("GPU-ab", "GPU-cd,GPU-ab"), 1);
+  EXPECT_FALSE(DeviceIndexOf("7", "4,5").ok());
+  EXPECT_FALSE(DeviceIndexOf("x", "").ok());
+}
+
 }  // namespace petal::cli

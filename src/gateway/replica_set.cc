@@ -23,6 +23,13 @@ int64_t DefaultMaxHeldTokens() {
   return std::clamp<int64_t>(bytes / 8 / kHeldBytesPerToken, int64_t{1} << 22, int64_t{1} << 28);
 }
 
+std::shared_ptr<wire::ReplicaTransport> ReplicaSet::MakeTransport(const std::string& address) {
+  if (!wire::IsLocalAddress(address))
+    return std::make_shared<wire::EmbedClient>(address, poller_.get());
+  if (auto local = wire::FindLocalReplica(address)) return local;
+  return wire::UnavailableTransport("gateway: no local replica is registered as " + address);
+}
+
 ReplicaSet::ReplicaSet(const std::vector<std::string>& addresses,
                        std::chrono::milliseconds health_interval,
                        std::chrono::milliseconds call_timeout, FlowOptions flow,
@@ -35,7 +42,7 @@ ReplicaSet::ReplicaSet(const std::vector<std::string>& addresses,
   for (const auto& a : addresses) {
     auto r = std::make_unique<Replica>();
     r->address = a;
-    r->client = std::make_shared<wire::EmbedClient>(a, poller_.get());
+    r->client = MakeTransport(a);
     replicas_.push_back(std::move(r));
   }
   // One synchronous round so that a gateway started after its servers is ready at once.
@@ -62,7 +69,7 @@ void ReplicaSet::HealthLoop(Replica* r) {
     auto s = r->Client()->Serving();
     bool up = s.ok() && *s;
     if (!up) {
-      auto fresh = std::make_shared<wire::EmbedClient>(r->address, poller_.get());
+      auto fresh = MakeTransport(r->address);
       auto f = fresh->Serving();
       if (f.ok() && *f) {
         std::lock_guard<std::mutex> client_lock(r->mu);

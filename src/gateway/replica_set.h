@@ -34,6 +34,7 @@
 
 #include "common/status.h"
 #include "wire/client.h"
+#include "wire/replica_transport.h"
 #include "wire/reply_poller.h"
 
 namespace petal::gateway {
@@ -111,9 +112,9 @@ class ReplicaSet {
     std::string address;
     // Replaced by the health thread when a fresh channel reaches a replica that the old one
     // cannot (see HealthLoop); guarded by mu, used through copies.
-    std::shared_ptr<wire::EmbedClient> client;
+    std::shared_ptr<wire::ReplicaTransport> client;
     mutable std::mutex mu;
-    std::shared_ptr<wire::EmbedClient> Client() const {
+    std::shared_ptr<wire::ReplicaTransport> Client() const {
       std::lock_guard<std::mutex> lock(mu);
       return client;
     }
@@ -136,6 +137,9 @@ class ReplicaSet {
     Done done;
     std::string traceparent;
   };
+  // A gRPC client for host:port / unix: addresses, the registered in-process replica for
+  // "local:<name>" (wire/replica_transport.h), or one that answers UNAVAILABLE until it is.
+  std::shared_ptr<wire::ReplicaTransport> MakeTransport(const std::string& address);
   // The least-loaded up replica with room for `tokens`; null if none. Needs flow_mu_.
   Replica* PickLocked(int64_t tokens) const;
   // Sends queued chunks, head first, while replicas have room; answers expired ones.

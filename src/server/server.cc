@@ -10,6 +10,7 @@
 #include "petal.grpc.pb.h"
 #include "server/grpc_poller.h"
 #include "server/request.h"
+#include "server/server_info.h"
 #include "trace/trace.h"
 
 namespace petal::server {
@@ -24,14 +25,6 @@ struct Backend {
   std::unique_ptr<Engine> engine;
   std::unique_ptr<EngineLoop> loop;
 };
-
-void FillHistogram(const Histogram& h, v1::Histogram* out) {
-  const auto s = h.Read();
-  for (double b : s.bounds) out->add_bounds(b);
-  for (uint64_t c : s.cumulative) out->add_counts(c);
-  out->set_sum(s.sum);
-  out->set_count(s.count);
-}
 
 }  // namespace
 
@@ -154,38 +147,7 @@ class EmbedServer::Impl final : public v1::Embedder::CallbackService {
       reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "model is still loading"));
       return reactor;
     }
-    const ModelConfig& c = backend->engine->config();
-    resp->set_protocol_version(kProtocolVersion);
-    resp->set_min_protocol_version(kMinProtocolVersion);
-    resp->set_model_dir(c.model_dir);
-    resp->set_architecture(ArchitectureName(c.architecture));
-    resp->set_hf_architecture(c.hf_architecture);
-    resp->set_hidden_size(c.hidden_size);
-    resp->set_max_tokens(MaxSequenceTokens(c));
-    resp->set_max_seq_length(c.max_seq_length);
-    resp->set_vocab_size(c.vocab_size);
-    resp->set_pooling(PoolingModeName(c.pooling));
-    resp->set_normalize(c.normalize);
-    resp->set_int8_mode(Int8ModeName(c.int8_mode));
-    resp->set_backend(backend->engine->backend());
-    const auto& lo = backend->loop->options();
-    resp->set_max_batch_tokens(lo.limits.max_batch_tokens);
-    resp->set_max_batch_seqs(lo.limits.max_batch_seqs);
-    resp->set_max_queue_tokens(lo.max_queue_tokens);
-    resp->set_max_queue_requests(lo.max_queue_requests);
-    resp->set_task(ModelTaskName(c.task));
-    if (c.task == ModelTask::kScore) {
-      resp->set_score_outputs(static_cast<uint32_t>(c.score_outputs));
-      resp->set_score_activation(c.score_activation == ScoreActivation::kIdentity ? "identity"
-                                                                                  : "sigmoid");
-      resp->set_score_head(ScoreHeadName(c.score_head));
-      resp->add_dtypes(v1::DTYPE_FLOAT32);
-    } else {
-      for (auto t : {v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT16, v1::DTYPE_INT8, v1::DTYPE_BINARY,
-                     v1::DTYPE_UBINARY, v1::DTYPE_INT8_TANH}) {
-        resp->add_dtypes(t);
-      }
-    }
+    FillModelInfo(*backend->engine, backend->loop->options(), resp);
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
@@ -193,34 +155,8 @@ class EmbedServer::Impl final : public v1::Embedder::CallbackService {
   grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* ctx, const v1::StatsRequest*,
                                   v1::StatsResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    const ServerMetrics& m = metrics_;
-    resp->set_protocol_version(kProtocolVersion);
-    resp->set_uptime_us(
-        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started_).count());
-    resp->set_requests(m.requests.load());
-    resp->set_requests_ok(m.requests_ok.load());
-    resp->set_requests_rejected(m.requests_rejected.load());
-    resp->set_requests_invalid(m.requests_invalid.load());
-    resp->set_requests_cancelled(m.requests_cancelled.load());
-    resp->set_requests_expired(m.requests_expired.load());
-    resp->set_requests_failed(m.requests_failed.load());
-    resp->set_sequences(m.sequences.load());
-    resp->set_tokens(m.tokens.load());
-    resp->set_batches(m.batches.load());
-    resp->set_sequences_dropped(m.sequences_dropped.load());
-    if (Backend* backend = backend_.load(std::memory_order_acquire)) {
-      const QueueGauges g = backend->loop->Gauges();
-      resp->set_queue_requests(g.queue_requests);
-      resp->set_queue_tokens(g.queue_tokens);
-      resp->set_pending_sequences(g.pending_sequences);
-      resp->set_inflight_batches(g.inflight_batches);
-      for (const auto& [k, v] : backend->loop->EngineStats()) (*resp->mutable_engine())[k] = v;
-    }
-    FillHistogram(m.request_latency_s, resp->mutable_request_latency_s());
-    FillHistogram(m.queue_wait_s, resp->mutable_queue_wait_s());
-    FillHistogram(m.step_latency_s, resp->mutable_step_latency_s());
-    FillHistogram(m.batch_tokens, resp->mutable_batch_tokens());
-    FillHistogram(m.batch_sequences, resp->mutable_batch_sequences());
+    Backend* backend = backend_.load(std::memory_order_acquire);
+    FillStats(metrics_, started_, backend ? backend->loop.get() : nullptr, resp);
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }

@@ -18,6 +18,7 @@
 #include "common/status.h"
 #include "petal.grpc.pb.h"
 #include "wire/messages.h"
+#include "wire/replica_transport.h"
 
 namespace petal::wire {
 
@@ -47,7 +48,7 @@ class PendingCall {
 
 class ReplyPoller;
 
-class EmbedClient {
+class EmbedClient final : public ReplicaTransport {
  public:
   // Connects lazily to "host:port" or "unix:/path" without TLS. With a `poller`, EmbedAsync's
   // answers are picked up by its polling thread (reply_poller.h) instead of gRPC's callback
@@ -70,13 +71,12 @@ class EmbedClient {
   // Asynchronous Embed with a completion callback (for event-driven gateways). `done` runs once on
   // a gRPC thread and must not block. A non-empty `traceparent` (W3C trace context) is sent as
   // the call's `traceparent` metadata.
-  void EmbedAsync(v1::EmbedRequest request, std::chrono::milliseconds timeout,
-                  std::function<void(StatusOr<v1::EmbedResponse>)> done,
-                  const std::string& traceparent = {});
-  StatusOr<v1::ModelInfoResponse> ModelInfo();
-  StatusOr<v1::StatsResponse> Stats();
+  void EmbedAsync(v1::EmbedRequest request, std::chrono::milliseconds timeout, EmbedDone done,
+                  const std::string& traceparent = {}) override;
+  StatusOr<v1::ModelInfoResponse> ModelInfo() override;
+  StatusOr<v1::StatsResponse> Stats() override;
   // grpc.health.v1 Check for `service` ("" = the whole server): true iff SERVING.
-  StatusOr<bool> Serving(const std::string& service = "");
+  StatusOr<bool> Serving(const std::string& service = "") override;
   // Waits until the server answers SERVING or `timeout` passes.
   bool WaitUntilServing(std::chrono::milliseconds timeout);
 
