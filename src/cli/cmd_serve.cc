@@ -121,6 +121,22 @@ bool StartChild(Child* c) {
   return true;
 }
 
+// `petal server`'s flags for replica i: engine, device, tracing, --server-arg.
+std::vector<std::string> ReplicaFlags(const ServeArgs& a, int i) {
+  std::vector<std::string> f;
+  if (a.fake) {
+    f.push_back("--fake-engine");
+  } else {
+    f = {"--model", a.gateway.model_dir, "--backend", a.backend, "--quantize", a.quantize};
+    if (!a.fp8_scales.empty()) f.insert(f.end(), {"--fp8-scales", a.fp8_scales});
+  }
+  if (!a.devices.empty())
+    f.insert(f.end(), {"--device", std::to_string(a.devices[i % a.devices.size()])});
+  if (!a.otlp_endpoint.empty()) f.insert(f.end(), {"--otlp-endpoint", a.otlp_endpoint});
+  f.insert(f.end(), a.server_args.begin(), a.server_args.end());
+  return f;
+}
+
 // Restarts children that exited (not during shutdown).
 void ReapAndRestart(std::vector<Child>* children) {
   int status = 0;
@@ -164,70 +180,46 @@ void StopChildren(std::vector<Child>* children, int grace_ms) {
 }
 
 // --replica-transport local: every replica is an engine in this process (server::LocalReplica,
-// registered as local:replica-<i>), no child processes and no supervisor: see local_replica.h for
+// registered as local:replica-<i>), no child processes and no supervisor: local_replica.h says
 // what that gives up. With --gpus, replica i runs on the i-th chosen GPU (--device).
-int RunLocal(ServeArgs& a, const std::vector<std::string>& gpus, const sigset_t& signals) {
-  const char* parent_visible = std::getenv("CUDA_VISIBLE_DEVICES");
+struct Locals {
   std::vector<std::shared_ptr<server::LocalReplica>> replicas;
-  auto stop_all = [&replicas] {
+  ~Locals() { Stop(); }
+  void Stop() {
     for (size_t i = 0; i < replicas.size(); ++i) {
       wire::UnregisterLocalReplica("replica-" + std::to_string(i));
       replicas[i]->Shutdown();
     }
-  };
+    replicas.clear();
+  }
+};
+
+// Starts a.replicas local replicas and adds their addresses to the gateway's; false (reported)
+// if one cannot start.
+bool StartLocals(ServeArgs& a, const std::vector<std::string>& gpus, Locals* locals) {
+  const char* parent_visible = std::getenv("CUDA_VISIBLE_DEVICES");
   for (int i = 0; i < a.replicas; ++i) {
-    std::vector<std::string> flags;
-    if (a.fake) {
-      flags = {"--fake-engine"};
-    } else {
-      flags = {"--model", a.gateway.model_dir, "--backend", a.backend, "--quantize", a.quantize};
-      if (!a.fp8_scales.empty()) flags.insert(flags.end(), {"--fp8-scales", a.fp8_scales});
-    }
-    int device = a.devices.empty() ? -1 : a.devices[i % a.devices.size()];
+    std::vector<std::string> flags = ReplicaFlags(a, i);
     if (!gpus.empty()) {
       auto d = DeviceIndexOf(gpus[i], parent_visible ? parent_visible : "");
       if (!d.ok()) {
         std::fprintf(stderr, "error: %s\n", d.status().message().c_str());
-        stop_all();
-        return 2;
+        return false;
       }
-      device = *d;
+      flags.insert(flags.end(), {"--device", std::to_string(*d)});
     }
-    if (device >= 0) flags.insert(flags.end(), {"--device", std::to_string(device)});
-    flags.insert(flags.end(), a.server_args.begin(), a.server_args.end());
     auto r = StartLocalReplica(flags);
     if (!r.ok()) {
       Log("error", "cannot start local replica",
           {{"replica", std::to_string(i)}, {"error", r.status().ToString()}});
-      stop_all();
-      return 1;
+      return false;
     }
-    replicas.push_back(*r);
-    wire::RegisterLocalReplica("replica-" + std::to_string(i), *r);
-    a.gateway.servers.push_back(std::string(wire::kLocalAddressPrefix) + "replica-" +
-                                std::to_string(i));
+    const std::string name = "replica-" + std::to_string(i);
+    locals->replicas.push_back(*r);
+    wire::RegisterLocalReplica(name, *r);
+    a.gateway.servers.push_back(std::string(wire::kLocalAddressPrefix) + name);
   }
-  Tracing tracing;  // outlives the gateway
-  if (!tracing.Start(a.otlp_endpoint, "petal-gateway")) {
-    stop_all();
-    return 1;
-  }
-  auto g = gateway::Gateway::Start(a.gateway);
-  if (!g.ok()) {
-    Log("error", "cannot start gateway", {{"error", g.status().ToString()}});
-    stop_all();
-    return 1;
-  }
-  LogGatewayStarted(a.gateway, (*g)->port());
-  int sig = 0;
-  do sigwait(&signals, &sig);
-  while (sig == SIGCHLD);
-  Log("info", "signal received; stopping gateway, then local replicas",
-      {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
-  g->reset();  // in-flight requests finish first
-  stop_all();
-  Log("info", "stopped");
-  return 0;
+  return true;
 }
 
 int RunServe(ServeArgs& a) {
@@ -251,10 +243,11 @@ int RunServe(ServeArgs& a) {
     if (!gpus.empty()) {
       a.replicas = static_cast<int>(gpus.size());
       a.backend = "cuda";
-      a.devices = {0};
+      if (a.transport != "local") a.devices = {0};  // each child sees only its GPU
     }
   }
-  if (a.transport == "local") return RunLocal(a, gpus, signals);
+  Locals locals;
+  if (a.transport == "local" && !StartLocals(a, gpus, &locals)) return 1;
   // Unix sockets live in a folder only this user can enter, removed on the way out.
   std::string socket_dir;
   if (a.transport == "unix") {
@@ -271,8 +264,8 @@ int RunServe(ServeArgs& a) {
       if (!dir.empty()) std::filesystem::remove_all(dir);
     }
   } remove_sockets{socket_dir};
-  std::vector<Child> children(a.replicas);
-  for (int i = 0; i < a.replicas; ++i) {
+  std::vector<Child> children(a.transport == "local" ? 0 : a.replicas);
+  for (int i = 0; i < static_cast<int>(children.size()); ++i) {
     Child& c = children[i];
     if (!gpus.empty()) {
       c.gpu = gpus[i];
@@ -284,24 +277,10 @@ int RunServe(ServeArgs& a) {
     } else {
       c.address = "unix:" + socket_dir + "/replica-" + std::to_string(i) + ".sock";
     }
-    c.argv = {"petal",
-              "server",
-              "--listen",
-              c.address,
-              "--shutdown-grace-ms",
+    c.argv = {"petal", "server", "--listen", c.address, "--shutdown-grace-ms",
               std::to_string(a.grace_ms)};
-    if (a.fake) {
-      c.argv.push_back("--fake-engine");
-    } else {
-      c.argv.insert(c.argv.end(), {"--model", a.gateway.model_dir, "--backend", a.backend,
-                                   "--quantize", a.quantize});
-      if (!a.fp8_scales.empty()) c.argv.insert(c.argv.end(), {"--fp8-scales", a.fp8_scales});
-    }
-    if (!a.devices.empty()) {
-      c.argv.insert(c.argv.end(), {"--device", std::to_string(a.devices[i % a.devices.size()])});
-    }
-    if (!a.otlp_endpoint.empty()) c.argv.insert(c.argv.end(), {"--otlp-endpoint", a.otlp_endpoint});
-    c.argv.insert(c.argv.end(), a.server_args.begin(), a.server_args.end());
+    const std::vector<std::string> flags = ReplicaFlags(a, i);
+    c.argv.insert(c.argv.end(), flags.begin(), flags.end());
     if (c.address.empty() || !StartChild(&c)) {
       StopChildren(&children, 0);
       return 1;
@@ -354,6 +333,7 @@ int RunServe(ServeArgs& a) {
       {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
   g->reset();
   StopChildren(&children, a.grace_ms);
+  locals.Stop();
   Log("info", "stopped");
   return 0;
 }
