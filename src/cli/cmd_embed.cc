@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "bulk/embed_dataset.h"
 #include "cli/command.h"
-#include "cli/embed_dataset.h"
 #include "cli/engine_flags.h"
 #include "cli/gpu_select.h"
 #include "cli/model_arg.h"
@@ -303,7 +303,8 @@ int RunEmbed(const EmbedOptions& opts) {
 }
 
 // The dataset flags (--input ...): embed_dataset.h.
-void AddDatasetFlags(CLI::App* sub, DatasetOptions* d, std::string* shard, std::string* gpus) {
+void AddDatasetFlags(CLI::App* sub, bulk::DatasetOptions* d, std::string* shard,
+                     std::string* gpus) {
   sub->add_option("--input", d->input, "Dataset to embed: .jsonl or .parquet (with --output)");
   sub->add_option("--output", d->output, "Where the embeddings go: .parquet or .npy (+ ids)");
   sub->add_option("--text-field", d->text_field, "--input: the text column")->capture_default_str();
@@ -338,7 +339,7 @@ void AddDatasetFlags(CLI::App* sub, DatasetOptions* d, std::string* shard, std::
 
 std::function<int()> SetupEmbed(CLI::App* sub) {
   auto opts = std::make_shared<EmbedOptions>();
-  auto data = std::make_shared<DatasetOptions>();
+  auto data = std::make_shared<bulk::DatasetOptions>();
   auto shard = std::make_shared<std::string>();
   auto gpus = std::make_shared<std::string>();
   AddDatasetFlags(sub, data.get(), shard.get(), gpus.get());
@@ -416,7 +417,7 @@ std::function<int()> SetupEmbed(CLI::App* sub) {
       data->engine.cuda.max_seqs = sub->count("--max-batch-texts") > 0
                                        ? std::max(opts->max_batch_texts, 512)
                                        : std::max(512, std::min(data->batch_rows, 4096));
-      return RunEmbedDataset(*data);
+      return bulk::RunEmbedDataset(*data);
     }
     for (const std::string& arg : sub->remaining()) {
       if (arg.size() > 1 && arg[0] == '-' && arg[1] == '-') {

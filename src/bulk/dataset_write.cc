@@ -1,4 +1,4 @@
-#include "cli/dataset_write.h"
+#include "bulk/dataset_write.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -11,9 +11,9 @@
 #include <mutex>
 #include <thread>
 
-#include "cli/dataset_child.h"
+#include "bulk/dataset_child.h"
 
-namespace petal::cli {
+namespace petal::bulk {
 namespace {
 
 const char* const kSuffix[3] = {"", ".ids", ".scales"};
@@ -335,4 +335,4 @@ StatusOr<std::unique_ptr<OutputSink>> OpenOutputSink(DatasetFormat format,
   return InvalidArgument("--output must be .parquet or .npy");
 }
 
-}  // namespace petal::cli
+}  // namespace petal::bulk

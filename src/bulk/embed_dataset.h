@@ -15,7 +15,7 @@
 
 #include "engine/engine_factory.h"
 
-namespace petal::cli {
+namespace petal::bulk {
 
 struct DatasetOptions {
   std::string model_dir;
@@ -44,4 +44,4 @@ struct DatasetOptions {
 // itself (exit status 0) once the output is durable, without tearing the engines down.
 int RunEmbedDataset(const DatasetOptions& opts);
 
-}  // namespace petal::cli
+}  // namespace petal::bulk

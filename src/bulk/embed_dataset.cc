@@ -1,4 +1,4 @@
-#include "cli/embed_dataset.h"
+#include "bulk/embed_dataset.h"
 
 #include <signal.h>
 #include <sys/resource.h>
@@ -12,17 +12,17 @@
 #include <future>
 #include <thread>
 
-#include "cli/dataset_backend.h"
-#include "cli/dataset_io.h"
-#include "cli/dataset_manifest.h"
-#include "cli/dataset_write.h"
+#include "bulk/dataset_backend.h"
+#include "bulk/dataset_io.h"
+#include "bulk/dataset_manifest.h"
+#include "bulk/dataset_write.h"
 #include "common/process_clock.h"
 #include "model/config.h"
 #include "tokenizer/prompts.h"
 #include "tokenizer/tokenizer.h"
 #include "wire/codec.h"
 
-namespace petal::cli {
+namespace petal::bulk {
 namespace {
 
 namespace fs = std::filesystem;
@@ -367,4 +367,4 @@ int RunEmbedDataset(const DatasetOptions& o) {
   std::_Exit(0);
 }
 
-}  // namespace petal::cli
+}  // namespace petal::bulk

@@ -3,14 +3,14 @@
 // id follows as a zigzag varint), integers are zigzag varints, binaries a varint length and bytes,
 // lists and sets a size/type byte (size 15: a varint follows), maps a varint size and a key/value
 // type byte, structs fields up to a zero byte.
-#include "cli/parquet_footer.h"
+#include "bulk/parquet_footer.h"
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <vector>
 
-namespace petal::cli {
+namespace petal::bulk {
 namespace {
 
 enum Type : uint8_t {
@@ -199,4 +199,4 @@ StatusOr<int64_t> ParquetRowCount(const std::string& path) {
   return rows;
 }
 
-}  // namespace petal::cli
+}  // namespace petal::bulk

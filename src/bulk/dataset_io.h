@@ -13,7 +13,7 @@
 
 #include "common/status.h"
 
-namespace petal::cli {
+namespace petal::bulk {
 
 enum class DatasetFormat { kJsonl, kParquet, kNpy };
 
@@ -64,4 +64,4 @@ int ElemBytes(ElemType t);
 // A JSON string literal for `s` (quotes included).
 std::string JsonQuote(const std::string& s);
 
-}  // namespace petal::cli
+}  // namespace petal::bulk

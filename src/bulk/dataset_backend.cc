@@ -1,4 +1,4 @@
-#include "cli/dataset_backend.h"
+#include "bulk/dataset_backend.h"
 
 #include <condition_variable>
 #include <deque>
@@ -12,7 +12,7 @@
 #include "model/config.h"
 #include "server/fake_engine.h"
 
-namespace petal::cli {
+namespace petal::bulk {
 namespace {
 
 // Encodes pooled rows `e` into `out` starting at row `row0`.
@@ -219,4 +219,4 @@ StatusOr<std::unique_ptr<Backend>> StartBackend(const DatasetOptions& o,
   return std::unique_ptr<Backend>(new RemoteBackend(o, std::move(so)));
 }
 
-}  // namespace petal::cli
+}  // namespace petal::bulk

@@ -1,4 +1,4 @@
-#include "cli/dataset_manifest.h"
+#include "bulk/dataset_manifest.h"
 
 #include <simdjson.h>
 #include <unistd.h>
@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "cli/dataset_io.h"
+#include "bulk/dataset_io.h"
 #include "common/file_util.h"
 
-namespace petal::cli {
+namespace petal::bulk {
 
 namespace fs = std::filesystem;
 
@@ -131,4 +131,4 @@ void RemoveParts(const std::string& dir) {
   fs::remove_all(dir, ec);
 }
 
-}  // namespace petal::cli
+}  // namespace petal::bulk

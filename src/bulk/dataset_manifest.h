@@ -14,10 +14,10 @@
 #include <thread>
 #include <vector>
 
-#include "cli/dataset_write.h"
+#include "bulk/dataset_write.h"
 #include "common/status.h"
 
-namespace petal::cli {
+namespace petal::bulk {
 
 struct Part {
   std::string file;
@@ -59,4 +59,4 @@ class PartCommitter {
   std::thread thread_;
 };
 
-}  // namespace petal::cli
+}  // namespace petal::bulk

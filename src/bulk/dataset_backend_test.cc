@@ -1,7 +1,7 @@
 // LocalBackend with several engines (FakeEngine, hashed rows): many threads embedding at once get
 // exactly their own rows, in order, across sub-batches and the engines' pipelined steps; also
 // run under ThreadSanitizer (label tsan).
-#include "cli/dataset_backend.h"
+#include "bulk/dataset_backend.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include "model/config.h"
 #include "server/fake_engine.h"
 
-namespace petal::cli {
+namespace petal::bulk {
 namespace {
 
 const char* kModel = "tests/fixtures/layouts/bge";  // a config only: the FakeEngine reads it
@@ -89,4 +89,4 @@ TEST(DatasetBackend, EmptyCallAndBadTokensAreAnswered) {
 }
 
 }  // namespace
-}  // namespace petal::cli
+}  // namespace petal::bulk

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "cli/dataset_io.h"
+#include "bulk/dataset_io.h"
 #include "common/status.h"
 
-namespace petal::cli {
+namespace petal::bulk {
 
 // Rows of one batch: ids, ids.size() * dim elements, and (int8) one scale per row.
 struct RowBlock {
@@ -65,4 +65,4 @@ StatusOr<std::unique_ptr<OutputSink>> OpenOutputSink(DatasetFormat format,
                                                      const std::string& tmp_dir, int dim,
                                                      ElemType type, const std::string& metadata);
 
-}  // namespace petal::cli
+}  // namespace petal::bulk

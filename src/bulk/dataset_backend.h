@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "cli/embed_dataset.h"
+#include "bulk/embed_dataset.h"
 #include "common/status.h"
 #include "wire/codec.h"
 
-namespace petal::cli {
+namespace petal::bulk {
 
 using Seqs = std::vector<std::vector<int32_t>>;
 
@@ -36,4 +36,4 @@ class Backend {
 StatusOr<std::unique_ptr<Backend>> StartBackend(const DatasetOptions& o,
                                                 const wire::OutputFormat& format);
 
-}  // namespace petal::cli
+}  // namespace petal::bulk

@@ -11,7 +11,7 @@
 
 #include "common/status.h"
 
-namespace petal::cli {
+namespace petal::bulk {
 
 // num_rows (field 3) of a serialised FileMetaData. Errors name what is malformed.
 StatusOr<int64_t> FooterRowCount(std::string_view footer);
@@ -20,4 +20,4 @@ StatusOr<int64_t> FooterRowCount(std::string_view footer);
 // footer. An encrypted footer (PARE) is refused with a clear message.
 StatusOr<int64_t> ParquetRowCount(const std::string& path);
 
-}  // namespace petal::cli
+}  // namespace petal::bulk

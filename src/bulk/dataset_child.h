@@ -10,7 +10,7 @@
 
 #include "common/status.h"
 
-namespace petal::cli {
+namespace petal::bulk {
 
 // Writes all n bytes (retrying short writes and EINTR).
 Status WriteAll(int fd, const void* data, size_t n);
@@ -35,4 +35,4 @@ class ChildProcess {
   int in_ = -1, out_ = -1;
 };
 
-}  // namespace petal::cli
+}  // namespace petal::bulk

@@ -1,7 +1,7 @@
 // ParquetRowCount / FooterRowCount: hand-encoded Thrift footers (every type skipped, long and
 // short field ids and list sizes), every truncation and random bytes (an error, never a crash),
 // and files written by pyarrow (when $PETAL_PYTHON has it) against pyarrow's own count.
-#include "cli/parquet_footer.h"
+#include "bulk/parquet_footer.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -13,7 +13,7 @@
 #include <random>
 #include <string>
 
-namespace petal::cli {
+namespace petal::bulk {
 namespace {
 
 // A minimal Thrift compact-protocol writer for the test's footers.
@@ -211,4 +211,4 @@ TEST(ParquetFooter, FilesWrittenByPyarrow) {
 }
 
 }  // namespace
-}  // namespace petal::cli
+}  // namespace petal::bulk

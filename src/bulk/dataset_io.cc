@@ -1,4 +1,4 @@
-#include "cli/dataset_io.h"
+#include "bulk/dataset_io.h"
 
 #include <simdjson.h>
 #include <unistd.h>
@@ -11,10 +11,10 @@
 #include <mutex>
 #include <thread>
 
-#include "cli/dataset_child.h"
-#include "cli/parquet_footer.h"
+#include "bulk/dataset_child.h"
+#include "bulk/parquet_footer.h"
 
-namespace petal::cli {
+namespace petal::bulk {
 namespace {
 
 bool EndsWith(const std::string& s, const char* suffix) {
@@ -309,4 +309,4 @@ StatusOr<std::unique_ptr<RowReader>> OpenReader(const std::string& path, Dataset
   return std::unique_ptr<RowReader>(std::move(r));
 }
 
-}  // namespace petal::cli
+}  // namespace petal::bulk

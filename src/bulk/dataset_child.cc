@@ -1,4 +1,4 @@
-#include "cli/dataset_child.h"
+#include "bulk/dataset_child.h"
 
 #include <spawn.h>
 #include <sys/wait.h>
@@ -7,12 +7,12 @@
 #include <cerrno>
 #include <cstring>
 
-#include "cli/dataset_io.h"
+#include "bulk/dataset_io.h"
 #include "dataset_arrow.h"  // generated: kDatasetArrowPy, the helper's source
 
 extern char** environ;
 
-namespace petal::cli {
+namespace petal::bulk {
 
 Status WriteAll(int fd, const void* data, size_t n) {
   const char* p = static_cast<const char*>(data);
@@ -111,4 +111,4 @@ Status ChildProcess::ReadLine(std::string* line) {
   }
 }
 
-}  // namespace petal::cli
+}  // namespace petal::bulk
