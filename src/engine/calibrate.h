@@ -1,4 +1,4 @@
-// The core of `petal calibrate` (cmd_calibrate.cc): runs token sequences through an engine built
+// The core of `petal calibrate` (src/cli/cmd_calibrate.cc): runs token sequences through an engine built
 // with an Fp8Calibrator as its observer (EngineOptions::observer) in packed batches, and turns
 // the calibrator's statistic into Fp8Scales with the model's fingerprint. Separate from the
 // command so that the CPU tests can drive it without a tokenizer. Thread-safety: one call at a
@@ -14,7 +14,7 @@
 #include "engine/engine.h"
 #include "model/fp8_scales.h"
 
-namespace petal::cli {
+namespace petal {
 
 struct CalibrationProgress {
   int batch = 0, batches = 0;     // batches done, of
@@ -35,4 +35,4 @@ StatusOr<Fp8Scales> RunCalibration(Engine* engine, Fp8Calibrator* calibrator,
 // layers and the layer holding the largest.
 std::string SummarizeScales(const Fp8Scales& s);
 
-}  // namespace petal::cli
+}  // namespace petal

@@ -4,17 +4,15 @@
 // models the first 16 tokens are type 0, the rest type 1). Per length: sequential requests
 // (p50/p99 latency) and `clients` concurrent clients (pairs/s). It runs on any model, so the same
 // numbers of a ranking model and the same-shape embedder compare directly.
-// Thread-safety: called from main() only.
+// Flags: src/cli/bench_flags.h. Thread-safety: called from main() only.
 #pragma once
-
-#include <CLI/CLI.hpp>
 
 #include <string>
 #include <vector>
 
 #include "engine/engine_factory.h"
 
-namespace petal::cli {
+namespace petal::bench {
 
 struct RerankBenchArgs {
   std::string model;
@@ -28,7 +26,6 @@ struct RerankBenchArgs {
   EngineOptions engine;
 };
 
-void AddRerankBenchFlags(CLI::App* app, RerankBenchArgs* a);
 int RunBenchRerank(const RerankBenchArgs& a);
 
-}  // namespace petal::cli
+}  // namespace petal::bench

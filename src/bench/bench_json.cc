@@ -1,9 +1,9 @@
-#include "cli/bench_json.h"
+#include "bench/bench_json.h"
 
 #include <cstdio>
 #include <fstream>
 
-namespace petal::cli {
+namespace petal::bench {
 
 std::string LatencyJsonFields(const LatencyStats& st) {
   char buf[256];
@@ -43,4 +43,4 @@ int WriteResultFile(const std::string& path, const std::string& text, bool quiet
   return 0;
 }
 
-}  // namespace petal::cli
+}  // namespace petal::bench

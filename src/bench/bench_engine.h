@@ -1,14 +1,17 @@
 // The engine-level benchmark behind `petal bench engine`: the design brief's scenarios run
 // in-process (no server): sequential batch-1 latency, small-batch scoring latency, and
-// 100-sequence throughput. Thread-safety: single-threaded driver.
+// 100-sequence throughput. The scenario list and latency summary are shared by the other
+// benchmarks (grpc, http, rerank). Flags: src/cli/bench_flags.h. Thread-safety: single-threaded
+// driver.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/engine_factory.h"
 
-namespace petal::cli {
+namespace petal::bench {
 
 struct LatencyStats {
   double p50 = 0, p90 = 0, p99 = 0, max = 0, mean = 0;
@@ -39,4 +42,19 @@ std::vector<BenchScenario> StandardScenarios(const std::string& only);
 StatusOr<std::string> RunScenario(Engine& engine, const BenchScenario& s, int max_batch_tokens,
                                   int max_batch_seqs, double seconds, int max_iters);
 
-}  // namespace petal::cli
+struct EngineBenchArgs {
+  std::string model;  // a local folder (hub ids are resolved by the caller)
+  std::string out;
+  std::string scenarios;
+  double seconds = 5.0;
+  int max_iters = 2000;
+  bool check = true;  // first compare the engine with the CPU fp32 reference (cosine >= 0.999)
+  EngineOptions engine;
+};
+
+// `petal bench engine`: builds the engine, checks it (unless !check), runs the scenarios and writes
+// the results JSON to `out` (and the kernel choices to `out`.kernels.txt). Returns the process
+// exit code.
+int RunBenchEngine(const EngineBenchArgs& a);
+
+}  // namespace petal::bench

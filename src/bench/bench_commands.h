@@ -1,15 +1,15 @@
-// The client-side benchmark subcommands, `petal bench grpc` (pre-tokenized scenarios against a
-// running `petal server`) and `petal bench http` (texts through a running gateway). Their flags
-// and runners live here so that the old names, `petal client bench` and `petal bench-http`, stay
-// aliases of the same code. Thread-safety: called from main() only.
+// The client-side benchmarks, `petal bench grpc` (pre-tokenized scenarios against a running
+// `petal server`) and `petal bench http` (texts through a running gateway): their arguments and
+// runners, shared by the old names `petal client bench` and `petal bench-http` (flags:
+// src/cli/bench_flags.h). Each runner prints a line per scenario and writes the results JSON
+// (bench/report.py reads it); it returns the process exit code. Thread-safety: called from main()
+// only.
 #pragma once
-
-#include <CLI/CLI.hpp>
 
 #include <string>
 #include <vector>
 
-namespace petal::cli {
+namespace petal::bench {
 
 struct GrpcBenchArgs {
   std::string server = "127.0.0.1:50051";
@@ -21,8 +21,6 @@ struct GrpcBenchArgs {
   bool busy_poll = false;  // clients poll for replies instead of sleeping
 };
 
-// Adds every flag but --server (which `petal client` has on itself).
-void AddGrpcBenchFlags(CLI::App* app, GrpcBenchArgs* a);
 int RunBenchGrpc(const GrpcBenchArgs& a);
 
 struct HttpBenchArgs {
@@ -35,7 +33,6 @@ struct HttpBenchArgs {
   std::string out;
 };
 
-void AddHttpBenchFlags(CLI::App* app, HttpBenchArgs* a);
 int RunBenchHttp(const HttpBenchArgs& a);
 
-}  // namespace petal::cli
+}  // namespace petal::bench

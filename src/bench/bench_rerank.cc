@@ -1,5 +1,5 @@
 // `petal bench rerank` (see bench_rerank.h).
-#include "cli/bench_rerank.h"
+#include "bench/bench_rerank.h"
 
 #include <atomic>
 #include <chrono>
@@ -9,13 +9,13 @@
 #include <random>
 #include <thread>
 
-#include "cli/bench_engine.h"
-#include "cli/bench_json.h"
-#include "cli/engine_flags.h"
+#include "bench/bench_engine.h"
+#include "bench/bench_json.h"
 #include "common/git_sha.h"
+#include "engine/engine_factory.h"
 #include "server/engine_loop.h"
 
-namespace petal::cli {
+namespace petal::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -63,24 +63,6 @@ double RunOne(server::EngineLoop& loop, server::EmbedJob job) {
 }
 
 }  // namespace
-
-void AddRerankBenchFlags(CLI::App* app, RerankBenchArgs* a) {
-  app->add_option("--model", a->model, "Model folder or hub id ORG/NAME[@REV]")->required();
-  app->add_option("--out", a->out, "Write results JSON here");
-  app->add_option("--docs", a->docs, "Documents per query (pairs per request)")
-      ->capture_default_str();
-  app->add_option("--lens", a->lens, "Pair lengths in tokens, one run each")
-      ->delimiter(',')
-      ->capture_default_str();
-  app->add_option("--clients", a->clients, "Concurrent clients in the throughput runs")
-      ->capture_default_str();
-  app->add_option("--seconds", a->seconds, "Time per run")->capture_default_str();
-  app->add_option("--max-iters", a->max_iters, "Most requests per run (sequential)")
-      ->capture_default_str();
-  app->add_option("--max-inflight-batches", a->max_inflight, "Batches on the engine at once")
-      ->capture_default_str();
-  AddEngineFlags(app, &a->engine);
-}
 
 int RunBenchRerank(const RerankBenchArgs& a) {
   EngineOptions eo = a.engine;
@@ -161,4 +143,4 @@ int RunBenchRerank(const RerankBenchArgs& a) {
   return WriteResultFile(a.out, json);
 }
 
-}  // namespace petal::cli
+}  // namespace petal::bench

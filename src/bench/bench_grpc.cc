@@ -4,27 +4,14 @@
 #include <cstdio>
 #include <sstream>
 
-#include "cli/bench_commands.h"
-#include "cli/bench_engine.h"
-#include "cli/bench_json.h"
+#include "bench/bench_commands.h"
+#include "bench/bench_engine.h"
+#include "bench/bench_json.h"
 #include "common/git_sha.h"
 #include "server/bench_client.h"
 #include "wire/client.h"
 
-namespace petal::cli {
-
-void AddGrpcBenchFlags(CLI::App* app, GrpcBenchArgs* a) {
-  app->add_option("--scenarios", a->scenarios, "Comma-separated subset (default: all)");
-  app->add_option("--seconds", a->seconds, "Time per scenario")->capture_default_str();
-  app->add_option("--max-iters", a->max_iters, "Most requests per client per scenario")
-      ->capture_default_str();
-  app->add_option("--clients", a->clients, "Concurrent clients in throughput scenarios")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app->add_option("--out", a->out, "Write results JSON here");
-  app->add_flag("--busy-poll", a->busy_poll,
-                "Clients poll for replies instead of sleeping (their own wake-up not counted)");
-}
+namespace petal::bench {
 
 int RunBenchGrpc(const GrpcBenchArgs& a) {
   auto fail = [](const Status& s) {
@@ -80,4 +67,4 @@ int RunBenchGrpc(const GrpcBenchArgs& a) {
   return WriteResultFile(a.out, js.str());
 }
 
-}  // namespace petal::cli
+}  // namespace petal::bench

@@ -1,6 +1,4 @@
-#include "cli/bench_engine.h"
-
-#include "cli/bench_json.h"
+#include "bench/bench_engine.h"
 
 #include <algorithm>
 #include <chrono>
@@ -9,8 +7,15 @@
 #include <memory>
 #include <random>
 #include <sstream>
+#include <thread>
 
-namespace petal::cli {
+#include "bench/bench_json.h"
+#include "common/git_sha.h"
+#include "engine/cpu_engine.h"
+#include "engine/cuda/cuda_engine.h"
+#include "wire/codec.h"
+
+namespace petal::bench {
 
 LatencyStats Summarise(std::vector<double> ms) {
   LatencyStats s;
@@ -178,4 +183,98 @@ StatusOr<std::string> RunScenario(Engine& engine, const BenchScenario& s, int ma
   return js.str();
 }
 
-}  // namespace petal::cli
+namespace {
+
+// Before timing, the engine's output must agree with the CPU fp32 reference (cosine >= 0.999,
+// the design brief's 0.1% rule) on a small ragged batch.
+StatusOr<double> CheckAgainstCpu(Engine& engine, const std::string& model_dir) {
+  PETAL_ASSIGN_OR_RETURN(auto cpu, CpuEngine::Load(model_dir, {.precision = "reference"}));
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> tok(0, engine.config().vocab_size - 1);
+  Batch b;
+  for (int len : {1, 17, 64, 200}) {
+    std::vector<int32_t> ids(len);
+    for (auto& t : ids) t = tok(rng);
+    b.Add(ids);
+  }
+  PETAL_ASSIGN_OR_RETURN(Embeddings got, engine.Embed(b));
+  PETAL_ASSIGN_OR_RETURN(Embeddings ref, cpu->Embed(b));
+  double worst = 1.0;
+  for (int r = 0; r < got.rows; ++r)
+    worst = std::min(worst, wire::CosineSimilarity(got.row(r), ref.row(r), got.dim));
+  return worst;
+}
+
+}  // namespace
+
+int RunBenchEngine(const EngineBenchArgs& a) {
+  auto engine_or = CreateEngine(a.model, a.engine);
+  if (!engine_or.ok()) {
+    std::fprintf(stderr, "error: %s\n", engine_or.status().ToString().c_str());
+    return 1;
+  }
+  Engine& engine = **engine_or;
+  const bool cuda = engine.backend() == "cuda";
+  std::printf("petal bench engine: model %s, backend %s (%s), sha %s\n", a.model.c_str(),
+              engine.backend().c_str(), cuda ? CudaDeviceName(a.engine.cuda.device).c_str() : "cpu",
+              PETAL_GIT_SHA);
+  double worst_cos = -1;
+  if (a.check) {
+    auto c = CheckAgainstCpu(engine, a.model);
+    if (!c.ok()) {
+      std::fprintf(stderr, "error: warm-up check failed: %s\n", c.status().ToString().c_str());
+      return 1;
+    }
+    worst_cos = *c;
+    std::printf("  warm-up check vs CPU fp32: worst cosine %.6f (need >= 0.999)\n", worst_cos);
+    if (worst_cos < 0.999) {
+      std::fprintf(stderr, "error: embeddings deviate from the CPU reference; not timing\n");
+      return 1;
+    }
+  }
+  const int max_tokens = cuda ? a.engine.cuda.max_tokens : 16384;
+  const int max_seqs = cuda ? a.engine.cuda.max_seqs : 512;
+  std::string json = "{\"tool\":\"petal bench engine\",\"sha\":\"" + std::string(PETAL_GIT_SHA) +
+                     "\",\"model\":\"" + a.model + "\",\"backend\":\"" + engine.backend() +
+                     "\",\"device\":\"" +
+                     (cuda ? CudaDeviceName(a.engine.cuda.device) : std::string("cpu")) +
+                     "\",\"max_batch_tokens\":" + std::to_string(max_tokens) +
+                     ",\"max_batch_seqs\":" + std::to_string(max_seqs) +
+                     ",\"cpu_threads\":" + std::to_string(std::thread::hardware_concurrency()) +
+                     ",\"check_worst_cosine\":" + std::to_string(worst_cos) +
+                     ",\"graphs\":" + (a.engine.cuda.use_graphs ? "true" : "false") +
+                     ",\"quantize\":\"" + (cuda ? a.engine.cuda.quantize : std::string("none")) +
+                     "\",\"fp8_min_tokens\":" + std::to_string(a.engine.cuda.fp8_min_tokens) +
+                     ",\"token_bucket\":" + std::to_string(a.engine.cuda.token_bucket_small) +
+                     ",\"token_bucket_large\":" + std::to_string(a.engine.cuda.token_bucket_large) +
+                     ",\"bucket_threshold\":" + std::to_string(a.engine.cuda.bucket_threshold) +
+                     ",\"scenarios\":{";
+  bool first = true;
+  for (const auto& s : StandardScenarios(a.scenarios)) {
+    auto r = RunScenario(engine, s, max_tokens, max_seqs, a.seconds, a.max_iters);
+    if (!r.ok()) {
+      std::fprintf(stderr, "error in %s: %s\n", s.name.c_str(), r.status().ToString().c_str());
+      return 1;
+    }
+    json += (first ? "\"" : ",\"") + s.name + "\":" + *r;
+    first = false;
+    WriteResultFile(a.out, json + "}}\n", /*quiet=*/true);
+  }
+  json += "},\"engine_stats\":{";
+  first = true;
+  std::printf("  engine stats:");
+  for (const auto& [k, v] : engine.Stats()) {
+    json += (first ? "\"" : ",\"") + k + "\":" + std::to_string(v);
+    std::printf(" %s=%g", k.c_str(), v);
+    first = false;
+  }
+  std::printf("\n");
+  json += "}}\n";
+  if (const std::string d = engine.Describe(); !d.empty()) {
+    std::printf("  kernel choices:\n%s\n", d.c_str());
+    if (!a.out.empty() && WriteResultFile(a.out + ".kernels.txt", d + "\n") != 0) return 1;
+  }
+  return WriteResultFile(a.out, json);
+}
+
+}  // namespace petal::bench

@@ -3,7 +3,7 @@
 // independent host computation (embedding rows, RMSNorm, norm weight; float64, rel 1e-5), the
 // result does not depend on how the texts are batched (rel 1e-5: the fp32 GEMMs change blocking
 // with M), and a percentile below 100 gives amax no larger than the maximum.
-#include "cli/calibrate.h"
+#include "engine/calibrate.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 
 #include "engine/engine_factory.h"
 
-namespace petal::cli {
+namespace petal {
 namespace {
 
 std::string Fixture() {
@@ -119,4 +119,4 @@ TEST(Calibrate, RefusesEmptyInput) {
 }
 
 }  // namespace
-}  // namespace petal::cli
+}  // namespace petal

@@ -5,9 +5,9 @@
 
 #include <string>
 
-#include "cli/bench_engine.h"
+#include "bench/bench_engine.h"
 
-namespace petal::cli {
+namespace petal::bench {
 
 // `"p50_ms":..,"p90_ms":..,"p99_ms":..,"max_ms":..,"mean_ms":..,"n":..` (no braces), so that a
 // caller can add its own fields to the same object.
@@ -22,4 +22,4 @@ std::string JsonString(const std::string& s);
 // short by a time limit still leaves the scenarios it finished.
 int WriteResultFile(const std::string& path, const std::string& text, bool quiet = false);
 
-}  // namespace petal::cli
+}  // namespace petal::bench

@@ -3,29 +3,13 @@
 // clients); p50/p90/p99/max per concurrency.
 #include <cstdio>
 
-#include "cli/bench_commands.h"
-#include "cli/bench_engine.h"
-#include "cli/bench_json.h"
+#include "bench/bench_commands.h"
+#include "bench/bench_engine.h"
+#include "bench/bench_json.h"
 #include "common/git_sha.h"
 #include "gateway/http_bench.h"
 
-namespace petal::cli {
-
-void AddHttpBenchFlags(CLI::App* app, HttpBenchArgs* a) {
-  app->add_option("--gateway", a->gateway, "Gateway host:port")->capture_default_str();
-  app->add_option("--concurrency", a->concurrency, "Concurrent clients, one run each")
-      ->delimiter(',')
-      ->capture_default_str();
-  app->add_option("--words", a->words, "Words (about tokens) per text")->capture_default_str();
-  app->add_option("--seconds", a->seconds, "Time per run")->capture_default_str();
-  app->add_option("--warmup-seconds", a->warmup_seconds,
-                  "Untimed load at the same concurrency before each run (first-use costs of new "
-                  "batch shapes fall there)")
-      ->capture_default_str();
-  app->add_option("--max-iters", a->max_iters, "Most requests per client per run")
-      ->capture_default_str();
-  app->add_option("--out", a->out, "Write results JSON here");
-}
+namespace petal::bench {
 
 int RunBenchHttp(const HttpBenchArgs& a) {
   const size_t colon = a.gateway.rfind(':');
@@ -88,4 +72,4 @@ int RunBenchHttp(const HttpBenchArgs& a) {
   return WriteResultFile(a.out, json);
 }
 
-}  // namespace petal::cli
+}  // namespace petal::bench

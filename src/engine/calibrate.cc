@@ -1,10 +1,10 @@
 // petal calibrate's batching loop and summary (calibrate.h).
-#include "cli/calibrate.h"
+#include "engine/calibrate.h"
 
 #include <algorithm>
 #include <cstdio>
 
-namespace petal::cli {
+namespace petal {
 
 StatusOr<Fp8Scales> RunCalibration(
     Engine* engine, Fp8Calibrator* calibrator, const std::vector<std::vector<int32_t>>& seqs,
@@ -83,4 +83,4 @@ std::string SummarizeScales(const Fp8Scales& s) {
   return out;
 }
 
-}  // namespace petal::cli
+}  // namespace petal
