@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Regenerates docs/benchmarks.md (and its plots under docs/img/, and the headline block of
-README.md) from merged results of bench/run_gpu.sh.
+"""Regenerates docs/benchmarks.md (and its plots under docs/img/, the headline block of README.md
+and its figure docs/img/headline.png, bench/headline.py) from merged results of bench/run_gpu.sh.
 
   .venv/bin/python bench/report.py                      newest GPU and newest CPU file in bench/results/
   .venv/bin/python bench/report.py bench/results/X.json one or more given files
@@ -439,6 +439,8 @@ def main():
         lines += section(data.get(mode), mode)
     open(DOC, "w").write("\n".join(lines).rstrip() + "\n")
     print(f"wrote {os.path.relpath(DOC, ROOT)}")
+    import headline as headline_figure  # bench/headline.py: docs/img/headline.png
+    headline_figure.draw(data.get("gpu"))
     text = open(README).read()
     if BEGIN in text and END in text:
         block = "\n".join([BEGIN] + [headline(data.get(m), m) for m in ("gpu", "cpu")] + [END])
