@@ -54,6 +54,21 @@ def bars(ax, sys_parts, shapes, key, ylabel, title):
     ax.grid(True, axis="y", which="major", alpha=0.3)
 
 
+def comparison(d):
+    """One README line: Petal's server against each other system of the figure, from `d`."""
+    if d is None:
+        return "- GPU comparison: **not yet measured**"
+    parts = []
+    for name, what, key, unit, digits in (("latency_1x128", "batch-1 128 tokens p50", "p50_ms", " ms", 2),
+                                          ("throughput_100x512", "100 x 512", "emb_per_s", " emb/s", 0)):
+        vals = [(label, (scen(part, name) or {}).get(key)) for label, part in drawn_systems(d)]
+        vals = [(label, v) for label, v in vals if v]
+        if len(vals) > 1:
+            others = ", ".join(f"{label} {v:.{digits}f}" for label, v in vals[1:])
+            parts.append(f"{what}: {vals[0][0]} {vals[0][1]:.{digits}f}{unit} ({others})")
+    return (f"- Same GPU and shapes, against the Python stacks ({d['_file']}): " + "; ".join(parts))
+
+
 def draw(d):
     """Writes OUT from the GPU report `d`; returns its path relative to the repository, or None."""
     try:

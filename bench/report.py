@@ -439,11 +439,12 @@ def main():
         lines += section(data.get(mode), mode)
     open(DOC, "w").write("\n".join(lines).rstrip() + "\n")
     print(f"wrote {os.path.relpath(DOC, ROOT)}")
-    import headline as headline_figure  # bench/headline.py: docs/img/headline.png
-    headline_figure.draw(data.get("gpu"))
+    import headline as figure  # bench/headline.py: docs/img/headline.png and its comparison line
+    figure.draw(data.get("gpu"))
     text = open(README).read()
     if BEGIN in text and END in text:
-        block = "\n".join([BEGIN] + [headline(data.get(m), m) for m in ("gpu", "cpu")] + [END])
+        block = "\n".join([BEGIN] + [headline(data.get(m), m) for m in ("gpu", "cpu")] +
+                          [figure.comparison(data.get("gpu")), END])
         a, b = text.index(BEGIN), text.index(END) + len(END)
         open(README, "w").write(text[:a] + block + text[b:])
         print("updated the headline block of README.md")
