@@ -23,8 +23,8 @@ int RunBenchGrpc(const GrpcBenchArgs& a) {
   if (!info.ok()) return fail(info.status());
   std::ostringstream js;
   js << "{\"tool\":\"petal bench grpc\",\"sha\":\"" << PETAL_GIT_SHA
-     << "\",\"server\":" << JsonString(a.server) << ",\"model\":" << JsonString(info->model_dir())
-     << ",\"backend\":" << JsonString(info->backend())
+     << "\",\"server\":" << JsonLiteral(a.server) << ",\"model\":" << JsonLiteral(info->model_dir())
+     << ",\"backend\":" << JsonLiteral(info->backend())
      << ",\"max_batch_tokens\":" << info->max_batch_tokens()
      << ",\"max_batch_seqs\":" << info->max_batch_seqs() << ",\"scenarios\":{";
   std::printf("petal bench grpc: server %s, model %s, backend %s\n", a.server.c_str(),

@@ -27,7 +27,7 @@ int RunBenchHttp(const HttpBenchArgs& a) {
   std::printf("petal bench http: gateway %s, %d words per text, one text per request\n",
               a.gateway.c_str(), a.words);
   std::string json = "{\"tool\":\"petal bench http\",\"sha\":\"" + std::string(PETAL_GIT_SHA) +
-                     "\",\"gateway\":" + JsonString(a.gateway) +
+                     "\",\"gateway\":" + JsonLiteral(a.gateway) +
                      ",\"words\":" + std::to_string(a.words) +
                      ",\"warmup_seconds\":" + std::to_string(a.warmup_seconds) + ",\"scenarios\":{";
   bool first = true;
@@ -53,7 +53,7 @@ int RunBenchHttp(const HttpBenchArgs& a) {
         std::printf(" %s %.3f", name.c_str(), p50);
         char one[96];
         std::snprintf(one, sizeof one, "%s%s:%.4f", phases.empty() ? "" : ",",
-                      JsonString(name).c_str(), p50);
+                      JsonLiteral(name).c_str(), p50);
         phases += one;
       }
       std::printf("\n");

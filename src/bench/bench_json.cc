@@ -14,23 +14,6 @@ std::string LatencyJsonFields(const LatencyStats& st) {
   return buf;
 }
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char esc[8];
-      std::snprintf(esc, sizeof esc, "\\u%04x", c);
-      out += esc;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 int WriteResultFile(const std::string& path, const std::string& text, bool quiet) {
   if (path.empty()) return 0;
   std::ofstream f(path);

@@ -6,15 +6,13 @@
 #include <string>
 
 #include "bench/bench_engine.h"
+#include "common/json_literal.h"
 
 namespace petal::bench {
 
 // `"p50_ms":..,"p90_ms":..,"p99_ms":..,"max_ms":..,"mean_ms":..,"n":..` (no braces), so that a
 // caller can add its own fields to the same object.
 std::string LatencyJsonFields(const LatencyStats& st);
-
-// A JSON string literal (quotes included) for `s`.
-std::string JsonString(const std::string& s);
 
 // Writes `text` (JSON, or a text companion file) to `path` (nothing when `path` is empty) and says
 // so on stdout. Returns the process exit code: 0, or 1 after an error message on stderr.

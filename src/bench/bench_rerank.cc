@@ -88,9 +88,9 @@ int RunBenchRerank(const RerankBenchArgs& a) {
               engine.backend().c_str(), PETAL_GIT_SHA, a.docs);
   std::string json =
       "{\"tool\":\"petal bench rerank\",\"sha\":\"" + std::string(PETAL_GIT_SHA) +
-      "\",\"model\":" + JsonString(a.model) + ",\"task\":\"" + ModelTaskName(c.task) +
+      "\",\"model\":" + JsonLiteral(a.model) + ",\"task\":\"" + ModelTaskName(c.task) +
       "\",\"backend\":\"" + engine.backend() +
-      "\",\"device\":" + JsonString(cuda ? CudaDeviceName(eo.cuda.device) : std::string("cpu")) +
+      "\",\"device\":" + JsonLiteral(cuda ? CudaDeviceName(eo.cuda.device) : std::string("cpu")) +
       ",\"docs\":" + std::to_string(a.docs) + ",\"clients\":" + std::to_string(a.clients) +
       ",\"max_batch_tokens\":" + std::to_string(lo.limits.max_batch_tokens) + ",\"runs\":{";
   bool first = true;

@@ -255,23 +255,6 @@ const char* ElemTypeName(ElemType t) {
 
 int ElemBytes(ElemType t) { return t == ElemType::kFloat32 ? 4 : t == ElemType::kFloat16 ? 2 : 1; }
 
-std::string JsonQuote(const std::string& s) {
-  std::string o = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof(b), "\\u%04x", c);
-      o += b;
-    } else {
-      o += static_cast<char>(c);
-    }
-  }
-  return o + "\"";
-}
-
 StatusOr<int64_t> CountRows(const std::string& path, DatasetFormat format) {
   // From the footer, in C++: a Python start-up here would delay everything behind it.
   if (format == DatasetFormat::kParquet) return ParquetRowCount(path);

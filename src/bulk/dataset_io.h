@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/json_literal.h"
 #include "common/status.h"
 
 namespace petal::bulk {
@@ -60,8 +61,6 @@ std::unique_ptr<RowReader> Prefetch(std::unique_ptr<RowReader> reader, size_t de
 enum class ElemType { kFloat32, kFloat16, kInt8 };
 const char* ElemTypeName(ElemType t);
 int ElemBytes(ElemType t);
-
-// A JSON string literal for `s` (quotes included).
-std::string JsonQuote(const std::string& s);
+// JsonLiteral (the JSON string literals of manifests and metadata): common/json_literal.h.
 
 }  // namespace petal::bulk

@@ -15,11 +15,11 @@ namespace fs = std::filesystem;
 
 Status SaveManifest(const std::string& dir, const std::string& config,
                     const std::vector<Part>& parts) {
-  std::string s = "{\"config\":" + JsonQuote(config) + ",\"parts\":[";
+  std::string s = "{\"config\":" + JsonLiteral(config) + ",\"parts\":[";
   for (size_t i = 0; i < parts.size(); ++i) {
     const Part& p = parts[i];
     if (i) s += ',';
-    s += "\n{\"file\":" + JsonQuote(p.file) + ",\"first_row\":" + std::to_string(p.first_row) +
+    s += "\n{\"file\":" + JsonLiteral(p.file) + ",\"first_row\":" + std::to_string(p.first_row) +
          ",\"rows\":" + std::to_string(p.rows) + ",\"written\":" + std::to_string(p.written) +
          ",\"skipped\":" + std::to_string(p.skipped) + "}";
   }

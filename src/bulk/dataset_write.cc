@@ -59,7 +59,7 @@ class ParquetSink final : public OutputSink {
   Status Start(const std::string& tmp, const std::string& final, const std::string& metadata) {
     PETAL_RETURN_IF_ERROR(
         helper_.Start({"write", std::to_string(dim_), ElemTypeName(type_)}, true));
-    const std::string json = "{\"path\":" + JsonQuote(tmp) + ",\"final\":" + JsonQuote(final) +
+    const std::string json = "{\"path\":" + JsonLiteral(tmp) + ",\"final\":" + JsonLiteral(final) +
                              ",\"metadata\":" + metadata + "}";
     std::string frame = "O";
     const uint32_t n = static_cast<uint32_t>(json.size());
@@ -178,7 +178,7 @@ class NpySink final : public OutputSink {
   }
   Status Append(RowBlock rows) override {
     std::string lines;
-    for (const auto& id : rows.ids) lines += JsonQuote(id) + "\n";
+    for (const auto& id : rows.ids) lines += JsonLiteral(id) + "\n";
     if (!Put(rows.data.data(), 1, rows.data.size(), files_[0]) ||
         !Put(lines.data(), 1, lines.size(), files_[1]) ||
         (files_[2] && !Put(rows.scales.data(), 4, rows.scales.size(), files_[2]))) {

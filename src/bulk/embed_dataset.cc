@@ -146,13 +146,13 @@ int RunEmbedDataset(const DatasetOptions& o) {
   const int64_t stop = *total * (o.shard_index + 1) / o.shard_count;
   const std::string dir = o.output + ".parts";
   const std::string cfg =
-      "{\"input\":" + JsonQuote(fs::absolute(o.input).string()) +
+      "{\"input\":" + JsonLiteral(fs::absolute(o.input).string()) +
       ",\"rows\":" + std::to_string(*total) + ",\"shard\":\"" + std::to_string(o.shard_index) +
-      "/" + std::to_string(o.shard_count) + "\",\"text_field\":" + JsonQuote(o.text_field) +
-      ",\"id_field\":" + JsonQuote(o.id_field) + ",\"model\":" + JsonQuote(o.model_dir) +
+      "/" + std::to_string(o.shard_count) + "\",\"text_field\":" + JsonLiteral(o.text_field) +
+      ",\"id_field\":" + JsonLiteral(o.id_field) + ",\"model\":" + JsonLiteral(o.model_dir) +
       ",\"dimensions\":" + std::to_string(format.dims) + ",\"dtype\":\"" + ElemTypeName(type) +
       "\",\"normalized\":" + (format.normalize ? "true" : "false") +
-      ",\"prompt\":" + JsonQuote(*prefix) + ",\"truncate\":" + (o.truncate ? "true" : "false") +
+      ",\"prompt\":" + JsonLiteral(*prefix) + ",\"truncate\":" + (o.truncate ? "true" : "false") +
       ",\"on_error\":\"" + o.on_error + "\",\"rows_per_part\":" + std::to_string(o.rows_per_part) +
       ",\"parts\":\"raw-v2\"}";
   std::vector<Part> parts;
@@ -178,8 +178,8 @@ int RunEmbedDataset(const DatasetOptions& o) {
   if (!opened.ok()) return fail(opened.status());
   auto reader = Prefetch(std::move(opened).value(), 16);
   const std::string metadata =
-      "{\"model\":" + JsonQuote(fs::path(o.model_dir).filename().string()) + ",\"options\":" + cfg +
-      ",\"servers\":" + std::to_string(o.servers.size()) + "}";
+      "{\"model\":" + JsonLiteral(fs::path(o.model_dir).filename().string()) +
+      ",\"options\":" + cfg + ",\"servers\":" + std::to_string(o.servers.size()) + "}";
   auto sink = OpenOutputSink(*out_format, o.output, dir, format.dims, type, metadata);
   if (!sink.ok()) return fail(sink.status());
   int64_t written = 0, skipped = 0;
@@ -267,7 +267,7 @@ int RunEmbedDataset(const DatasetOptions& o) {
     wait_tasks += since(t);
     for (const auto& [row, why] : r.bad) {
       std::fprintf(stderr, "%spetal embed: row %lld (id %s): %s\n", progress.tty() ? "\n" : "",
-                   static_cast<long long>(row->row), JsonQuote(row->id).c_str(), why.c_str());
+                   static_cast<long long>(row->row), JsonLiteral(row->id).c_str(), why.c_str());
     }
     if (!r.bad.empty() && o.on_error == "fail") {
       return InvalidArgument("stopped at a bad row (--on-error skip goes on past them)");
