@@ -40,6 +40,16 @@ struct DatasetOptions {
   bool progress = true;
 };
 
+// `--shard I/N` (0 <= I < N) into opts->shard_index and shard_count; false for any other text.
+bool ParseShard(const std::string& text, DatasetOptions* opts);
+
+// The engine batch limits of a run, into opts->max_batch_tokens and opts->engine.cuda: given
+// --max-batch-tokens / --max-batch-texts (0 = not given) are raised to at least 16384 tokens and
+// 512 sequences; else large batches keep the device busy with fewer, bigger steps (131072 tokens
+// on CUDA, 16384 on the CPU; batch_rows sequences clamped to 512..4096). Call it once the
+// backend, devices and batch_rows are set.
+void SizeEngineBatches(DatasetOptions* opts, int max_batch_tokens, int max_batch_texts);
+
 // Returns the process exit code on failure (1, or 2 for usage). On success it ends the process
 // itself (exit status 0) once the output is durable, without tearing the engines down.
 int RunEmbedDataset(const DatasetOptions& opts);
