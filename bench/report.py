@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Regenerates docs/benchmarks.md (and its plots under docs/img/, and the headline block of
-README.md) from merged results of bench/run_gpu.sh.
+"""Regenerates docs/benchmarks.md (and its plots under docs/img/, the headline block of README.md
+and its figure docs/img/headline.png, bench/headline.py) from merged results of bench/run_gpu.sh.
 
   .venv/bin/python bench/report.py                      newest GPU and newest CPU file in bench/results/
   .venv/bin/python bench/report.py bench/results/X.json one or more given files
@@ -439,9 +439,12 @@ def main():
         lines += section(data.get(mode), mode)
     open(DOC, "w").write("\n".join(lines).rstrip() + "\n")
     print(f"wrote {os.path.relpath(DOC, ROOT)}")
+    import headline as figure  # bench/headline.py: docs/img/headline.png and its comparison line
+    figure.draw(data.get("gpu"))
     text = open(README).read()
     if BEGIN in text and END in text:
-        block = "\n".join([BEGIN] + [headline(data.get(m), m) for m in ("gpu", "cpu")] + [END])
+        block = "\n".join([BEGIN] + [headline(data.get(m), m) for m in ("gpu", "cpu")] +
+                          [figure.comparison(data.get("gpu")), END])
         a, b = text.index(BEGIN), text.index(END) + len(END)
         open(README, "w").write(text[:a] + block + text[b:])
         print("updated the headline block of README.md")

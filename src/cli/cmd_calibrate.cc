@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "cli/calibrate.h"
 #include "cli/command.h"
 #include "cli/model_arg.h"
 #include "common/file_util.h"
+#include "engine/calibrate.h"
 #include "engine/engine_factory.h"
 #include "model/fp8_scales.h"
 #include "tokenizer/prompts.h"

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "bulk/embed_dataset.h"
 #include "cli/command.h"
-#include "cli/embed_dataset.h"
 #include "cli/engine_flags.h"
 #include "cli/gpu_select.h"
 #include "cli/model_arg.h"
@@ -303,7 +303,8 @@ int RunEmbed(const EmbedOptions& opts) {
 }
 
 // The dataset flags (--input ...): embed_dataset.h.
-void AddDatasetFlags(CLI::App* sub, DatasetOptions* d, std::string* shard, std::string* gpus) {
+void AddDatasetFlags(CLI::App* sub, bulk::DatasetOptions* d, std::string* shard,
+                     std::string* gpus) {
   sub->add_option("--input", d->input, "Dataset to embed: .jsonl or .parquet (with --output)");
   sub->add_option("--output", d->output, "Where the embeddings go: .parquet or .npy (+ ids)");
   sub->add_option("--text-field", d->text_field, "--input: the text column")->capture_default_str();
@@ -338,7 +339,7 @@ void AddDatasetFlags(CLI::App* sub, DatasetOptions* d, std::string* shard, std::
 
 std::function<int()> SetupEmbed(CLI::App* sub) {
   auto opts = std::make_shared<EmbedOptions>();
-  auto data = std::make_shared<DatasetOptions>();
+  auto data = std::make_shared<bulk::DatasetOptions>();
   auto shard = std::make_shared<std::string>();
   auto gpus = std::make_shared<std::string>();
   AddDatasetFlags(sub, data.get(), shard.get(), gpus.get());
@@ -378,16 +379,9 @@ std::function<int()> SetupEmbed(CLI::App* sub) {
         std::fprintf(stderr, "petal embed: --input and --output go together, without TEXT\n");
         return 2;
       }
-      if (!shard->empty()) {
-        int i = -1, n = 0;
-        char tail = 0;
-        if (std::sscanf(shard->c_str(), "%d/%d%c", &i, &n, &tail) != 2 || n < 1 || i < 0 ||
-            i >= n) {
-          std::fprintf(stderr, "petal embed: --shard must be I/N with 0 <= I < N\n");
-          return 2;
-        }
-        data->shard_index = i;
-        data->shard_count = n;
+      if (!shard->empty() && !bulk::ParseShard(*shard, data.get())) {
+        std::fprintf(stderr, "petal embed: --shard must be I/N with 0 <= I < N\n");
+        return 2;
       }
       if (!gpus->empty()) {
         auto g = ResolveGpus(*gpus, CudaDeviceCount(), "");
@@ -405,18 +399,10 @@ std::function<int()> SetupEmbed(CLI::App* sub) {
       data->engine.cuda = opts->quant;
       data->engine.cpu = opts->cpu;
       data->engine.cuda.device = opts->device;
-      // Engine batches: --max-batch-tokens if given, else large ones (the device stays busy
-      // with fewer, bigger steps: 131072 tokens on CUDA, 16384 on the CPU).
-      const bool gpu = !data->fake_engine && (data->engine.backend == "cuda" ||
-                                              (data->engine.backend == "auto" && CudaAvailable()));
-      data->max_batch_tokens = sub->count("--max-batch-tokens") > 0
-                                   ? std::max(opts->max_batch_tokens, 16384)
-                                   : (gpu ? 131072 : 16384);
-      data->engine.cuda.max_tokens = data->max_batch_tokens;
-      data->engine.cuda.max_seqs = sub->count("--max-batch-texts") > 0
-                                       ? std::max(opts->max_batch_texts, 512)
-                                       : std::max(512, std::min(data->batch_rows, 4096));
-      return RunEmbedDataset(*data);
+      bulk::SizeEngineBatches(data.get(),
+                              sub->count("--max-batch-tokens") > 0 ? opts->max_batch_tokens : 0,
+                              sub->count("--max-batch-texts") > 0 ? opts->max_batch_texts : 0);
+      return bulk::RunEmbedDataset(*data);
     }
     for (const std::string& arg : sub->remaining()) {
       if (arg.size() > 1 && arg[0] == '-' && arg[1] == '-') {

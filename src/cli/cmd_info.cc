@@ -12,6 +12,7 @@
 
 #include "cli/command.h"
 #include "cli/model_arg.h"
+#include "common/json_literal.h"
 #include "kernels/cpu/cpu_features.h"
 #include "model/config.h"
 #include "model/safetensors.h"
@@ -23,23 +24,6 @@ struct InfoOptions {
   std::string model_dir = "models/all-MiniLM-L6-v2";
   bool json = false;
 };
-
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char ch : s) {
-    if (ch == '"' || ch == '\\') {
-      out += '\\';
-      out += static_cast<char>(ch);
-    } else if (ch < 0x20) {
-      char esc[8];
-      std::snprintf(esc, sizeof(esc), "\\u%04x", ch);
-      out += esc;
-    } else {
-      out += static_cast<char>(ch);
-    }
-  }
-  return out + "\"";
-}
 
 // One row of the report: its value as text, and whether JSON should quote it.
 struct Field {
@@ -101,8 +85,8 @@ int RunInfo(const InfoOptions& opts) {
   std::string prompts_json = "{", prompts_text;
   for (const auto& [name, text] : c.prompts) {
     prompts_json +=
-        (prompts_json.size() > 1 ? "," : "") + JsonString(name) + ":" + JsonString(text);
-    prompts_text += (prompts_text.empty() ? "" : ", ") + name + "=" + JsonString(text);
+        (prompts_json.size() > 1 ? "," : "") + JsonLiteral(name) + ":" + JsonLiteral(text);
+    prompts_text += (prompts_text.empty() ? "" : ", ") + name + "=" + JsonLiteral(text);
   }
   fields.push_back({"prompts", opts.json ? prompts_json + "}" : prompts_text, false});
   // This machine, for the CPU engine: features detected at run time (PETAL_CPU_ISA caps them).
@@ -120,8 +104,8 @@ int RunInfo(const InfoOptions& opts) {
   if (opts.json) {
     std::string out = "{";
     for (size_t i = 0; i < fields.size(); ++i) {
-      out += (i ? "," : "") + JsonString(fields[i].key) + ":" +
-             (fields[i].quoted ? JsonString(fields[i].value) : fields[i].value);
+      out += (i ? "," : "") + JsonLiteral(fields[i].key) + ":" +
+             (fields[i].quoted ? JsonLiteral(fields[i].value) : fields[i].value);
     }
     std::printf("%s}\n", out.c_str());
     return 0;

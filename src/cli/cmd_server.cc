@@ -8,7 +8,7 @@
 #include <map>
 #include <sstream>
 
-#include "cli/bench_commands.h"
+#include "cli/bench_flags.h"
 #include "cli/command.h"
 #include "cli/engine_flags.h"
 #include "cli/local_replicas.h"
@@ -212,7 +212,7 @@ struct ClientArgs {
   uint32_t dims = 0;
   std::string dtype = "float32";
   int timeout_ms = 0;
-  GrpcBenchArgs bench;  // `petal client bench`, an alias of `petal bench grpc`
+  petal::bench::GrpcBenchArgs bench;  // `petal client bench`, an alias of `petal bench grpc`
   bool prometheus = false;
 };
 
@@ -274,9 +274,9 @@ std::function<int()> SetupClient(CLI::App* app) {
     wire::EmbedClient client(a->server);
     if (embed->parsed()) return RunClientEmbed(*a);
     if (bench->parsed()) {
-      GrpcBenchArgs b = a->bench;
+      petal::bench::GrpcBenchArgs b = a->bench;
       b.server = a->server;
-      return RunBenchGrpc(b);
+      return petal::bench::RunBenchGrpc(b);
     }
     if (info->parsed() || stats->parsed()) {
       std::string text;

@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <mutex>
 
@@ -157,6 +158,27 @@ StatusOr<HttpResponse> Finish(CURL* c, CURLcode rc, HttpResponse resp, const Tra
   return resp;
 }
 
+// One transfer of `req`: a handle with the common options (NewHandle), the response headers
+// collected into the response through `t`, `setup` adding what this kind of transfer needs (a
+// body sink, HEAD, progress), then `done` (after the transfer, before its result is read).
+StatusOr<HttpResponse> Perform(const HttpRequest& req, Transfer* t,
+                               const std::function<void(CURL*)>& setup,
+                               const std::function<void(CURL*, CURLcode)>& done = nullptr) {
+  curl_slist* raw = nullptr;
+  auto c = NewHandle(req, &raw);
+  std::unique_ptr<curl_slist, SlistDeleter> list(raw);
+  if (!c) return Internal("curl_easy_init failed");
+  HttpResponse resp;
+  t->resp = &resp;
+  t->body = &resp.body;  // read only by OnBody, the in-memory sink
+  curl_easy_setopt(c.get(), CURLOPT_HEADERFUNCTION, OnHeader);
+  curl_easy_setopt(c.get(), CURLOPT_HEADERDATA, t);
+  setup(c.get());
+  const CURLcode rc = curl_easy_perform(c.get());
+  if (done) done(c.get(), rc);
+  return Finish(c.get(), rc, std::move(resp), *t, req.url);
+}
+
 }  // namespace
 
 std::string HttpResponse::Header(const std::string& name) const {
@@ -165,68 +187,45 @@ std::string HttpResponse::Header(const std::string& name) const {
 }
 
 StatusOr<HttpResponse> HttpGet(const HttpRequest& req, size_t max_body_bytes) {
-  curl_slist* raw = nullptr;
-  auto c = NewHandle(req, &raw);
-  std::unique_ptr<curl_slist, SlistDeleter> list(raw);
-  if (!c) return Internal("curl_easy_init failed");
-  HttpResponse resp;
   Transfer t;
-  t.resp = &resp;
-  t.body = &resp.body;
   t.max_body = max_body_bytes;
-  curl_easy_setopt(c.get(), CURLOPT_HEADERFUNCTION, OnHeader);
-  curl_easy_setopt(c.get(), CURLOPT_HEADERDATA, &t);
-  curl_easy_setopt(c.get(), CURLOPT_WRITEFUNCTION, OnBody);
-  curl_easy_setopt(c.get(), CURLOPT_WRITEDATA, &t);
-  const CURLcode rc = curl_easy_perform(c.get());
-  return Finish(c.get(), rc, std::move(resp), t, req.url);
+  return Perform(req, &t, [&](CURL* c) {
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, OnBody);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
+  });
 }
 
 StatusOr<HttpResponse> HttpHead(const HttpRequest& req) {
-  curl_slist* raw = nullptr;
-  auto c = NewHandle(req, &raw);
-  std::unique_ptr<curl_slist, SlistDeleter> list(raw);
-  if (!c) return Internal("curl_easy_init failed");
-  HttpResponse resp;
   Transfer t;
-  t.resp = &resp;
-  curl_easy_setopt(c.get(), CURLOPT_NOBODY, 1L);
-  curl_easy_setopt(c.get(), CURLOPT_HEADERFUNCTION, OnHeader);
-  curl_easy_setopt(c.get(), CURLOPT_HEADERDATA, &t);
-  const CURLcode rc = curl_easy_perform(c.get());
-  return Finish(c.get(), rc, std::move(resp), t, req.url);
+  return Perform(req, &t, [](CURL* c) { curl_easy_setopt(c, CURLOPT_NOBODY, 1L); });
 }
 
 StatusOr<HttpResponse> HttpDownload(const HttpRequest& req, const std::string& path, int64_t offset,
                                     const ProgressFn& progress) {
   HttpRequest r = req;
   if (offset > 0) r.headers.push_back("Range: bytes=" + std::to_string(offset) + "-");
-  curl_slist* raw = nullptr;
-  auto c = NewHandle(r, &raw);
-  std::unique_ptr<curl_slist, SlistDeleter> list(raw);
-  if (!c) return Internal("curl_easy_init failed");
-  HttpResponse resp;
   Transfer t;
-  t.resp = &resp;
   t.path = path;
   t.offset = offset;
   t.progress = &progress;
-  DownloadCtx ctx{&t, c.get()};
-  curl_easy_setopt(c.get(), CURLOPT_HEADERFUNCTION, OnHeader);
-  curl_easy_setopt(c.get(), CURLOPT_HEADERDATA, &t);
-  curl_easy_setopt(c.get(), CURLOPT_WRITEFUNCTION, OnFileBody);
-  curl_easy_setopt(c.get(), CURLOPT_WRITEDATA, &ctx);
-  curl_easy_setopt(c.get(), CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(c.get(), CURLOPT_XFERINFOFUNCTION, OnProgress);
-  curl_easy_setopt(c.get(), CURLOPT_XFERINFODATA, &ctx);
-  const CURLcode rc = curl_easy_perform(c.get());
-  if (rc == CURLE_OK && !t.file_ready && CurrentStatus(c.get()) == 200) {
-    t.file = std::fopen(path.c_str(), "wb");  // an empty file: no body callback ran
-    if (!t.file) t.io_error = true;
-  }
-  if (t.file && std::fclose(t.file) != 0) t.io_error = true;
-  t.file = nullptr;
-  return Finish(c.get(), rc, std::move(resp), t, req.url);
+  DownloadCtx ctx{&t, nullptr};
+  auto setup = [&](CURL* c) {
+    ctx.curl = c;
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, OnFileBody);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &ctx);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, OnProgress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, &ctx);
+  };
+  auto done = [&](CURL* c, CURLcode rc) {
+    if (rc == CURLE_OK && !t.file_ready && CurrentStatus(c) == 200) {
+      t.file = std::fopen(path.c_str(), "wb");  // an empty file: no body callback ran
+      if (!t.file) t.io_error = true;
+    }
+    if (t.file && std::fclose(t.file) != 0) t.io_error = true;
+    t.file = nullptr;
+  };
+  return Perform(r, &t, setup, done);
 }
 
 std::string UrlEncode(const std::string& s, bool keep_slash) {

@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "common/file_util.h"
+#include "common/json_literal.h"
 
 namespace petal {
 namespace {
@@ -43,23 +44,6 @@ std::string Num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.9g", v);
   return buf;
-}
-
-std::string Quote(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 }  // namespace
@@ -186,7 +170,7 @@ Status WriteFp8Scales(const std::string& dir, const Fp8Scales& s) {
                            std::to_string(m.num_layers) + " layers");
   std::string j = "{\n  \"format\": \"petal-fp8-scales\",\n  \"version\": " +
                   std::to_string(kFp8ScalesVersion) + ",\n";
-  j += "  \"model\": {\"architecture\": " + Quote(m.architecture) +
+  j += "  \"model\": {\"architecture\": " + JsonLiteral(m.architecture) +
        ", \"num_layers\": " + std::to_string(m.num_layers) +
        ", \"hidden_size\": " + std::to_string(m.hidden_size) +
        ", \"intermediate_size\": " + std::to_string(m.intermediate_size) +
@@ -194,23 +178,23 @@ Status WriteFp8Scales(const std::string& dir, const Fp8Scales& s) {
        ", \"num_kv_heads\": " + std::to_string(m.num_kv_heads) +
        ", \"head_dim\": " + std::to_string(m.head_dim) +
        ", \"vocab_size\": " + std::to_string(m.vocab_size) +
-       ",\n            \"config_hash\": " + Quote(m.config_hash) +
-       ", \"tensors_hash\": " + Quote(m.tensors_hash) +
-       ", \"weights_hash\": " + Quote(m.weights_hash) + "},\n";
-  j += "  \"calibration\": {\"statistic\": " + Quote(s.statistic) +
-       ", \"percentile\": " + Num(s.percentile) + ", \"backend\": " + Quote(s.backend) +
+       ",\n            \"config_hash\": " + JsonLiteral(m.config_hash) +
+       ", \"tensors_hash\": " + JsonLiteral(m.tensors_hash) +
+       ", \"weights_hash\": " + JsonLiteral(m.weights_hash) + "},\n";
+  j += "  \"calibration\": {\"statistic\": " + JsonLiteral(s.statistic) +
+       ", \"percentile\": " + Num(s.percentile) + ", \"backend\": " + JsonLiteral(s.backend) +
        ", \"texts\": " + std::to_string(s.texts) + ", \"tokens\": " + std::to_string(s.tokens) +
        ", \"max_length\": " + std::to_string(s.max_length) + "},\n";
   j += "  \"inputs\": [";
   for (int w = 0; w < kFp8Inputs; ++w)
-    j += std::string(w ? ", " : "") + Quote(Fp8InputName(static_cast<Fp8Input>(w)));
+    j += std::string(w ? ", " : "") + JsonLiteral(Fp8InputName(static_cast<Fp8Input>(w)));
   j += "],\n  \"layers\": [\n";
   const std::vector<float> scale = s.DequantScales();
   for (int l = 0; l < m.num_layers; ++l) {
     std::string amax, sc;
     for (int w = 0; w < kFp8Inputs; ++w) {
       const size_t i = static_cast<size_t>(l) * kFp8Inputs + w;
-      const std::string key = Quote(Fp8InputName(static_cast<Fp8Input>(w))) + ": ";
+      const std::string key = JsonLiteral(Fp8InputName(static_cast<Fp8Input>(w))) + ": ";
       amax += (w ? ", " : "") + key + Num(s.amax[i]);
       sc += (w ? ", " : "") + key + Num(scale[i]);
     }

@@ -4,28 +4,11 @@
 
 #include <cstdio>
 
+#include "common/json_literal.h"
 #include "common/log.h"
 
 namespace petal::trace {
 namespace {
-
-void JsonString(std::string* out, std::string_view s) {
-  out->push_back('"');
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out->push_back('\\');
-      out->push_back(c);
-    } else if (u < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", u);
-      *out += buf;
-    } else {
-      out->push_back(c);
-    }
-  }
-  out->push_back('"');
-}
 
 size_t Discard(char*, size_t size, size_t n, void*) { return size * n; }
 
@@ -36,7 +19,7 @@ std::string OtlpJson(const std::vector<SpanRecord>& spans, const std::string& se
   o.reserve(256 + spans.size() * 320);
   o +=
       R"({"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":)";
-  JsonString(&o, service_name);
+  AppendJsonLiteral(&o, service_name);
   o += R"(}}]},"scopeSpans":[{"scope":{"name":"petal"},"spans":[)";
   for (size_t i = 0; i < spans.size(); ++i) {
     const SpanRecord& s = spans[i];
@@ -47,7 +30,7 @@ std::string OtlpJson(const std::vector<SpanRecord>& spans, const std::string& se
     for (uint8_t b : s.parent_span_id) root &= b == 0;
     if (!root) o += R"(,"parentSpanId":")" + Hex(s.parent_span_id.data(), 8) + '"';
     o += R"(,"name":)";
-    JsonString(&o, s.name);
+    AppendJsonLiteral(&o, s.name);
     o += R"(,"kind":)" + std::to_string(static_cast<int>(s.kind));
     // OTLP JSON writes 64-bit integers as decimal strings.
     o += R"(,"startTimeUnixNano":")" + std::to_string(s.start_unix_ns) +
@@ -57,22 +40,22 @@ std::string OtlpJson(const std::vector<SpanRecord>& spans, const std::string& se
       if (!first) o += ',';
       first = false;
       o += R"({"key":)";
-      JsonString(&o, k);
+      AppendJsonLiteral(&o, k);
       o += R"(,"value":{"intValue":")" + std::to_string(v) + R"("}})";
     }
     for (const auto& [k, v] : s.string_attributes) {
       if (!first) o += ',';
       first = false;
       o += R"({"key":)";
-      JsonString(&o, k);
+      AppendJsonLiteral(&o, k);
       o += R"(,"value":{"stringValue":)";
-      JsonString(&o, v);
+      AppendJsonLiteral(&o, v);
       o += "}}";
     }
     o += ']';
     if (!s.error.empty()) {
       o += R"(,"status":{"code":2,"message":)";  // STATUS_CODE_ERROR
-      JsonString(&o, s.error);
+      AppendJsonLiteral(&o, s.error);
       o += '}';
     }
     o += '}';

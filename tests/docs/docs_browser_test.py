@@ -15,7 +15,7 @@ import sys
 import time
 import urllib.request
 
-from petal_proc import SKIP, PetalServe, model_present
+from petal_proc import Checks, PetalServe, model_present, skip
 
 KEY = "browser-test-key"
 
@@ -28,24 +28,16 @@ def main():
         from selenium.webdriver.support import expected_conditions as EC
         from selenium.webdriver.support.ui import WebDriverWait
     except ImportError:
-        print("skipped: selenium is not installed (scripts/requirements.txt)")
-        return SKIP
+        return skip("selenium is not installed (scripts/requirements.txt)")
     chromium = shutil.which("chromium")
     driver_bin = shutil.which("chromedriver") or "/usr/bin/chromedriver"
     if not chromium or not os.path.exists(driver_bin):
-        print("skipped: chromium / chromium-driver (Debian packages) are not installed")
-        return SKIP
+        return skip("chromium / chromium-driver (Debian packages) are not installed")
     if not model_present():
-        print("skipped: the MiniLM model is missing")
-        return SKIP
+        return skip("the MiniLM model is missing")
     out_dir = sys.argv[2] if len(sys.argv) > 2 else "."
     os.makedirs(out_dir, exist_ok=True)
-    failures = []
-
-    def check(cond, what):
-        if not cond:
-            failures.append(what)
-            print("FAIL:", what)
+    check = Checks()
 
     serve = PetalServe(sys.argv[1], ["--api-key", KEY])
     driver = None
@@ -108,9 +100,7 @@ def main():
         if driver is not None:
             driver.quit()
         code = serve.stop()
-    check(code == 0, "petal serve exit code %s" % code)
-    print("%d failures" % len(failures))
-    return 1 if failures else 0
+    return check.finish(code)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import sys
 import urllib.error
 import urllib.request
 
-from petal_proc import SKIP, PetalServe, model_present
+from petal_proc import Checks, PetalServe, model_present, skip
 
 KEY = "openapi-test-key"
 
@@ -44,17 +44,10 @@ def main():
         import referencing
         from referencing.jsonschema import DRAFT202012
     except ImportError as e:
-        print("skipped: %s (pip install -r scripts/requirements.txt)" % e)
-        return SKIP
+        return skip("%s (pip install -r scripts/requirements.txt)" % e)
     if not model_present():
-        print("skipped: the MiniLM model is missing")
-        return SKIP
-    failures = []
-
-    def check(cond, what):
-        if not cond:
-            failures.append(what)
-            print("FAIL:", what)
+        return skip("the MiniLM model is missing")
+    check = Checks()
 
     serve = PetalServe(sys.argv[1], ["--api-key", KEY])
     try:
@@ -145,9 +138,7 @@ def main():
               % (examples_sent, skipped))
     finally:
         code = serve.stop()
-    check(code == 0, "petal serve exit code %s" % code)
-    print("%d failures" % len(failures))
-    return 1 if failures else 0
+    return check.finish(code)
 
 
 if __name__ == "__main__":

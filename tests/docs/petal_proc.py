@@ -1,6 +1,8 @@
-"""Starts `petal serve` (CPU engine, all-MiniLM-L6-v2) for the tests in this folder and stops it.
+"""What the tests in this folder share: `petal serve` (CPU engine, all-MiniLM-L6-v2) started and
+stopped (PetalServe), the skip rule (exit 77, CTest's skip: skip()) and the collected checks
+(Checks), so that each test reads as its own steps.
 
-Thread-safety: one PetalServe per test process; not shared between threads.
+Thread-safety: one PetalServe and one Checks per test process; not shared between threads.
 """
 import os
 import re
@@ -17,6 +19,30 @@ MODEL = os.path.join(SRC, "models", "all-MiniLM-L6-v2")
 
 def model_present():
     return os.path.exists(os.path.join(MODEL, "model.safetensors"))
+
+
+def skip(why):
+    """Says why the test is skipped; returns the exit code that CTest reads as a skip."""
+    print("skipped: %s" % why)
+    return SKIP
+
+
+class Checks:
+    """check(cond, what) records and prints each failed check; finish() ends the test."""
+
+    def __init__(self):
+        self.failures = []
+
+    def __call__(self, cond, what):
+        if not cond:
+            self.failures.append(what)
+            print("FAIL:", what)
+
+    def finish(self, serve_exit_code):
+        """Checks the exit code of `petal serve`, prints the count; the test's exit code."""
+        self(serve_exit_code == 0, "petal serve exit code %s" % serve_exit_code)
+        print("%d failures" % len(self.failures))
+        return 1 if self.failures else 0
 
 
 class PetalServe:

@@ -16,7 +16,7 @@ import time
 import urllib.request
 
 from otlp_collector import Collector
-from petal_proc import SKIP, PetalServe, model_present
+from petal_proc import Checks, PetalServe, model_present, skip
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 PARENT = "00f067aa0ba902b7"
@@ -31,14 +31,8 @@ def post(base, body, headers=None):
 
 def main():
     if not model_present():
-        print("skipped: the MiniLM model is missing")
-        return SKIP
-    failures = []
-
-    def check(cond, what):
-        if not cond:
-            failures.append(what)
-            print("FAIL:", what)
+        return skip("the MiniLM model is missing")
+    check = Checks()
 
     collector = Collector()
     serve = PetalServe(sys.argv[1], ["--otlp-endpoint", collector.endpoint])
@@ -119,9 +113,7 @@ def main():
         check(down < 3 * up + 0.2, "collector down: %.0f ms per request (up: %.0f)" % (down * 1e3, up * 1e3))
     finally:
         code = serve.stop()
-    check(code == 0, "petal serve exit code %s" % code)
-    print("%d failures" % len(failures))
-    return 1 if failures else 0
+    return check.finish(code)
 
 
 if __name__ == "__main__":

@@ -3,12 +3,12 @@
 // unbounded recursion or read past the end); an accepted count is never negative.
 #include <string_view>
 
-#include "cli/parquet_footer.h"
+#include "bulk/parquet_footer.h"
 #include "fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto rows =
-      petal::cli::FooterRowCount(std::string_view(reinterpret_cast<const char*>(data), size));
+      petal::bulk::FooterRowCount(std::string_view(reinterpret_cast<const char*>(data), size));
   if (rows.ok()) PETAL_FUZZ_CHECK(*rows >= 0);
   return 0;
 }

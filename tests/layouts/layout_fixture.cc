@@ -217,4 +217,45 @@ double Cosine(const float* a, const float* b, int n) {
   return ab / std::sqrt(aa * bb + 1e-300);
 }
 
+std::vector<std::string> PublishedLayoutNames() {
+  return {"pplx-embed-v1", "qwen3-embedding", "bge", "e5", "gte", "bge-m3", "multilingual-e5"};
+}
+
+std::string LayoutTestName(std::string layout_name) {
+  std::replace(layout_name.begin(), layout_name.end(), '-', '_');
+  return layout_name;
+}
+
+StatusOr<BuiltLayout> BuildPublishedLayout(const std::string& name, const std::string& prefix,
+                                           std::map<std::string, double>* sums) {
+  uint64_t seed = 0;
+  PETAL_ASSIGN_OR_RETURN(auto layouts, LoadLayouts(&seed));
+  BuiltLayout b;
+  for (const LayoutSpec& s : layouts) {
+    if (s.name == name) b.spec = s;
+  }
+  if (b.spec.name != name) return NotFound("no layout " + name + " in layouts.json");
+  b.dir = LayoutTempDir(prefix + name);
+  PETAL_RETURN_IF_ERROR(BuildLayoutFolder(b.spec, seed, b.dir, "", sums));
+  PETAL_ASSIGN_OR_RETURN(b.golden, LoadGolden(name));
+  return b;
+}
+
+StatusOr<std::vector<double>> GoldenCosines(const Embeddings& e, const Golden& golden) {
+  if (e.rows != static_cast<int>(golden.cases.size())) {
+    return Internal(std::to_string(e.rows) + " rows for " + std::to_string(golden.cases.size()) +
+                    " golden cases");
+  }
+  std::vector<double> cos;
+  for (size_t i = 0; i < golden.cases.size(); ++i) {
+    const std::vector<float>& want = golden.cases[i].embedding;
+    if (e.dim != static_cast<int>(want.size())) {
+      return Internal("case " + std::to_string(i) + ": dimension " + std::to_string(e.dim) +
+                      ", golden " + std::to_string(want.size()));
+    }
+    cos.push_back(Cosine(e.row(static_cast<int>(i)), want.data(), e.dim));
+  }
+  return cos;
+}
+
 }  // namespace petal::testing

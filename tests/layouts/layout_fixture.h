@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "engine/engine.h"
 
 namespace petal::testing {
 
@@ -55,5 +56,22 @@ Status BuildLayoutFolder(const LayoutSpec& layout, uint64_t seed, const std::str
 std::string LayoutTempDir(const std::string& name);
 
 double Cosine(const float* a, const float* b, int n);
+
+// What the layout tests (CPU: layouts_test, CUDA: layouts_gpu_test) share.
+// The published layouts they run over, and each one's test name (gtest wants no '-').
+std::vector<std::string> PublishedLayoutNames();
+std::string LayoutTestName(std::string layout_name);
+struct BuiltLayout {
+  LayoutSpec spec;
+  std::string dir;  // the built model folder
+  Golden golden;
+};
+// Layout `name` of layouts.json built into LayoutTempDir(prefix + name), with its golden; `sums`
+// as BuildLayoutFolder's.
+StatusOr<BuiltLayout> BuildPublishedLayout(const std::string& name, const std::string& prefix = "",
+                                           std::map<std::string, double>* sums = nullptr);
+// The cosine of each row of `e` to its golden case's embedding (rows in case order); fails when
+// the row count or a dimension differs.
+StatusOr<std::vector<double>> GoldenCosines(const Embeddings& e, const Golden& golden);
 
 }  // namespace petal::testing

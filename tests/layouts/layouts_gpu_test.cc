@@ -25,19 +25,11 @@ class LayoutGpuTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     if (!CudaAvailable()) GTEST_SKIP() << "no CUDA device";
-    uint64_t seed = 0;
-    auto layouts = LoadLayouts(&seed);
-    ASSERT_TRUE(layouts.ok()) << layouts.status().ToString();
-    for (const LayoutSpec& s : *layouts) {
-      if (s.name == GetParam()) spec_ = s;
-    }
-    ASSERT_EQ(spec_.name, GetParam());
-    dir_ = LayoutTempDir("gpu_" + spec_.name);
-    Status st = BuildLayoutFolder(spec_, seed, dir_);
-    ASSERT_TRUE(st.ok()) << st.ToString();
-    auto golden = LoadGolden(spec_.name);
-    ASSERT_TRUE(golden.ok()) << golden.status().ToString();
-    golden_ = std::move(*golden);
+    auto b = BuildPublishedLayout(GetParam(), "gpu_");
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    spec_ = b->spec;
+    dir_ = b->dir;
+    golden_ = std::move(b->golden);
   }
 
   // Petal's cosine to the fp32 golden per case, for an eager pass and a graph replay.
@@ -56,12 +48,10 @@ class LayoutGpuTest : public ::testing::TestWithParam<std::string> {
       auto e = (*engine)->Embed(Batch::FromSequences(ids));
       EXPECT_TRUE(e.ok()) << e.status().ToString();
       if (!e.ok()) return {};
-      EXPECT_EQ(e->rows, static_cast<int>(ids.size()));
-      std::vector<double> cos;
-      for (size_t i = 0; i < ids.size(); ++i) {
-        cos.push_back(Cosine(e->row(i), golden_.cases[i].embedding.data(), e->dim));
-      }
-      passes.push_back(std::move(cos));
+      auto cos = GoldenCosines(*e, golden_);
+      EXPECT_TRUE(cos.ok()) << cos.status().ToString();
+      if (!cos.ok()) return {};
+      passes.push_back(std::move(*cos));
     }
     return passes;
   }
@@ -105,16 +95,8 @@ TEST_P(LayoutGpuTest, NotWorseThanHfBf16) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Published, LayoutGpuTest,
-                         ::testing::Values("pplx-embed-v1", "qwen3-embedding", "bge", "e5", "gte",
-                                           "bge-m3", "multilingual-e5"),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& ch : n) {
-                             if (ch == '-') ch = '_';
-                           }
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Published, LayoutGpuTest, ::testing::ValuesIn(PublishedLayoutNames()),
+                         [](const auto& info) { return LayoutTestName(info.param); });
 
 }  // namespace
 }  // namespace petal::testing

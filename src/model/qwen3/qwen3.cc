@@ -78,11 +78,10 @@ class NameResolver {
   std::string prefix_;
 };
 
-// Where each per-layer table entry lands. Entries sharing a field are appended in table order,
-// which fuses q|k|v (weights and biases) and gate|up along the output dimension.
+// Where each per-layer table entry lands (Qwen3LayerSlot).
 struct LayerSlot {
   const char* suffix;  // the name after "layers.N."
-  std::vector<float> Qwen3LayerWeights::*field;
+  Qwen3LayerField field;
 };
 using LW = Qwen3LayerWeights;
 constexpr LayerSlot kLayerSlots[] = {
@@ -107,19 +106,31 @@ constexpr LayerSlot kLayerSlots[] = {
 std::vector<float>* Destination(const std::string& name, Qwen3Weights& w) {
   if (name == "embed_tokens.weight") return &w.embed_tokens;
   if (name == "norm.weight") return &w.final_norm;
-  if (name.rfind("layers.", 0) != 0) return nullptr;
-  const size_t dot = name.find('.', 7);
-  if (dot == std::string::npos) return nullptr;
-  const size_t layer = std::stoul(name.substr(7, dot - 7));
-  if (layer >= w.layers.size()) return nullptr;
-  const std::string suffix = name.substr(dot + 1);
-  for (const LayerSlot& s : kLayerSlots) {
-    if (suffix == s.suffix) return &(w.layers[layer].*(s.field));
-  }
-  return nullptr;
+  size_t layer = 0;
+  Qwen3LayerField field = nullptr;
+  if (!Qwen3LayerSlot(name, &layer, &field) || layer >= w.layers.size()) return nullptr;
+  return &(w.layers[layer].*field);
 }
 
 }  // namespace
+
+bool Qwen3LayerSlot(const std::string& name, size_t* layer, Qwen3LayerField* field) {
+  if (name.rfind("layers.", 0) != 0) return false;
+  const size_t dot = name.find('.', 7);
+  if (dot == std::string::npos || dot == 7) return false;
+  for (size_t i = 7; i < dot; ++i) {
+    if (name[i] < '0' || name[i] > '9') return false;
+  }
+  *layer = std::stoul(name.substr(7, dot - 7));
+  const std::string suffix = name.substr(dot + 1);
+  for (const LayerSlot& s : kLayerSlots) {
+    if (suffix == s.suffix) {
+      *field = s.field;
+      return true;
+    }
+  }
+  return false;
+}
 
 StatusOr<Qwen3Weights> LoadQwen3Weights(const ModelConfig& c, const WeightStore& store) {
   if (c.architecture != Architecture::kQwen3) {

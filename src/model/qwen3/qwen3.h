@@ -45,6 +45,14 @@ struct Qwen3LayerWeights {
   std::vector<float> down;                 // [hidden, intermediate]
 };
 
+// Where a per-layer checkpoint tensor lands: `layer` and the field of Qwen3LayerWeights, for a
+// table name "layers.N.SUFFIX" (without the "model." prefix); false for any other name or an
+// unknown suffix. Tensors sharing a field are concatenated in Qwen3CheckpointTensors order,
+// which fuses q|k|v (weights and biases) and gate|up. The CUDA forward maps the same fields to
+// its device buffers (qwen3_cuda.cc).
+using Qwen3LayerField = std::vector<float> Qwen3LayerWeights::*;
+bool Qwen3LayerSlot(const std::string& name, size_t* layer, Qwen3LayerField* field);
+
 struct Qwen3Weights {
   std::vector<float> embed_tokens;  // [vocab, hidden]
   std::vector<Qwen3LayerWeights> layers;

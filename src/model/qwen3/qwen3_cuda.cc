@@ -29,6 +29,22 @@ struct Qwen3LayerDev {
   DeviceBuffer<float> qkv_s, o_s, gate_up_s, down_s;
 };
 
+// The device buffer of each host field of Qwen3LayerWeights: Init uploads through it, and
+// Destination routes checkpoint names through it (name -> field: Qwen3LayerSlot, qwen3.cc).
+struct DeviceField {
+  Qwen3LayerField host;
+  DeviceBuffer<bf16> Qwen3LayerDev::*dev;
+};
+using LW = Qwen3LayerWeights;
+using LD = Qwen3LayerDev;
+const DeviceField kDeviceFields[] = {
+    {&LW::input_norm, &LD::in_norm}, {&LW::qkv, &LD::qkv},
+    {&LW::qkv_bias, &LD::qkv_b},     {&LW::q_norm, &LD::q_norm},
+    {&LW::k_norm, &LD::k_norm},      {&LW::o_proj, &LD::o},
+    {&LW::o_bias, &LD::o_b},         {&LW::post_attention_norm, &LD::post_norm},
+    {&LW::gate_up, &LD::gate_up},    {&LW::down, &LD::down},
+};
+
 class Qwen3CudaModel final : public CudaModel {
  public:
   Qwen3CudaModel(ModelConfig config, Capacity cap) : config_(std::move(config)), cap_(cap) {}
@@ -86,18 +102,7 @@ class Qwen3CudaModel final : public CudaModel {
     for (size_t i = 0; i < w.layers.size(); ++i) {
       const auto& s = w.layers[i];
       auto& d = layers_[i];
-      for (auto [dst, src] : {std::pair{&d.in_norm, &s.input_norm},
-                              {&d.qkv, &s.qkv},
-                              {&d.qkv_b, &s.qkv_bias},
-                              {&d.q_norm, &s.q_norm},
-                              {&d.k_norm, &s.k_norm},
-                              {&d.o, &s.o_proj},
-                              {&d.o_b, &s.o_bias},
-                              {&d.post_norm, &s.post_attention_norm},
-                              {&d.gate_up, &s.gate_up},
-                              {&d.down, &s.down}}) {
-        PETAL_RETURN_IF_ERROR(up(dst, *src));
-      }
+      for (const DeviceField& f : kDeviceFields) PETAL_RETURN_IF_ERROR(up(&(d.*f.dev), s.*f.host));
     }
     return InitBuffers(&w);
   }
@@ -166,26 +171,11 @@ class Qwen3CudaModel final : public CudaModel {
   DeviceBuffer<bf16>* Destination(const std::string& name) {
     if (name == "embed_tokens.weight") return &embed_;
     if (name == "norm.weight") return &final_norm_;
-    if (name.rfind("layers.", 0) != 0) return nullptr;
-    const size_t dot = name.find('.', 7);
-    if (dot == std::string::npos) return nullptr;
-    const size_t layer = std::stoul(name.substr(7, dot - 7));
-    if (layer >= layers_.size()) return nullptr;
-    const std::string suffix = name.substr(dot + 1);
-    Qwen3LayerDev& d = layers_[layer];
-    // The same fused layout as LoadQwen3Weights (qwen3.cc): q|k|v, gate|up.
-    const std::pair<const char*, DeviceBuffer<bf16>*> slots[] = {
-        {"input_layernorm.weight", &d.in_norm}, {"self_attn.q_proj.weight", &d.qkv},
-        {"self_attn.k_proj.weight", &d.qkv},    {"self_attn.v_proj.weight", &d.qkv},
-        {"self_attn.o_proj.weight", &d.o},      {"self_attn.q_proj.bias", &d.qkv_b},
-        {"self_attn.k_proj.bias", &d.qkv_b},    {"self_attn.v_proj.bias", &d.qkv_b},
-        {"self_attn.o_proj.bias", &d.o_b},      {"self_attn.q_norm.weight", &d.q_norm},
-        {"self_attn.k_norm.weight", &d.k_norm}, {"post_attention_layernorm.weight", &d.post_norm},
-        {"mlp.gate_proj.weight", &d.gate_up},   {"mlp.up_proj.weight", &d.gate_up},
-        {"mlp.down_proj.weight", &d.down},
-    };
-    for (const auto& [s, buf] : slots) {
-      if (suffix == s) return buf;
+    size_t layer = 0;
+    Qwen3LayerField field = nullptr;
+    if (!Qwen3LayerSlot(name, &layer, &field) || layer >= layers_.size()) return nullptr;
+    for (const DeviceField& f : kDeviceFields) {
+      if (f.host == field) return &(layers_[layer].*f.dev);
     }
     return nullptr;
   }
