@@ -11,9 +11,8 @@ the p50 of each `Server-Timing` phase the gateway reported.
       --out results.json
   python3 bench/http_load.py --url ... --clients 4 --texts 100 --words 4096 --requests 3  # bulk
 
-Texts are random lowercase words ("w123 w42 ..."): with a word-piece or BPE tokenizer each word
-is one to three tokens, so --words is roughly, not exactly, tokens (the gateway's `usage` gives
-the exact count, reported as tokens_per_text).
+Texts are random common English words, about one token each with word-piece or BPE tokenizers,
+so --words is roughly tokens (the gateway's `usage` gives the exact count: tokens_per_text).
 """
 import argparse
 import http.client
@@ -25,8 +24,17 @@ import time
 import urllib.parse
 
 
+# Common English words: one token each in word-piece (BERT) and byte-level BPE (Qwen3) vocabularies.
+WORDS = ("the of and to in is was for on that with as by at from his it an were are which this be "
+         "or has had not but its also first after one new two their who they been have more than "
+         "other time all into most some only over year over world people city work school house "
+         "water family group part state system number name place state music game team party "
+         "river book film war life power line light day night road field sea war art news land "
+         "home story club king court body word heart voice end side case point way man woman child").split()
+
+
 def make_text(rng, words):
-    return " ".join("w%d" % rng.randrange(1000) for _ in range(words))
+    return " ".join(rng.choice(WORDS) for _ in range(words))
 
 
 def phases_of(header):

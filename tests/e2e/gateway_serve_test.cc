@@ -2,7 +2,9 @@
 // the FakeEngine and the gateway, answers HTTP, and on SIGTERM stops its children and exits 0.
 // A second test runs the same supervisor with two real CPU-engine replicas (the path `--gpus`
 // takes on a GPU machine, one replica per device) and checks that the gateway spreads requests
-// over both; a third checks that `--gpus` without a GPU fails clearly. Needs
+// over both; a third runs two replicas in the gateway's process (`--replica-transport local`)
+// and compares their answers with a replica process's; a fourth checks that `--gpus` without a
+// GPU fails clearly. Needs
 // models/all-MiniLM-L6-v2 (skipped if absent).
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -214,6 +216,54 @@ TEST(GatewayServe, TwoCpuReplicasShareTheLoad) {
   const int status = StopServe(pid);
   ASSERT_TRUE(WIFEXITED(status)) << ReadFile(log);
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// --replica-transport local: two engines in the gateway's process (server::LocalReplica), no
+// child processes. Same answers as a replica process, errors mapped the same way, both local
+// replicas used, clean stop.
+TEST(GatewayServe, LocalReplicasServeInProcess) {
+  const std::string model = SourceDir() + "/models/all-MiniLM-L6-v2";
+  if (!FileExists(model + "/model.safetensors")) GTEST_SKIP() << model << " is missing";
+  const std::string sentence = "{\"input\":[\"a local replica answers\",\"and another text\"]}";
+  std::vector<std::vector<float>> local, process;
+  for (const char* transport : {"local", "unix"}) {
+    const std::string log = ::testing::TempDir() + "/gateway_serve_" + transport + ".log";
+    auto [pid, port, exited] =
+        StartServe({"--model", model, "--backend", "cpu", "--replicas", "2", "--listen",
+                    "127.0.0.1:0", "--shutdown-grace-ms", "1000", "--replica-transport", transport},
+                   log);
+    ASSERT_GT(pid, 0);
+    ASSERT_NE(port, 0) << ReadFile(log);
+    const bool is_local = std::string(transport) == "local";
+    {
+      HttpClient c(static_cast<uint16_t>(port));
+      for (int i = 0; i < 4; ++i) {
+        auto r = c.Post("/v1/embeddings", sentence);
+        ASSERT_EQ(r.status, 200u) << r.body;
+        (is_local ? local : process) = Embeddings(r.body);
+      }
+      auto bad = c.Post("/v1/embeddings", "{\"input\":5}");
+      EXPECT_EQ(bad.status, 400u) << bad.body;
+      if (is_local) {
+        const std::string info = c.Get("/info").body;
+        EXPECT_NE(info.find("local:replica-0"), std::string::npos) << info;
+        EXPECT_NE(info.find("local:replica-1"), std::string::npos) << info;
+        const std::regex calls_re("\"calls\":([0-9]+)");
+        int used = 0;
+        for (std::sregex_iterator it(info.begin(), info.end(), calls_re), end; it != end; ++it)
+          used += std::stoi((*it)[1]) > 0;
+        EXPECT_EQ(used, 2) << info;
+        EXPECT_EQ(ReadFile(log).find("replica started"), std::string::npos)
+            << "local mode must not start child processes";
+      }
+    }
+    const int status = StopServe(pid);
+    ASSERT_TRUE(WIFEXITED(status)) << ReadFile(log);
+    EXPECT_EQ(WEXITSTATUS(status), 0) << ReadFile(log);
+  }
+  ASSERT_EQ(local.size(), 2u);
+  ASSERT_EQ(process.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) EXPECT_GT(Cosine(local[i], process[i]), 0.999999);
 }
 
 TEST(GatewayServe, GpusWithoutAGpuFailsClearly) {
