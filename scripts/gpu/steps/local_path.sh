@@ -38,7 +38,7 @@ for r in $(seq 1 "${LP_ROUNDS:-2}"); do
       timeout 120 python3 bench/http_load.py --url http://127.0.0.1:$PORT --clients $cc --words $w \
         --seconds $SECS --warmup 1 --out "$D/pyload-$t-w$w-r$r.json" 2>&1 | tee "$D/pyload-$t-w$w-r$r.log"
     done
-    if [[ $r == 1 ]]; then
+    if [[ $r == 1 && "${LP_BULK:-1}" == 1 ]]; then
       timeout 200 python3 bench/http_load.py --url http://127.0.0.1:$PORT --clients 4 --texts 100 --words 4096 \
         --requests 3 --seconds 0 --warmup 0 --out "$D/bulk-$t.json" 2>&1 | tee "$D/bulk-$t.log"
     fi
