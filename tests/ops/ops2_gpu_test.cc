@@ -112,8 +112,7 @@ TEST_F(OpsGpuTest2, QkNormRope) {
   // Positions up to 32K: fp64 angle reduction must keep the rotation accurate at the far end.
   ASSERT_NO_FATAL_FAILURE(RunQkNormRope({2, 1, 128, true, true, 1e6}, {32768, 5}, 7000));
   ASSERT_NO_FATAL_FAILURE(RunQkNormRope({2, 1, 128, true, true, 1e6}, {32768, 5}, 7001, true));
-  // Large batches take four heads per warp (kMultiHeadMinItems): item counts that are not a
-  // multiple of 4 x 8 and warps whose heads span two tokens.
+  // Large batches with item counts that are not a multiple of the block's warps.
   ASSERT_NO_FATAL_FAILURE(RunQkNormRope({16, 8, 128, true, true, 1e6}, {1000, 7}, 7002, true));
   ASSERT_NO_FATAL_FAILURE(RunQkNormRope({32, 8, 128, true, true, 1e6}, {513, 600}, 7003, true));
   ASSERT_NO_FATAL_FAILURE(RunQkNormRope({5, 2, 64, true, true, 1e4}, {3001}, 7004, true));

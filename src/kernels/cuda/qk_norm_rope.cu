@@ -1,15 +1,13 @@
 // Qwen3 per-head q/k RMSNorm + rotary embedding, in place on the fused QKV activations. One warp
 // per (token, head). Two kernels:
-//  - QkNormRopeVecKernel<E, H> (head_dim = 32 E with E = 2, 4 or 8, rotary from the precomputed
+//  - QkNormRopeVecKernel<E> (head_dim = 32 E with E = 2, 4 or 8, rotary from the precomputed
 //    table or none; the engine's case): each lane holds E consecutive values in registers, loaded
 //    and stored with one vector access; the rotate-half partner of lane l's values sits in lane
-//    l ^ 16 (half = 16 E), one shuffle away. No shared memory. A warp takes H heads (1, or 4 for
-//    large batches, with all loads issued first).
+//    l ^ 16 (half = 16 E), one shuffle away. No shared memory.
 //  - QkNormRopeKernel (any even head_dim <= 512, and the fp64-angle path without a table): the
 //    head is staged in fp32 shared memory so the partner is at hand without shuffles.
 // Both compute the same fp32 expressions in the same order.
 #include <cmath>
-#include <cstdlib>
 
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/launch_utils.h"
@@ -92,14 +90,20 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) QkNormRopeKernel(RopeArgs
 }
 
 constexpr int kVecWarpsPerBlock = 8;
-// Items (token x head) from which a warp takes four heads: 132 SMs x 8 warps x 4 x 4 waves.
-constexpr int64_t kMultiHeadMinItems = 132 * 8 * 4 * 4;
 
-// One head's norm + rotation in registers (the vector kernel's body; see the file comment).
 template <int E>
-__device__ __forceinline__ void NormRopeHead(const QkNormRopeParams& p, int64_t t, int h, int lane,
-                                             float (&v)[E]) {
+__global__ void __launch_bounds__(kVecWarpsPerBlock * 32) QkNormRopeVecKernel(QkNormRopeParams p) {
+  PdlWait();  // see pdl.cuh: before any global memory access
   constexpr int kDim = 32 * E, kHalf = kDim / 2;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int heads = p.num_q_heads + p.num_kv_heads;
+  const int64_t item = static_cast<int64_t>(blockIdx.x) * kVecWarpsPerBlock + warp;
+  if (item >= static_cast<int64_t>(p.rows) * heads) return;  // whole warp exits
+  const int64_t t = item / heads;
+  const int h = static_cast<int>(item - t * heads);
+  bf16* x = p.qkv + t * p.row_stride + static_cast<int64_t>(h) * kDim + lane * E;
+  float v[E];
+  LoadBf16<E>(x, v);
   const bf16* w = h < p.num_q_heads ? p.q_norm_weight : p.k_norm_weight;
   if (w != nullptr) {
     float ss = 0.f;
@@ -116,49 +120,18 @@ __device__ __forceinline__ void NormRopeHead(const QkNormRopeParams& p, int64_t 
     const bool first = lane < 16;
     const int pos = min(max(p.positions[t], 0), p.rope_table_rows - 1);
     const float2* cs = p.rope_table + static_cast<int64_t>(pos) * kHalf + (lane & 15) * E;
+    float o[E];
 #pragma unroll
     for (int j = 0; j < E; ++j) {
       const float other = __shfl_xor_sync(0xffffffffu, v[j], 16);
       const float2 c = cs[j];
       const float a = first ? v[j] : other, b = first ? other : v[j];
-      v[j] = first ? a * c.x - b * c.y : b * c.x + a * c.y;
+      o[j] = first ? a * c.x - b * c.y : b * c.x + a * c.y;
     }
+    StoreBf16<E>(x, o);
+    return;
   }
-}
-
-// Each warp takes kHeads consecutive (token, head) items and issues all their loads before any
-// arithmetic, so that a lane has kHeads vector loads in flight instead of one (large batches are
-// bound by how many bytes are in flight: one head per warp reached ~1 TB/s on the H200).
-template <int E, int kHeads>
-__global__ void __launch_bounds__(kVecWarpsPerBlock * 32) QkNormRopeVecKernel(QkNormRopeParams p) {
-  PdlWait();  // see pdl.cuh: before any global memory access
-  constexpr int kDim = 32 * E;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int heads = p.num_q_heads + p.num_kv_heads;
-  const int64_t items = static_cast<int64_t>(p.rows) * heads;
-  const int64_t first = (static_cast<int64_t>(blockIdx.x) * kVecWarpsPerBlock + warp) * kHeads;
-  if (first >= items) return;  // whole warp exits
-  int64_t t0 = first / heads;
-  const int h0 = static_cast<int>(first - t0 * heads);
-  bf16* x[kHeads];
-  int64_t tok[kHeads];
-  int hd[kHeads];
-  float v[kHeads][E];
-#pragma unroll
-  for (int i = 0; i < kHeads; ++i) {
-    int h = h0 + i;
-    int64_t t = t0;
-    while (h >= heads) h -= heads, ++t;  // at most kHeads / heads + 1 steps
-    tok[i] = t, hd[i] = h;
-    x[i] = p.qkv + t * p.row_stride + static_cast<int64_t>(h) * kDim + lane * E;
-    if (first + i < items) LoadBf16<E>(x[i], v[i]);
-  }
-#pragma unroll
-  for (int i = 0; i < kHeads; ++i) {
-    if (first + i >= items) break;  // uniform across the warp
-    NormRopeHead<E>(p, tok[i], hd[i], lane, v[i]);
-    StoreBf16<E>(x[i], v[i]);
-  }
+  StoreBf16<E>(x, v);
 }
 
 // Whether QkNormRopeVecKernel<E> serves p (head_dim 64/128/256, table or no rotary, aligned).
@@ -208,27 +181,12 @@ Status LaunchQkNormRope(const QkNormRopeParams& p, cudaStream_t stream) {
   const int64_t items = static_cast<int64_t>(p.rows) * (p.num_q_heads + p.num_kv_heads);
   if (items == 0) return Status::Ok();
   if (const int e = VecElems(p); e != 0) {
-    // Four heads per warp once there are enough to fill the GPU several times over; one head per
-    // warp below that (small batches are bound by latency, and want every SM busy).
-    // PETAL_QK_ROPE_HEADS=1 keeps one head per warp at every size (A/B runs; read once).
-    static const bool one_head = [] {
-      const char* e = std::getenv("PETAL_QK_ROPE_HEADS");
-      return e != nullptr && e[0] == '1' && e[1] == '\0';
-    }();
-    const int per_warp = items >= kMultiHeadMinItems && !one_head ? 4 : 1;
-    const int64_t per_block = int64_t{kVecWarpsPerBlock} * per_warp;
-    const int64_t vblocks = (items + per_block - 1) / per_block;
+    const int64_t vblocks = (items + kVecWarpsPerBlock - 1) / kVecWarpsPerBlock;
     if (vblocks > 0x7fffffff) return BadArg(op, "too many rows");
     const dim3 grid(static_cast<unsigned>(vblocks)), block(kVecWarpsPerBlock * 32);
-    if (per_warp == 4) {
-      if (e == 2) (void)LaunchPdl(QkNormRopeVecKernel<2, 4>, grid, block, 0, stream, p);
-      if (e == 4) (void)LaunchPdl(QkNormRopeVecKernel<4, 4>, grid, block, 0, stream, p);
-      if (e == 8) (void)LaunchPdl(QkNormRopeVecKernel<8, 4>, grid, block, 0, stream, p);
-    } else {
-      if (e == 2) (void)LaunchPdl(QkNormRopeVecKernel<2, 1>, grid, block, 0, stream, p);
-      if (e == 4) (void)LaunchPdl(QkNormRopeVecKernel<4, 1>, grid, block, 0, stream, p);
-      if (e == 8) (void)LaunchPdl(QkNormRopeVecKernel<8, 1>, grid, block, 0, stream, p);
-    }
+    if (e == 2) (void)LaunchPdl(QkNormRopeVecKernel<2>, grid, block, 0, stream, p);
+    if (e == 4) (void)LaunchPdl(QkNormRopeVecKernel<4>, grid, block, 0, stream, p);
+    if (e == 8) (void)LaunchPdl(QkNormRopeVecKernel<8>, grid, block, 0, stream, p);
     PETAL_CUDA_CHECK_LAUNCH(op);
     return Status::Ok();
   }
