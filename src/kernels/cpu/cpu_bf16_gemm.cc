@@ -67,10 +67,13 @@ struct Bf16Gemm::State {
     std::string impl;
   };
   mutable std::shared_mutex mu;
-  mutable std::unordered_map<int64_t, std::shared_ptr<const Prim>> prims;  // key m * 2 + gelu
+  // key: m * 4 + gelu * 2 + bf16_out
+  mutable std::unordered_map<int64_t, std::shared_ptr<const Prim>> prims;
 
-  dnnl::matmul::primitive_desc Desc(int m, bool gelu, const dnnl::memory::desc& w) const {
-    const dnnl::memory::desc src({m, k}, dt::bf16, tag::ab), dst({m, n}, dt::f32, tag::ab);
+  dnnl::matmul::primitive_desc Desc(int m, bool gelu, const dnnl::memory::desc& w,
+                                    bool bf16_out = false) const {
+    const dnnl::memory::desc src({m, k}, dt::bf16, tag::ab),
+        dst({m, n}, bf16_out ? dt::bf16 : dt::f32, tag::ab);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     if (gelu) {
@@ -85,14 +88,14 @@ struct Bf16Gemm::State {
     return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, w, dst), attr, Engine());
   }
 
-  std::shared_ptr<const Prim> Get(int m, bool gelu) const {
-    const int64_t key = int64_t{m} * 2 + (gelu ? 1 : 0);
+  std::shared_ptr<const Prim> Get(int m, bool gelu, bool bf16_out) const {
+    const int64_t key = int64_t{m} * 4 + (gelu ? 2 : 0) + (bf16_out ? 1 : 0);
     {
       std::shared_lock lock(mu);
       auto it = prims.find(key);
       if (it != prims.end()) return it->second;
     }
-    auto pd = Desc(m, gelu, wdesc);
+    auto pd = Desc(m, gelu, wdesc, bf16_out);
     auto p = std::make_shared<Prim>();
     p->mm = dnnl::matmul(pd);
     p->scratch = pd.scratchpad_desc().get_size();
@@ -145,12 +148,12 @@ StatusOr<std::shared_ptr<const Bf16Gemm>> Bf16Gemm::Create(const float* w, const
   return std::shared_ptr<const Bf16Gemm>(new Bf16Gemm(std::move(s)));
 }
 
-void Bf16Gemm::Run(const uint16_t* xb, int m, float* y, bool gelu) const {
+void Bf16Gemm::Run(const uint16_t* xb, int m, void* y, bool gelu, bool bf16_out) const {
   if (m <= 0) return;
-  const auto p = s_->Get(m, gelu);
+  const auto p = s_->Get(m, gelu, bf16_out);
   const dnnl::engine& eng = Engine();
   dnnl::memory src({{m, s_->k}, dt::bf16, tag::ab}, eng, const_cast<uint16_t*>(xb));
-  dnnl::memory dst({{m, s_->n}, dt::f32, tag::ab}, eng, y);
+  dnnl::memory dst({{m, s_->n}, bf16_out ? dt::bf16 : dt::f32, tag::ab}, eng, y);
   std::unordered_map<int, dnnl::memory> args = {
       {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, s_->weights}, {DNNL_ARG_DST, dst}};
   if (s_->has_bias) args.emplace(DNNL_ARG_BIAS, s_->bias);
@@ -164,7 +167,7 @@ void Bf16Gemm::Run(const uint16_t* xb, int m, float* y, bool gelu) const {
   st.wait();
 }
 
-std::string Bf16Gemm::ImplName(int m) const { return s_->Get(m, false)->impl; }
+std::string Bf16Gemm::ImplName(int m) const { return s_->Get(m, false, false)->impl; }
 
 void ConvertToBf16(const float* x, int64_t count, uint16_t* out) {
   const bool fast = DetectCpuFeatures().avx512_bf16;

@@ -25,8 +25,9 @@ class Bf16Gemm {
                                                           int k);
   ~Bf16Gemm();
 
-  // y[m, n] = (gelu?)(xb[m, k] W^T + b), xb in bf16 bits (row-major, k per row).
-  void Run(const uint16_t* xb, int m, float* y, bool gelu) const;
+  // y[m, n] = (gelu?)(xb[m, k] W^T + b), xb in bf16 bits (row-major, k per row); y is fp32, or
+  // bf16 bits (rounded to nearest even) with bf16_out.
+  void Run(const uint16_t* xb, int m, void* y, bool gelu, bool bf16_out = false) const;
 
   // The oneDNN implementation chosen for m rows (e.g. "brg:avx512_core_bf16"), for logs/tests.
   std::string ImplName(int m) const;
@@ -41,7 +42,8 @@ class Bf16Gemm {
 };
 
 // out[i] = bf16(x[i]) for i < count, round to nearest even (the AVX512-BF16 instruction where the
-// CPU has it, else ToBf16Bits). OpenMP-parallel over large inputs.
+// CPU has it, else ToBf16Bits). OpenMP-parallel over inputs above 16K values; serial (and safe to
+// call inside a parallel loop, e.g. per row) below that.
 void ConvertToBf16(const float* x, int64_t count, uint16_t* out);
 
 // Whether this CPU (after the PETAL_CPU_ISA cap) can run the bf16 path, and if not, why.

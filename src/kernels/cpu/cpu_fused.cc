@@ -2,10 +2,12 @@
 
 #include <cmath>
 
+#include "kernels/cpu/cpu_bf16_gemm.h"
+
 namespace petal::cpu {
 
 void AddLayerNorm(float* x, const float* res, const float* gamma, const float* beta, float eps,
-                  int rows, int dim) {
+                  int rows, int dim, uint16_t* out_bf16) {
 #pragma omp parallel for schedule(static)
   for (int r = 0; r < rows; ++r) {
     float* xr = x + static_cast<int64_t>(r) * dim;
@@ -20,6 +22,7 @@ void AddLayerNorm(float* x, const float* res, const float* gamma, const float* b
     for (int i = 0; i < dim; ++i) var += (xr[i] - mean) * (xr[i] - mean);
     const float inv = 1.0f / std::sqrt(var / dim + eps);
     for (int i = 0; i < dim; ++i) xr[i] = (xr[i] - mean) * inv * gamma[i] + beta[i];
+    if (out_bf16) ConvertToBf16(xr, dim, out_bf16 + static_cast<int64_t>(r) * dim);
   }
 }
 

@@ -10,9 +10,10 @@
 
 namespace petal::cpu {
 
-// x[r,:] = LayerNorm(x[r,:] + res[r,:]) * gamma + beta (res may be null: plain LayerNorm).
+// x[r,:] = LayerNorm(x[r,:] + res[r,:]) * gamma + beta (res may be null: plain LayerNorm); with
+// out_bf16, also the result rounded to bf16 there ([rows, dim]: the next bf16 GEMM's input).
 void AddLayerNorm(float* x, const float* res, const float* gamma, const float* beta, float eps,
-                  int rows, int dim);
+                  int rows, int dim, uint16_t* out_bf16 = nullptr);
 
 // x[r,:] += res[r,:] (res may be null), then out[r,:] = x[r,:] / rms(x[r,:]) * weight.
 void AddRmsNorm(float* x, const float* res, const float* weight, float eps, float* out, int rows,

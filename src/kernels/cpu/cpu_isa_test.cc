@@ -19,6 +19,7 @@
 #include "kernels/cpu/bf16.h"
 #include "kernels/cpu/cpu_bf16_gemm.h"
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/cpu_fused.h"
 #include "kernels/cpu/cpu_linear.h"
 #include "kernels/cpu/ops.h"
 
@@ -112,6 +113,36 @@ TEST(CpuIsaTest, Bf16LinearTracksFp32) {
         const float want = exact[r * n + j];
         ASSERT_NEAR(a[r * n + j] + b[j], want, 2e-4 * (1 + std::fabs(want))) << r << "," << j;
       }
+  }
+}
+
+// The bf16-in / bf16-out entry points give what Forward gives on the same roundings: bf16 input
+// from AddLayerNorm's out_bf16 is exactly ConvertToBf16 of its fp32 output, and a bf16 output
+// is the fp32 output rounded to bf16 (within one bf16 step: oneDNN may round its fp32 sum
+// differently in the last fp32 bit).
+TEST(CpuIsaTest, Bf16FusedInputsAndOutputs) {
+  SKIP_WITHOUT_BF16();
+  const int m = 45, n = 160, k = 96;
+  auto x = Random(size_t(m) * k, 21), r = Random(size_t(m) * k, 22), g = Random(k, 23),
+       bt = Random(k, 24), w = Random(size_t(n) * k, 25, 0.1f), b = Random(n, 26);
+  std::vector<float> ln = x, ln2 = x;
+  std::vector<uint16_t> xb(size_t(m) * k), conv(xb.size());
+  AddLayerNorm(ln.data(), r.data(), g.data(), bt.data(), 1e-12f, m, k, xb.data());
+  AddLayerNorm(ln2.data(), r.data(), g.data(), bt.data(), 1e-12f, m, k);
+  EXPECT_EQ(ln, ln2);
+  ConvertToBf16(ln.data(), int64_t{m} * k, conv.data());
+  EXPECT_EQ(xb, conv);
+  auto lin = Linear::Pack(w.data(), b.data(), n, k, CpuPrecision::kBf16);
+  ASSERT_TRUE(lin.ok());
+  for (Epilogue e : {Epilogue::kNone, Epilogue::kGelu}) {
+    std::vector<float> want(size_t(m) * n), got(want.size());
+    std::vector<uint16_t> gotb(want.size());
+    lin->Forward(ln.data(), m, want.data(), e);
+    lin->ForwardBf16(xb.data(), m, got.data(), e);
+    EXPECT_EQ(got, want);
+    lin->ForwardBf16Out(xb.data(), m, gotb.data(), e);
+    for (size_t i = 0; i < want.size(); ++i)
+      ASSERT_NEAR(FromBf16Bits(gotb[i]), want[i], std::fabs(want[i]) / 128 + 1e-30f) << i;
   }
 }
 

@@ -186,6 +186,22 @@ StatusOr<Linear> Linear::Pack(const float* w, const float* bias, int n, int k, C
   return l;
 }
 
+void Linear::ForwardBf16(const uint16_t* xb, int m, float* y, Epilogue e) const {
+  if (m <= 0) return;
+  if (e == Epilogue::kSiluMul) {
+    Scratch& s = ThreadScratch();
+    s.z.resize(static_cast<size_t>(m) * n_);
+    bf16_->Run(xb, m, s.z.data(), false);
+    BiasAct(s.z.data(), nullptr, m, n_, e, y);  // the bias was added by the matmul
+  } else {
+    bf16_->Run(xb, m, y, e == Epilogue::kGelu);
+  }
+}
+
+void Linear::ForwardBf16Out(const uint16_t* xb, int m, uint16_t* y, Epilogue e) const {
+  if (m > 0) bf16_->Run(xb, m, y, e == Epilogue::kGelu, /*bf16_out=*/true);
+}
+
 void Linear::Forward(const float* x, int m, float* y, Epilogue e) const {
   if (m <= 0) return;
   Scratch& s = ThreadScratch();
@@ -193,13 +209,7 @@ void Linear::Forward(const float* x, int m, float* y, Epilogue e) const {
   if (precision_ == CpuPrecision::kBf16) {
     s.xb.resize(static_cast<size_t>(m) * k_);
     ConvertToBf16(x, static_cast<int64_t>(m) * k_, s.xb.data());
-    if (e == Epilogue::kSiluMul) {
-      s.z.resize(mn);
-      bf16_->Run(s.xb.data(), m, s.z.data(), false);
-      BiasAct(s.z.data(), nullptr, m, n_, e, y);  // the bias was added by the matmul
-    } else {
-      bf16_->Run(s.xb.data(), m, y, e == Epilogue::kGelu);
-    }
+    ForwardBf16(s.xb.data(), m, y, e);
     return;
   }
   if (precision_ == CpuPrecision::kFp32) {

@@ -75,6 +75,12 @@ class Linear {
   // y = epilogue(x[m, k] W^T + b). y is [m, n] (kSiluMul: [m, n / 2]). x and y must not alias.
   void Forward(const float* x, int m, float* y, Epilogue e = Epilogue::kNone) const;
 
+  // bf16 Linears only: the same from activations already in bf16 (xb [m, k]), so that the
+  // producer writes them in bf16 (AddLayerNorm's out_bf16, a ForwardBf16Out). y is fp32;
+  // ForwardBf16Out's y is bf16 [m, n] (kNone or kGelu).
+  void ForwardBf16(const uint16_t* xb, int m, float* y, Epilogue e = Epilogue::kNone) const;
+  void ForwardBf16Out(const uint16_t* xb, int m, uint16_t* y, Epilogue e = Epilogue::kNone) const;
+
   int n() const { return n_; }
   int k() const { return k_; }
   CpuPrecision precision() const { return precision_; }
