@@ -29,8 +29,10 @@ std::string MiniLmDir() { return SourcePath("models/all-MiniLM-L6-v2"); }
 
 #define SKIP_WITHOUT_MINILM() \
   if (!FileExists(JoinPath(MiniLmDir(), "model.safetensors"))) GTEST_SKIP() << "no MiniLM";
-#define SKIP_WITHOUT_BF16() \
-  if (std::string why; !cpu::HaveBf16Gemm(&why)) GTEST_SKIP() << "bf16 path skipped: " << why;
+#define SKIP_WITHOUT_BF16()                        \
+  if (std::string why; !cpu::HaveBf16Gemm(&why)) { \
+    GTEST_SKIP() << "bf16 path skipped: " << why;  \
+  }
 
 Batch RandomBatch(int vocab, uint32_t seed) {
   std::mt19937 rng(seed);

@@ -1,6 +1,8 @@
 // Fused row passes for the fast CPU path: residual add + norm in one pass over the rows, float
 // accumulation (vectorised; the fp32 reference in ops.h accumulates in double), and rotary
-// embedding from a cos/sin table built once per forward instead of per token.
+// embedding from a cos/sin table built once per forward instead of per token. The norms have an
+// AVX-512 variant beside the build's AVX2 one, picked at run time (DetectCpuFeatures(), so
+// PETAL_CPU_ISA caps it); both sum in the same order.
 // Thread-safety: pure functions over caller buffers (OpenMP inside); RopeTable is immutable once
 // built.
 #pragma once

@@ -61,9 +61,11 @@ std::string Cap() {
                  << UncappedCpuFeatures().IsaLevel() << "): its variant was compiled, not run"; \
   }
 
-#define SKIP_WITHOUT_BF16()    \
-  SKIP_IF_CAP_ABOVE_MACHINE(); \
-  if (std::string why; !HaveBf16Gemm(&why)) GTEST_SKIP() << "bf16 path skipped: " << why;
+#define SKIP_WITHOUT_BF16()                       \
+  SKIP_IF_CAP_ABOVE_MACHINE();                    \
+  if (std::string why; !HaveBf16Gemm(&why)) {     \
+    GTEST_SKIP() << "bf16 path skipped: " << why; \
+  }
 
 void CheckAgainst(const std::vector<float>& got, const std::vector<float>& exact,
                   const std::vector<float>& fp32, int m, int n) {
@@ -146,6 +148,29 @@ TEST(CpuIsaTest, Bf16FusedInputsAndOutputs) {
   }
 }
 
+// The norms' ISA variant in force (AVX-512 or AVX2, by the cap) against the reference ops.
+TEST(CpuIsaTest, NormsMatchReferenceAtThisLevel) {
+  SKIP_IF_CAP_ABOVE_MACHINE();
+  for (int dim : {384, 1024, 77}) {
+    const int rows = 13;
+    auto x = Random(size_t(rows) * dim, 31 + dim), r = Random(x.size(), 32), g = Random(dim, 33),
+         bt = Random(dim, 34);
+    std::vector<float> sum = x;
+    AddInPlace(sum.data(), r.data(), rows * dim);
+    std::vector<float> ref(x.size()), got = x;
+    LayerNorm(sum.data(), g.data(), bt.data(), 1e-12f, ref.data(), rows, dim);
+    AddLayerNorm(got.data(), r.data(), g.data(), bt.data(), 1e-12f, rows, dim);
+    for (size_t i = 0; i < ref.size(); ++i)
+      ASSERT_NEAR(got[i], ref[i], 2e-5 * (1 + std::fabs(ref[i]))) << dim << " " << i;
+    std::vector<float> rms_ref(x.size()), rms_got(x.size()), xs = x;
+    RmsNorm(sum.data(), g.data(), 1e-6f, rms_ref.data(), rows, dim);
+    AddRmsNorm(xs.data(), r.data(), g.data(), 1e-6f, rms_got.data(), rows, dim);
+    EXPECT_EQ(xs, sum);
+    for (size_t i = 0; i < ref.size(); ++i)
+      ASSERT_NEAR(rms_got[i], rms_ref[i], 2e-5 * (1 + std::fabs(rms_ref[i]))) << dim << " " << i;
+  }
+}
+
 TEST(CpuIsaTest, Bf16UsesAnOptimisedKernel) {
   SKIP_WITHOUT_BF16();
   auto w = Random(384 * 384, 7, 0.05f);
@@ -209,7 +234,9 @@ TEST(CpuIsaTest, CapLevelsTurnOffWhatIsAbove) {
   const CpuFeatures& here = DetectCpuFeatures();
   std::printf("PETAL_CPU_ISA=%s: %s\n", Cap().c_str(), here.Describe().c_str());
   SKIP_IF_CAP_ABOVE_MACHINE();
-  if (Cap() != "auto") EXPECT_EQ(here.IsaLevel(), Cap());
+  if (Cap() != "auto") {
+    EXPECT_EQ(here.IsaLevel(), Cap());
+  }
   EXPECT_EQ(here.IsaLevel(), CapFeatures(UncappedCpuFeatures(), Cap()).IsaLevel());
 }
 
