@@ -169,6 +169,22 @@ def main():
         m: {"vs_torch_fp32": round(s[m]["texts_per_s_median"] / base["torch_fp32"], 3),
             "vs_best_of_torch_bf16_ort_fp32": round(s[m]["texts_per_s_median"] / best_bf16_or_ort, 3)}
         for m in s if m.startswith("petal_")}
+    # Paired: each round's Petal figure over the same round's baseline (the load moves between
+    # rounds more than within one), median over rounds.
+    def paired(m, key, inverse=False):
+        rs = []
+        for r in rounds:
+            b = max(r[k][key] if not inverse else 1.0 / r[k][key] for k in key_baselines)
+            rs.append((r[m][key] if not inverse else 1.0 / r[m][key]) / b)
+        return round(statistics.median(rs), 3)
+    res["ratios_paired_median"] = {}
+    for m in [k for k in s if k.startswith("petal_")]:
+        key_baselines = ["torch_fp32"]
+        d = {"vs_torch_fp32": paired(m, "texts_per_s")}
+        key_baselines = [k for k in ("torch_bf16", "torch_autocast_bf16", "onnxruntime_fp32") if k in s]
+        d["vs_best_of_torch_bf16_ort_fp32"] = paired(m, "texts_per_s")
+        d["latency_speedup_vs_best_of_torch_bf16_ort_fp32"] = paired(m, "latency_p50_ms", inverse=True)
+        res["ratios_paired_median"][m] = d
     fid = {}
     for m in modes:
         g = petal_run(argparse.Namespace(**{**vars(args), "seconds": 0}), m, 1, golden=args.golden)
@@ -181,6 +197,7 @@ def main():
     print(json.dumps({"summary": {k: {kk: v[kk] for kk in ("texts_per_s_median", "texts_per_s_best",
                                                           "latency_p50_ms_median", "latency_p50_ms_best")}
                                   for k, v in s.items()}, "ratios_median": res["ratios_median"],
+                      "ratios_paired_median": res["ratios_paired_median"],
                       "fidelity": fid}, indent=1))
     return 0
 
