@@ -8,7 +8,8 @@ length, no tokenization in the timed region, embeddings pooled and returned on t
   throughput texts of --len tokens in back-to-back batches, at each of --batches; the best
             batch size is reported as best_texts_per_s (each runtime at its best batch size)
 The thread count is --threads for all (torch.set_num_threads, ORT intra_op_num_threads).
---runtimes: torch_fp32, torch_bf16, onnxruntime (fp32 and int8), onnxruntime_fp32, onnxruntime_int8.
+--runtimes: torch_fp32, torch_bf16 (bf16 weights), torch_autocast (fp32 weights under bf16 autocast),
+onnxruntime (fp32 and int8), onnxruntime_fp32, onnxruntime_int8.
 transformers' Qwen3 attends causally whatever the config says: compare its timings with Petal's
 on a causal checkpoint (`petal make-model --attention causal`; bench/cpu_baselines.sh does).
 Writes JSON to --out. A runtime that is not installed is recorded as skipped.
@@ -69,6 +70,7 @@ def torch_baseline(args, dtype_name, rng):
     from sentence_transformers import SentenceTransformer
     torch.set_num_threads(args.threads)
     dtype = torch.bfloat16 if dtype_name == "bf16" else torch.float32
+    autocast = dtype_name == "autocast"
     model = SentenceTransformer(args.model, device="cpu", model_kwargs={"torch_dtype": dtype})
     model.eval()
     vocab = model[0].auto_model.config.vocab_size
@@ -76,8 +78,9 @@ def torch_baseline(args, dtype_name, rng):
     @torch.inference_mode()
     def run(ids):
         t = torch.from_numpy(ids)
-        return model({"input_ids": t, "attention_mask": torch.ones_like(t)})[
-            "sentence_embedding"].float().numpy()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            return model({"input_ids": t, "attention_mask": torch.ones_like(t)})[
+                "sentence_embedding"].float().numpy()
 
     res = {"engine": "sentence-transformers", "version": sentence_transformers.__version__,
            "torch": torch.__version__, "dtype": dtype_name, "threads": torch.get_num_threads()}
@@ -156,7 +159,7 @@ def main():
                     help="latency: at least this many timed runs (warm-up min(3, N)); throughput: "
                     "at least N / 5 timed batches (1 warm-up); big shapes pass 1-3")
     ap.add_argument("--runtimes", default=os.environ.get("PETAL_BENCH_RUNTIMES",
-                                                        "torch_fp32,torch_bf16,onnxruntime"))
+                                                        "torch_fp32,torch_bf16,torch_autocast,onnxruntime"))
     args = ap.parse_args()
     import numpy as np
     if args.assemble_from:

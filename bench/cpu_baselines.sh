@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The CPU engine report of issue 21, one run on the same cores: Petal's CPU engine (fast fp32, fast
-# int8, the fp32 reference) and, in the same run, sentence-transformers on PyTorch CPU (fp32,
-# bf16) and ONNX Runtime (ONNX export, fp32 and int8 dynamic quantisation), each at 1 and 2
+# bf16 where the CPU has it, fast int8, the fp32 reference) and, in the same run,
+# sentence-transformers on PyTorch CPU (fp32, bf16, bf16 autocast) and ONNX Runtime (ONNX export, fp32 and int8 dynamic quantisation), each at 1 and 2
 # threads; MiniLM at 32 x 128 (throughput, each baseline at its best batch size) and 1 x 128
 # (latency), Qwen3 shapes (made with `petal make-model`) at 1 x 128 and 8 x 512; fidelity of each
 # Petal precision on the golden texts, against the goldens and the fp32 reference.
@@ -13,7 +13,7 @@
 # shapes, short runs; default pplx-embed-v1-0.6b; empty = none), PETAL_BENCH_BIG_THREADS ("2"),
 # PETAL_BENCH_BIG_RUNTIMES (torch_fp32,onnxruntime_fp32), PETAL_REF_PYTHON (a Python
 # with bench/requirements-cpu.txt installed; default /work/refvenv/bin/python, else python3),
-# PETAL_BENCH_RUNTIMES (baselines, default torch_fp32,torch_bf16,onnxruntime), PETAL_BIN (default
+# PETAL_BENCH_RUNTIMES (baselines, default torch_fp32,torch_bf16,torch_autocast,onnxruntime), PETAL_BIN (default
 # build/cpu/bin), OUT (default .bench_out). Writes $OUT/cpu_baselines/*.json
 # and the merged bench/results/<date>-cpu-baselines-<sha>.json (git SHA, machine, load, all).
 # Measure on a quiet machine: `uptime` load is recorded before and after each step.
@@ -33,6 +33,12 @@ OUTD="${OUT:-.bench_out}/cpu_baselines"
 mkdir -p "$OUTD/models"
 MINILM=models/all-MiniLM-L6-v2
 log() { printf '[cpu_baselines %s] %s (load %s)\n' "$(date +%H:%M:%S)" "$*" "$(cut -d' ' -f1-3 /proc/loadavg)"; }
+# The CPU and the ISA flags the figures belong to (issue 30).
+log "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
+log "isa: $(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|fma|avx_vnni|avx512.*|amx.*)$' | sort | tr '\n' ' ')"
+# Petal's precisions: bf16 only where the CPU has AVX512-BF16 / AMX-BF16 (else it is refused).
+PRECISIONS="fp32 int8 reference"
+grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo && PRECISIONS="fp32 bf16 int8 reference"
 
 petal() {  # name model threads batch len precision [golden]
   local name=$1 model=$2 t=$3 b=$4 l=$5 p=$6 golden=${7:-}
@@ -54,7 +60,7 @@ baselines() {  # name st_model threads len batches latency_len [assemble_from]
 }
 
 for t in $THREADS; do
-  for p in fp32 int8 reference; do
+  for p in $PRECISIONS; do
     petal minilm "$MINILM" "$t" 32 128 "$p" tests/fixtures/golden_all-MiniLM-L6-v2.json
     petal minilm "$MINILM" "$t" 1 128 "$p"
   done
@@ -89,11 +95,11 @@ EOF2
     cmp -s "$dir/model.safetensors" tests/fixtures/qwen3-tiny-bidir/model.safetensors || golden=""
   fi
   for t in $THREADS; do
-    for p in fp32 int8 reference; do
+    for p in $PRECISIONS; do
       petal "$shape" "$dir" "$t" 1 128 "$p" "$golden"
       petal "$shape" "$dir" "$t" 8 512 "$p"
     done
-    for p in fp32 int8; do
+    for p in ${PRECISIONS% reference}; do
       petal "$shape-causal" "$cdir" "$t" 1 128 "$p"
       petal "$shape-causal" "$cdir" "$t" 8 512 "$p"
     done

@@ -33,9 +33,12 @@ inline void AddQuantizeFlags(CLI::App* app, CudaEngineOptions* cuda) {
 // --cpu-precision, --cpu-threads (CPU engine), bound to `cpu`.
 inline void AddCpuFlags(CLI::App* app, CpuEngineOptions* cpu) {
   app->add_option("--cpu-precision", cpu->precision,
-                  "CPU engine: auto (fast fp32 where the CPU has AVX2), fp32, int8 (dynamic "
-                  "per-token activations, 7-bit per-channel weights; misses the 0.999 fidelity "
-                  "rule on MiniLM), bf16 (not in this build), or reference (the fp32 reference)")
+                  "CPU engine: auto (bf16 where the CPU has AVX512-BF16/AMX and the model keeps "
+                  "cosine >= 0.999 against fp32 on a probe batch at load, else fast fp32 where "
+                  "the CPU has AVX2), fp32, bf16 (bf16 GEMMs, fp32 accumulation; needs "
+                  "AVX512-BF16 or AMX), int8 (dynamic per-token activations, 7-bit per-channel "
+                  "weights; misses the 0.999 fidelity rule on MiniLM), or reference (the fp32 "
+                  "reference)")
       ->check(CLI::IsMember({"auto", "fp32", "int8", "bf16", "reference"}))
       ->capture_default_str();
   app->add_option("--cpu-threads", cpu->threads,

@@ -2,6 +2,10 @@
 
 #include <dnnl.h>
 
+#include <cstdio>
+
+#include "engine/cpu_precision_gate.h"
+#include "kernels/cpu/cpu_bf16_gemm.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_threads.h"
 #include "kernels/cpu/ops.h"
@@ -22,13 +26,50 @@ StatusOr<std::unique_ptr<CpuEngine>> CpuEngine::Load(const std::string& model_di
   const std::string threads = cpu::ConfigureCpuThreads(e->threads_);
   std::string want = options.precision;
   std::string note;
+  bool gate = false;  // "auto" on a bf16 CPU: bf16 if it passes the fidelity gate, else fp32
+  std::string why_not_bf16;
   if (observer != nullptr) {
     want = "reference";  // calibration observes the fp32 reference forward (model.h)
   } else if (want == "auto") {
-    want = f.BestIsa() == "generic" ? "reference" : "fp32";
+    if (f.BestIsa() == "generic") {
+      want = "reference";
+    } else {
+      gate = cpu::HaveBf16Gemm(&why_not_bf16);
+      want = gate ? "bf16" : "fp32";
+    }
+  } else if (want == "bf16" && !cpu::HaveBf16Gemm(&why_not_bf16)) {
+    return FailedPrecondition("--cpu-precision bf16: " + why_not_bf16);
   } else if (want != "reference" && f.BestIsa() == "generic") {
     note = " (" + want + " asked; this CPU has no AVX2, so the reference runs)";
     want = "reference";
+  }
+  if (gate) {
+    // Candidate and fp32 reference side by side, the reference freed after the probe batch.
+    auto bf16 = LoadFastCpuModel(e->config_, *e->weights_, cpu::CpuPrecision::kBf16);
+    std::string refused;
+    if (!bf16.ok()) {
+      refused = bf16.status().message();
+    } else {
+      PETAL_ASSIGN_OR_RETURN(std::unique_ptr<CpuModel> ref, LoadCpuModel(e->config_, *e->weights_));
+      PETAL_ASSIGN_OR_RETURN(e->gate_, RunCpuFidelityGate(**bf16, *ref));
+      char buf[200];
+      std::snprintf(buf, sizeof buf,
+                    "worst cosine %.6f against the fp32 reference over %d probe sequences (%d "
+                    "tokens), threshold %.6f",
+                    e->gate_.min_cosine, e->gate_.sequences, e->gate_.tokens,
+                    options.bf16_min_cosine);
+      if (e->gate_.min_cosine >= options.bf16_min_cosine) {
+        e->model_ = std::move(*bf16);
+        note = std::string(" (auto: bf16 passed the fidelity gate, ") + buf + ")";
+      } else {
+        refused = std::string("the fidelity gate failed: ") + buf;
+      }
+    }
+    if (!refused.empty()) {
+      std::fprintf(stderr, "[engine] cpu precision auto: fp32, not bf16: %s\n", refused.c_str());
+      note = " (auto: bf16 refused: " + refused + ")";
+      want = "fp32";
+    }
   }
   if (want == "reference") {
     PETAL_ASSIGN_OR_RETURN(e->model_, LoadCpuModel(e->config_, *e->weights_));
@@ -36,11 +77,13 @@ StatusOr<std::unique_ptr<CpuEngine>> CpuEngine::Load(const std::string& model_di
     e->describe_ = "cpu path: fp32 reference (OpenBLAS)" + note;
   } else {
     PETAL_ASSIGN_OR_RETURN(cpu::CpuPrecision p, cpu::ParseCpuPrecision(want));
-    PETAL_ASSIGN_OR_RETURN(e->model_, LoadFastCpuModel(e->config_, *e->weights_, p));
+    if (!e->model_) {
+      PETAL_ASSIGN_OR_RETURN(e->model_, LoadFastCpuModel(e->config_, *e->weights_, p));
+    }
     const dnnl_version_t* v = dnnl_version();
     e->path_ = want;
     e->describe_ = "cpu path: fast " + want + " (oneDNN " + std::to_string(v->major) + "." +
-                   std::to_string(v->minor) + "." + std::to_string(v->patch) + " GEMMs)";
+                   std::to_string(v->minor) + "." + std::to_string(v->patch) + " GEMMs)" + note;
   }
   e->describe_ += "; threads: " + threads + "; cpu: " + f.Describe();
   return e;

@@ -34,7 +34,7 @@ const std::vector<std::vector<int32_t>> kSeqs = {{101, 7592, 2088, 102},
 
 TEST(CpuEngineTest, MiniLmMeanPooledUnitVectors) {
   SKIP_WITHOUT_MINILM();
-  auto engine = CpuEngine::Load(MiniLmDir());
+  auto engine = CpuEngine::Load(MiniLmDir(), {.precision = "fp32"});
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
   const ModelConfig& c = (*engine)->config();
   EXPECT_EQ(c.architecture, Architecture::kBert);
@@ -72,7 +72,7 @@ TEST(CpuEngineTest, ClsPoolingFromPetalConfig) {
     fs::create_symlink(fs::absolute(JoinPath(MiniLmDir(), f)), JoinPath(dir, f));
   }
   std::ofstream(JoinPath(dir, "petal_config.json")) << R"({"pooling":"cls","normalize":false})";
-  auto engine = CpuEngine::Load(dir);
+  auto engine = CpuEngine::Load(dir, {.precision = "fp32"});
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
   EXPECT_EQ((*engine)->config().pooling, PoolingMode::kCls);
   Batch batch = Batch::FromSequences(kSeqs);
@@ -89,7 +89,7 @@ TEST(CpuEngineTest, ClsPoolingFromPetalConfig) {
 
 TEST(CpuEngineTest, RejectsBadBatches) {
   SKIP_WITHOUT_MINILM();
-  auto engine = CpuEngine::Load(MiniLmDir());
+  auto engine = CpuEngine::Load(MiniLmDir(), {.precision = "fp32"});
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
   auto bad_id = (*engine)->Step(Batch::FromSequences({{101, 30522, 102}}));
   ASSERT_FALSE(bad_id.ok());
@@ -105,7 +105,7 @@ TEST(CpuEngineTest, RejectsBadBatches) {
 // also holds another sequence: spans see only their own sequence's states).
 TEST(CpuEngineTest, PoolSpansMatchRowsAndStayInsideTheirSequence) {
   SKIP_WITHOUT_MINILM();
-  auto engine = CpuEngine::Load(MiniLmDir());
+  auto engine = CpuEngine::Load(MiniLmDir(), {.precision = "fp32"});
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
   Batch plain = Batch::FromSequences(kSeqs);
   auto rows = (*engine)->Embed(plain);

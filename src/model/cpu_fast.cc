@@ -1,14 +1,15 @@
 #include "model/cpu_fast.h"
 
+#include <string>
+
 namespace petal {
 
 StatusOr<std::unique_ptr<CpuModel>> LoadFastCpuModel(const ModelConfig& config,
                                                      const WeightStore& weights,
                                                      cpu::CpuPrecision precision) {
-  if (precision == cpu::CpuPrecision::kBf16) {
-    return Unimplemented(
-        "bf16 CPU GEMMs are not available in this build (oneDNN 2.6's GEMM entry points are fp32 "
-        "and int8)");
+  std::string why;
+  if (precision == cpu::CpuPrecision::kBf16 && !cpu::HaveBf16Gemm(&why)) {
+    return FailedPrecondition("--cpu-precision bf16: " + why);
   }
   switch (config.architecture) {
     case Architecture::kBert:

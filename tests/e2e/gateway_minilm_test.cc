@@ -57,6 +57,7 @@ class GatewayMiniLm : public ::testing::Test {
     if (!FileExists(dir + "/model.safetensors")) return;
     EngineOptions eo;
     eo.backend = "cpu";
+    eo.cpu.precision = "fp32";  // the fp32 goldens: auto may pick bf16
     auto engine = CreateEngine(dir, eo);
     ASSERT_TRUE(engine.ok()) << engine.status().ToString();
     server::ServerOptions so;
@@ -277,6 +278,7 @@ TEST(GatewayMiniLmFlow, ManyClientsAgainstASmallServerBoundGetNoErrors) {
   golden.resize(6);
   EngineOptions eo;
   eo.backend = "cpu";
+  eo.cpu.precision = "fp32";  // the fp32 goldens: auto may pick bf16
   auto engine = CreateEngine(dir, eo);
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
   server::ServerOptions so;

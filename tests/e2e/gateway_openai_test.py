@@ -52,6 +52,7 @@ def main():
     golden = [g for g in golden if not g["truncated"]][:6]
     log = tempfile.NamedTemporaryFile(prefix="gateway_openai_test", suffix=".log", delete=False)
     proc = subprocess.Popen([sys.argv[1], "serve", "--model", MODEL, "--backend", "cpu",
+                             "--server-arg=--cpu-precision=fp32",  # fp32 goldens; auto may pick bf16
                              "--listen", "127.0.0.1:0", "--shutdown-grace-ms", "1000"],
                             stderr=log, stdout=subprocess.DEVNULL)
     failures = []

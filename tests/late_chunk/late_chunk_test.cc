@@ -52,7 +52,7 @@ StatusOr<std::unique_ptr<Engine>> LoadEngine(const std::string& dir) {
   o.max_tokens = 4096;
   return CreateCudaEngine(dir, o);
 #else
-  PETAL_ASSIGN_OR_RETURN(auto e, CpuEngine::Load(dir));
+  PETAL_ASSIGN_OR_RETURN(auto e, CpuEngine::Load(dir, {.precision = "fp32"}));
   return std::unique_ptr<Engine>(std::move(e));
 #endif
 }

@@ -117,7 +117,7 @@ TEST_P(RerankFixtureTest, ConfigTokensAndLogitsMatchTheReference) {
     EXPECT_TRUE(refused) << "the fixture has a pair longer than its max_length";
   }
 
-  auto engine = CpuEngine::Load(l.dir);
+  auto engine = CpuEngine::Load(l.dir, {.precision = "fp32"});
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
   auto all = (*engine)->Embed(PairsBatch(l.golden.cases));
   ASSERT_TRUE(all.ok()) << all.status().ToString();

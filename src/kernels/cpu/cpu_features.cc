@@ -4,6 +4,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <dnnl.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -84,14 +87,35 @@ CpuFeatures Probe() {
 
 }  // namespace
 
+const std::vector<std::string>& IsaLevels() {
+  static const std::vector<std::string> levels = {"generic", "avx2", "avx512", "avx512_bf16",
+                                                  "amx"};
+  return levels;
+}
+
+std::string CpuFeatures::IsaLevel() const {
+  if (amx_bf16 || amx_int8) return "amx";
+  if (avx512_bf16) return "avx512_bf16";
+  if (avx512) return "avx512";
+  if (avx2) return "avx2";
+  return "generic";
+}
+
+bool IsaLevelAtMost(const std::string& level, const CpuFeatures& f) {
+  const auto& l = IsaLevels();
+  const auto want = std::find(l.begin(), l.end(), level),
+             have = std::find(l.begin(), l.end(), f.IsaLevel());
+  return want != l.end() && want <= have;
+}
+
 CpuFeatures CapFeatures(CpuFeatures f, const std::string& cap) {
   f.cap = cap.empty() ? "auto" : cap;
-  if (f.cap == "auto") return f;
-  if (f.cap == "avx512") {
-    f.amx_bf16 = f.amx_int8 = false;
-    return f;
-  }
-  f.amx_bf16 = f.amx_int8 = f.avx512 = f.avx512_vnni = f.avx512_bf16 = false;
+  if (f.cap == "auto" || f.cap == "amx") return f;
+  f.amx_bf16 = f.amx_int8 = false;
+  if (f.cap == "avx512_bf16") return f;
+  f.avx512_bf16 = false;
+  if (f.cap == "avx512") return f;
+  f.avx512 = f.avx512_vnni = false;
   if (f.cap == "avx2") return f;
   f.avx2 = f.avx_vnni = false;  // "generic" and anything unknown
   return f;
@@ -126,10 +150,28 @@ std::string CpuFeatures::Describe() const {
   return s;
 }
 
+const CpuFeatures& UncappedCpuFeatures() {
+  static const CpuFeatures f = Probe();
+  return f;
+}
+
 const CpuFeatures& DetectCpuFeatures() {
   static const CpuFeatures f = [] {
     const char* cap = std::getenv("PETAL_CPU_ISA");
-    return CapFeatures(Probe(), cap ? cap : "auto");
+    CpuFeatures c = CapFeatures(UncappedCpuFeatures(), cap ? cap : "auto");
+    // oneDNN dispatches on its own CPUID: cap it the same way (before its first primitive).
+    if (c.cap != "auto" && c.cap != "amx") {
+      dnnl_cpu_isa_t isa = dnnl_cpu_isa_sse41;
+      if (c.avx512_bf16) {
+        isa = dnnl_cpu_isa_avx512_core_bf16;
+      } else if (c.avx512) {
+        isa = dnnl_cpu_isa_avx512_core_vnni;
+      } else if (c.avx2) {
+        isa = dnnl_cpu_isa_avx2;
+      }
+      dnnl_set_max_cpu_isa(isa);
+    }
+    return c;
   }();
   return f;
 }

@@ -1,11 +1,15 @@
 // Run-time CPU feature detection for the CPU engine's fast paths: which vector ISAs (AVX2/FMA,
 // AVX-512, VNNI, BF16) and AMX tiles this machine has and the OS lets us use, and the cores this
 // process may run on. PETAL_CPU_ISA (env) caps what is reported, to test fallbacks on a machine
-// that has more: "auto" (default), "avx512", "avx2" or "generic" (no fast path: fp32 OpenBLAS).
+// that has more. The levels, lowest first (kIsaLevels): "generic" (no fast path: the fp32
+// reference on OpenBLAS), "avx2" (AVX2 + FMA, AVX-VNNI), "avx512" (F/BW/VL/DQ + VNNI),
+// "avx512_bf16" (+ AVX512-BF16), "amx" (+ AMX tiles) = "auto" (default: everything found). The
+// cap is applied to oneDNN too (dnnl_set_max_cpu_isa), so its GEMMs run the capped ISA's kernels.
 // Thread-safety: DetectCpuFeatures() computes once (thread-safe static) and is then read-only.
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace petal::cpu {
 
@@ -24,6 +28,8 @@ struct CpuFeatures {
 
   // The best ISA family present: "amx", "avx512", "avx2" or "generic".
   std::string BestIsa() const;
+  // The highest PETAL_CPU_ISA level these features satisfy (one of kIsaLevels).
+  std::string IsaLevel() const;
   // One line: model, cores, and the feature flags, e.g. "AMD EPYC, 2 cores, isa avx2 (avx2 fma)".
   std::string Describe() const;
 };
@@ -33,8 +39,17 @@ struct CpuFeatures {
 // process.
 const CpuFeatures& DetectCpuFeatures();
 
-// The features as detected from CPUID/XGETBV, with a cap applied ("auto", "avx512", "avx2",
-// "generic"); an unknown cap acts as "generic". Exposed for tests.
+// The PETAL_CPU_ISA levels, lowest first.
+const std::vector<std::string>& IsaLevels();
+
+// Whether `level` (one of IsaLevels()) is at or below what `f` has.
+bool IsaLevelAtMost(const std::string& level, const CpuFeatures& f);
+
+// The features as detected from CPUID/XGETBV, with a cap applied (a level or "auto"); an unknown
+// cap acts as "generic". Exposed for tests.
 CpuFeatures CapFeatures(CpuFeatures f, const std::string& cap);
+
+// The features of this machine before any PETAL_CPU_ISA cap (for tests that run each level).
+const CpuFeatures& UncappedCpuFeatures();
 
 }  // namespace petal::cpu

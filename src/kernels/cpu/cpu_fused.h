@@ -1,6 +1,8 @@
 // Fused row passes for the fast CPU path: residual add + norm in one pass over the rows, float
 // accumulation (vectorised; the fp32 reference in ops.h accumulates in double), and rotary
-// embedding from a cos/sin table built once per forward instead of per token.
+// embedding from a cos/sin table built once per forward instead of per token. The norms have an
+// AVX-512 variant beside the build's AVX2 one, picked at run time (DetectCpuFeatures(), so
+// PETAL_CPU_ISA caps it); both sum in the same order.
 // Thread-safety: pure functions over caller buffers (OpenMP inside); RopeTable is immutable once
 // built.
 #pragma once
@@ -10,9 +12,10 @@
 
 namespace petal::cpu {
 
-// x[r,:] = LayerNorm(x[r,:] + res[r,:]) * gamma + beta (res may be null: plain LayerNorm).
+// x[r,:] = LayerNorm(x[r,:] + res[r,:]) * gamma + beta (res may be null: plain LayerNorm); with
+// out_bf16, also the result rounded to bf16 there ([rows, dim]: the next bf16 GEMM's input).
 void AddLayerNorm(float* x, const float* res, const float* gamma, const float* beta, float eps,
-                  int rows, int dim);
+                  int rows, int dim, uint16_t* out_bf16 = nullptr);
 
 // x[r,:] += res[r,:] (res may be null), then out[r,:] = x[r,:] / rms(x[r,:]) * weight.
 void AddRmsNorm(float* x, const float* res, const float* weight, float eps, float* out, int rows,

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/vec_math.h"
 
 namespace petal::cpu {
@@ -21,6 +22,7 @@ struct Scratch {
   std::vector<uint8_t, Aligned64Allocator<uint8_t>> xq;
   std::vector<float> xscale;
   std::vector<int32_t, Aligned64Allocator<int32_t>> acc;
+  std::vector<uint16_t, Aligned64Allocator<uint16_t>> xb;
   AlignedFloats z;
 };
 Scratch& ThreadScratch() {
@@ -151,15 +153,15 @@ const char* CpuPrecisionName(CpuPrecision p) {
 
 StatusOr<Linear> Linear::Pack(const float* w, const float* bias, int n, int k, CpuPrecision p) {
   if (n <= 0 || k <= 0) return InvalidArgument("Linear::Pack: empty weight");
-  if (p == CpuPrecision::kBf16) {
-    return Unimplemented(
-        "bf16 CPU GEMMs are not available in this build (oneDNN 2.6's GEMM entry points are fp32 "
-        "and int8)");
-  }
+  DetectCpuFeatures();  // applies any PETAL_CPU_ISA cap to oneDNN before its first use
   Linear l;
   l.precision_ = p;
   l.n_ = n;
   l.k_ = k;
+  if (p == CpuPrecision::kBf16) {
+    PETAL_ASSIGN_OR_RETURN(l.bf16_, Bf16Gemm::Create(w, bias, n, k));
+    return l;
+  }
   if (bias) l.bias_.assign(bias, bias + n);
   if (p == CpuPrecision::kFp32) {
     const size_t bytes = (static_cast<size_t>(n) * k * sizeof(float) + 63) / 64 * 64;
@@ -184,10 +186,32 @@ StatusOr<Linear> Linear::Pack(const float* w, const float* bias, int n, int k, C
   return l;
 }
 
+void Linear::ForwardBf16(const uint16_t* xb, int m, float* y, Epilogue e) const {
+  if (m <= 0) return;
+  if (e == Epilogue::kSiluMul) {
+    Scratch& s = ThreadScratch();
+    s.z.resize(static_cast<size_t>(m) * n_);
+    bf16_->Run(xb, m, s.z.data(), false);
+    BiasAct(s.z.data(), nullptr, m, n_, e, y);  // the bias was added by the matmul
+  } else {
+    bf16_->Run(xb, m, y, e == Epilogue::kGelu);
+  }
+}
+
+void Linear::ForwardBf16Out(const uint16_t* xb, int m, uint16_t* y, Epilogue e) const {
+  if (m > 0) bf16_->Run(xb, m, y, e == Epilogue::kGelu, /*bf16_out=*/true);
+}
+
 void Linear::Forward(const float* x, int m, float* y, Epilogue e) const {
   if (m <= 0) return;
   Scratch& s = ThreadScratch();
   const int64_t mn = static_cast<int64_t>(m) * n_;
+  if (precision_ == CpuPrecision::kBf16) {
+    s.xb.resize(static_cast<size_t>(m) * k_);
+    ConvertToBf16(x, static_cast<int64_t>(m) * k_, s.xb.data());
+    ForwardBf16(s.xb.data(), m, y, e);
+    return;
+  }
   if (precision_ == CpuPrecision::kFp32) {
     float* z = y;
     if (e == Epilogue::kSiluMul) {

@@ -8,6 +8,9 @@
 //         AVX2/AVX-512 without VNNI add u8*s8 pairs in saturating int16, and 255*63*2 fits);
 //         activations quantised per row (token), symmetric, 8 bits, stored as u8 with zero point
 //         128; dnnl_gemm_u8s8s32 accumulates in int32 and the epilogue rescales in fp32.
+//   bf16  (avx512_bf16 / AMX-BF16 CPUs only) weights reordered to bf16 once at load, activations
+//         converted to bf16 per call, fp32 accumulation and output, through oneDNN's matmul
+//         primitive (cpu_bf16_gemm.h); bias and GELU fused as its post-ops.
 // Epilogues: bias, then optionally exact GELU, or SiLU(gate) * up on a [gate | up] output.
 // Thread-safety: a packed Linear is immutable; Forward() may run on several threads at once
 // (scratch is per calling thread), each call parallelising internally with OpenMP.
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "kernels/cpu/cpu_bf16_gemm.h"
 
 namespace petal::cpu {
 
@@ -64,12 +68,18 @@ class Linear {
  public:
   Linear() = default;
   // Packs W [n, k] (PyTorch layout) and bias [n] (may be null); the Linear keeps its own copies,
-  // so the caller may free its fp32 weights afterwards. bf16 is not available in this build
-  // (oneDNN 2.6 has no bf16 GEMM entry point): Unimplemented.
+  // so the caller may free its fp32 weights afterwards. bf16 on a CPU (or PETAL_CPU_ISA cap)
+  // without avx512_bf16 / AMX-BF16: FailedPrecondition.
   static StatusOr<Linear> Pack(const float* w, const float* bias, int n, int k, CpuPrecision p);
 
   // y = epilogue(x[m, k] W^T + b). y is [m, n] (kSiluMul: [m, n / 2]). x and y must not alias.
   void Forward(const float* x, int m, float* y, Epilogue e = Epilogue::kNone) const;
+
+  // bf16 Linears only: the same from activations already in bf16 (xb [m, k]), so that the
+  // producer writes them in bf16 (AddLayerNorm's out_bf16, a ForwardBf16Out). y is fp32;
+  // ForwardBf16Out's y is bf16 [m, n] (kNone or kGelu).
+  void ForwardBf16(const uint16_t* xb, int m, float* y, Epilogue e = Epilogue::kNone) const;
+  void ForwardBf16Out(const uint16_t* xb, int m, uint16_t* y, Epilogue e = Epilogue::kNone) const;
 
   int n() const { return n_; }
   int k() const { return k_; }
@@ -78,10 +88,11 @@ class Linear {
  private:
   CpuPrecision precision_ = CpuPrecision::kFp32;
   int n_ = 0, k_ = 0;
-  std::shared_ptr<float> w_;   // fp32: [n, k], 64-byte aligned (shared by copies)
-  std::vector<int8_t> wq_;     // int8: [n, k], values in [-63, 63]
-  std::vector<float> wscale_;  // int8: [n], W[j,:] ~= wq_[j,:] * wscale_[j]
-  std::vector<float> bias_;    // [n], empty if no bias
+  std::shared_ptr<float> w_;              // fp32: [n, k], 64-byte aligned (shared by copies)
+  std::vector<int8_t> wq_;                // int8: [n, k], values in [-63, 63]
+  std::vector<float> wscale_;             // int8: [n], W[j,:] ~= wq_[j,:] * wscale_[j]
+  std::vector<float> bias_;               // [n], empty if no bias
+  std::shared_ptr<const Bf16Gemm> bf16_;  // bf16: packed weights and bias
 };
 
 }  // namespace petal::cpu

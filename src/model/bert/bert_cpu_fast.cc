@@ -72,8 +72,15 @@ class BertFastCpuModel final : public CpuModel {
         }
       }
     }
+    // bf16: the norms also write the next GEMM's input in bf16, and the GELU GEMM writes bf16
+    // for the FFN-out GEMM (the same roundings those GEMMs would do on fp32 inputs).
+    const bool bf16 =
+        layers_.empty() ? false : layers_[0].qkv.precision() == cpu::CpuPrecision::kBf16;
+    uint16_t* const xb = bf16 ? reinterpret_cast<uint16_t*>(
+                                    cpu::ThreadBuffer(6, (static_cast<size_t>(T) * H + 1) / 2))
+                              : nullptr;
     cpu::AddLayerNorm(x, nullptr, w.embed_norm_gamma.data(), w.embed_norm_beta.data(), c.norm_eps,
-                      T, H);
+                      T, H, xb);
 
     float* const qkv = cpu::ThreadBuffer(1, static_cast<size_t>(T) * 3 * H);
     float* const ctx = cpu::ThreadBuffer(2, static_cast<size_t>(T) * H);
@@ -84,17 +91,27 @@ class BertFastCpuModel final : public CpuModel {
     for (size_t l = 0; l < layers_.size(); ++l) {
       const PackedBertLayer& p = layers_[l];
       const BertLayerWeights& lw = w.layers[l];
-      p.qkv.Forward(x, T, qkv);
+      if (bf16) {
+        p.qkv.ForwardBf16(xb, T, qkv);
+      } else {
+        p.qkv.Forward(x, T, qkv);
+      }
       cpu::BlockedAttention(qkv, 3 * H, qkv + H, 3 * H, qkv + 2 * H, 3 * H, ctx,
                             batch.cu_seqlens.data(), S, c.num_heads, c.num_heads, d,
                             /*causal=*/false, scale);
       p.attn_out.Forward(ctx, T, proj);
       cpu::AddLayerNorm(x, proj, lw.attn_norm_gamma.data(), lw.attn_norm_beta.data(), c.norm_eps, T,
-                        H);
-      p.ffn_in.Forward(x, T, inter, cpu::Epilogue::kGelu);
-      p.ffn_out.Forward(inter, T, proj);
+                        H, xb);
+      if (bf16) {
+        uint16_t* const ib = reinterpret_cast<uint16_t*>(inter);  // bf16 [T, I] in the fp32 buffer
+        p.ffn_in.ForwardBf16Out(xb, T, ib, cpu::Epilogue::kGelu);
+        p.ffn_out.ForwardBf16(ib, T, proj);
+      } else {
+        p.ffn_in.Forward(x, T, inter, cpu::Epilogue::kGelu);
+        p.ffn_out.Forward(inter, T, proj);
+      }
       cpu::AddLayerNorm(x, proj, lw.ffn_norm_gamma.data(), lw.ffn_norm_beta.data(), c.norm_eps, T,
-                        H);
+                        H, xb);
     }
     hidden->assign(x, x + static_cast<size_t>(T) * H);
     return Status::Ok();

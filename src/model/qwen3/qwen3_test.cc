@@ -64,7 +64,7 @@ std::vector<std::vector<T>> ReadNested(const std::string& path, const char* key)
 void ExpectMatches(const std::string& model_dir, const std::vector<std::vector<int32_t>>& ids,
                    const std::vector<std::vector<float>>& expected, double min_cosine,
                    const std::string& label) {
-  auto engine = CpuEngine::Load(model_dir);
+  auto engine = CpuEngine::Load(model_dir, {.precision = "fp32"});
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
   ASSERT_EQ(ids.size(), expected.size()) << label;
   auto emb = (*engine)->Embed(Batch::FromSequences(ids));
@@ -158,7 +158,7 @@ TEST_F(Qwen3ModelTest, RaggedBatchEqualsEachAlone) {
     seqs.push_back(s);
   }
   for (AttentionMask m : {AttentionMask::kBidirectional, AttentionMask::kCausal}) {
-    auto e = CpuEngine::Load(Dir(m));
+    auto e = CpuEngine::Load(Dir(m), {.precision = "fp32"});
     ASSERT_TRUE(e.ok()) << e.status().ToString();
     const int H = (*e)->config().hidden_size;
     const std::vector<float> all = Hidden(**e, seqs);
@@ -178,7 +178,7 @@ TEST_F(Qwen3ModelTest, RaggedBatchEqualsEachAlone) {
 TEST_F(Qwen3ModelTest, MaskControlsDependenceOnLaterTokens) {
   const std::vector<int32_t> a = {5, 6, 7, 8, 9}, b = {5, 6, 700, 800, 900};
   for (AttentionMask m : {AttentionMask::kBidirectional, AttentionMask::kCausal}) {
-    auto e = CpuEngine::Load(Dir(m));
+    auto e = CpuEngine::Load(Dir(m), {.precision = "fp32"});
     ASSERT_TRUE(e.ok()) << e.status().ToString();
     const int H = (*e)->config().hidden_size;
     const auto ha = Hidden(**e, {a}), hb = Hidden(**e, {b});
