@@ -259,6 +259,13 @@ int RunEmbed(const EmbedOptions& opts) {
     std::fprintf(stderr, "petal embed: %s\n", engine.status().ToString().c_str());
     return 1;
   }
+  if ((*engine)->config().task == ModelTask::kClassify) {
+    std::fprintf(stderr,
+                 "petal embed: %s is a sequence classifier (it labels texts, it does not embed "
+                 "them): serve it and use /predict or /classify\n",
+                 opts.model_dir.c_str());
+    return 2;
+  }
   if ((*engine)->config().task == ModelTask::kScore) {
     std::fprintf(stderr,
                  "petal embed: %s is a ranking model (it scores query/document pairs, it does not "

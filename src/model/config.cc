@@ -41,7 +41,21 @@ const char* AttentionMaskName(AttentionMask m) {
 
 const char* Int8ModeName(Int8Mode m) { return m == Int8Mode::kTanh ? "tanh" : "linear"; }
 
-const char* ModelTaskName(ModelTask t) { return t == ModelTask::kScore ? "score" : "embed"; }
+const char* ModelTaskName(ModelTask t) {
+  switch (t) {
+    case ModelTask::kEmbed:
+      return "embed";
+    case ModelTask::kScore:
+      return "score";
+    case ModelTask::kClassify:
+      return "classify";
+  }
+  return "?";
+}
+
+const char* ClassActivationName(ClassActivation a) {
+  return a == ClassActivation::kSigmoid ? "sigmoid" : "softmax";
+}
 
 const char* ScoreHeadName(ScoreHead h) {
   switch (h) {
@@ -287,8 +301,12 @@ Status ApplyPetalConfig(const std::string& dir, ModelConfig& c) {
   }
   if (f.Has("task")) {
     const std::string t = f.StrOr("task", "");
-    if (t != "embed" && t != "score") return f.Unsupported("task", "(expected 'embed' or 'score')");
-    c.task = t == "score" ? ModelTask::kScore : ModelTask::kEmbed;
+    if (t != "embed" && t != "score" && t != "classify") {
+      return f.Unsupported("task", "(expected 'embed', 'score' or 'classify')");
+    }
+    c.task = t == "score"      ? ModelTask::kScore
+             : t == "classify" ? ModelTask::kClassify
+                               : ModelTask::kEmbed;
     c.task_source = p + " 'task'";
   }
   if (c.architecture == Architecture::kBert && c.mask == AttentionMask::kCausal) {

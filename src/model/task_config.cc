@@ -68,21 +68,39 @@ Status ResolveTask(const std::string& dir, bool has_pooling_module, ModelConfig&
           "\" has no classification head (a BERT cross-encoder is "
           "BertForSequenceClassification or XLMRobertaForSequenceClassification)");
     }
-    if (c.task == ModelTask::kEmbed && c.score_head != ScoreHead::kNone) {
-      return InvalidArgument(JoinPath(dir, "petal_config.json") + ": 'task' = \"embed\" but " +
+    // What config.json's head is: a cross-encoder (one label) or a classifier (more).
+    const bool classifier = c.score_head != ScoreHead::kNone && c.score_outputs > 1;
+    const char* what = classifier ? "\" is a sequence classifier (" : "\" is a cross-encoder (";
+    const std::string labels = std::to_string(c.score_outputs) + " labels)";
+    if (c.score_head != ScoreHead::kNone &&
+        c.task != (classifier ? ModelTask::kClassify : ModelTask::kScore)) {
+      return InvalidArgument(JoinPath(dir, "petal_config.json") + ": 'task' = \"" +
+                             ModelTaskName(c.task) + "\" but " + JoinPath(dir, "config.json") +
+                             " 'architectures' = \"" + c.hf_architecture + what + labels +
+                             ", task \"" + (classifier ? "classify" : "score") + "\"");
+    }
+    if (c.task == ModelTask::kClassify && c.score_head == ScoreHead::kNone) {
+      return InvalidArgument(JoinPath(dir, "petal_config.json") + ": 'task' = \"classify\" but " +
                              JoinPath(dir, "config.json") + " 'architectures' = \"" +
-                             c.hf_architecture + "\" is a cross-encoder (it scores pairs)");
+                             c.hf_architecture +
+                             "\" has no classification head (BertForSequenceClassification or "
+                             "XLMRobertaForSequenceClassification with num_labels > 1)");
     }
     if (c.task_source.empty()) {
       c.task_source = JoinPath(dir, "config.json") + " 'architectures'";
     }
-    if (c.task == ModelTask::kScore) {  // the head reads the first token, unnormalised
+    if (c.HasHead()) {  // the head reads the first token, unnormalised
       c.pooling = PoolingMode::kCls;
       c.normalize = false;
     }
     return Status::Ok();
   }
   if (c.architecture != Architecture::kQwen3) return Status::Ok();
+  if (c.task == ModelTask::kClassify) {
+    return InvalidArgument(JoinPath(dir, "petal_config.json") +
+                           ": 'task' = \"classify\" is for BERT / XLM-R sequence classifiers, "
+                           "not Qwen3 models");
+  }
   const bool named = ContainsNoCase(ModelFolderName(dir), "reranker");
   if (c.task_source.empty()) {
     if (named && has_pooling_module) {

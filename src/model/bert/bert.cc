@@ -12,7 +12,7 @@ namespace petal {
 namespace {
 
 // Which config dimension a tensor axis has.
-enum class Dim { kHidden, kInter, kVocab, kPos, kType, kOne };
+enum class Dim { kHidden, kInter, kVocab, kPos, kType, kLabels };
 
 int64_t DimSize(const ModelConfig& c, Dim d) {
   switch (d) {
@@ -26,8 +26,9 @@ int64_t DimSize(const ModelConfig& c, Dim d) {
       return c.max_position_embeddings;
     case Dim::kType:
       return c.type_vocab_size;
-    case Dim::kOne:
-      return 1;
+    case Dim::kLabels:  // the head's output rows: 1 for a cross-encoder, num_labels for a
+                        // classifier
+      return c.score_outputs;
   }
   return 0;
 }
@@ -81,20 +82,20 @@ const std::vector<TensorSpec<L>>& LayerTable() {
   return t;
 }
 
-// The head tensors of a cross-encoder, by its head kind (names as the task class stores them,
-// without the encoder's "bert." / "roberta." prefix).
+// The head tensors of a cross-encoder or classifier, by its head kind (names as the task class
+// stores them, without the encoder's "bert." / "roberta." prefix).
 const std::vector<TensorSpec<W>>& HeadTable(ScoreHead head) {
   static const std::vector<TensorSpec<W>> bert = {
       {"pooler.dense.weight", &W::head_dense_weight, {kH, kH}},
       {"pooler.dense.bias", &W::head_dense_bias, {kH}},
-      {"classifier.weight", &W::head_out_weight, {Dim::kOne, kH}},
-      {"classifier.bias", &W::head_out_bias, {Dim::kOne}},
+      {"classifier.weight", &W::head_out_weight, {Dim::kLabels, kH}},
+      {"classifier.bias", &W::head_out_bias, {Dim::kLabels}},
   };
   static const std::vector<TensorSpec<W>> roberta = {
       {"classifier.dense.weight", &W::head_dense_weight, {kH, kH}},
       {"classifier.dense.bias", &W::head_dense_bias, {kH}},
-      {"classifier.out_proj.weight", &W::head_out_weight, {Dim::kOne, kH}},
-      {"classifier.out_proj.bias", &W::head_out_bias, {Dim::kOne}},
+      {"classifier.out_proj.weight", &W::head_out_weight, {Dim::kLabels, kH}},
+      {"classifier.out_proj.bias", &W::head_out_bias, {Dim::kLabels}},
   };
   static const std::vector<TensorSpec<W>> none;
   if (head == ScoreHead::kBertPooler) return bert;
@@ -294,7 +295,7 @@ Status BertCpuModel::Score(const float* pooled, int rows, float* logits) const {
             rows, H, H);
   for (float& v : mid) v = std::tanh(v);
   cpu::Gemm(mid.data(), weights_.head_out_weight.data(), weights_.head_out_bias.data(), logits,
-            rows, 1, H);
+            rows, config_.score_outputs, H);
   return Status::Ok();
 }
 

@@ -41,13 +41,13 @@ struct BertWeights {
   std::vector<float> embed_norm_gamma;       // [H]
   std::vector<float> embed_norm_beta;        // [H]
   std::vector<BertLayerWeights> layers;      // num_layers
-  // Cross-encoders only (config.task == kScore): the sequence-classification head on the first
-  // token. BERT: pooler.dense + tanh, then classifier; XLM-R: classifier.dense + tanh, then
-  // classifier.out_proj. Empty for embedders.
+  // Cross-encoders and classifiers only (config.HasHead()): the sequence-classification head on
+  // the first token. BERT: pooler.dense + tanh, then classifier; XLM-R: classifier.dense + tanh,
+  // then classifier.out_proj. N = config.score_outputs (1, or num_labels). Empty for embedders.
   std::vector<float> head_dense_weight;  // [H, H]
   std::vector<float> head_dense_bias;    // [H]
-  std::vector<float> head_out_weight;    // [1, H]
-  std::vector<float> head_out_bias;      // [1]
+  std::vector<float> head_out_weight;    // [N, H]
+  std::vector<float> head_out_bias;      // [N]
 };
 
 // Reads every tensor the encoder needs (names with or without the "bert." prefix; LayerNorm
