@@ -107,9 +107,19 @@ StatusOr<std::vector<std::vector<double>>> ClassRows(const ChunkedResult& r, siz
   return out;
 }
 
+// A value as JSON: a raw logit in float32's shortest form (it is a float32), a probability as
+// the double it was computed in.
+void Value(JsonOut* o, double v, bool raw) {
+  if (raw) {
+    o->Float(static_cast<float>(v));
+  } else {
+    o->Double(v);
+  }
+}
+
 // TEI: [{"score", "label"}, ...] per input, highest score first ([[...], ...] for a batch).
 std::string TeiJson(const std::vector<std::vector<double>>& rows,
-                    const std::vector<std::string>& labels, bool single) {
+                    const std::vector<std::string>& labels, bool single, bool raw) {
   JsonOut o(32 + rows.size() * labels.size() * 40);
   if (!single) o.Raw("[");
   std::vector<size_t> order(labels.size());
@@ -119,7 +129,8 @@ std::string TeiJson(const std::vector<std::vector<double>>& rows,
                      [&](size_t a, size_t b) { return rows[i][a] > rows[i][b]; });
     o.Raw(i ? ",[" : "[");
     for (size_t k = 0; k < order.size(); ++k) {
-      o.Raw(k ? ",{\"score\":" : "{\"score\":").Double(rows[i][order[k]]);
+      o.Raw(k ? ",{\"score\":" : "{\"score\":");
+      Value(&o, rows[i][order[k]], raw);
       o.Raw(",\"label\":").Str(labels[order[k]]).Raw("}");
     }
     o.Raw("]");
@@ -132,7 +143,7 @@ std::string TeiJson(const std::vector<std::vector<double>>& rows,
 // probable class), "probs", "num_classes"}], "usage"}.
 std::string VllmJson(const std::vector<std::vector<double>>& rows,
                      const std::vector<std::string>& labels, const std::string& id,
-                     const std::string& model, int64_t tokens) {
+                     const std::string& model, int64_t tokens, bool raw) {
   JsonOut o(128 + rows.size() * (64 + labels.size() * 24));
   const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(
                               std::chrono::system_clock::now().time_since_epoch())
@@ -144,7 +155,10 @@ std::string VllmJson(const std::vector<std::vector<double>>& rows,
         static_cast<size_t>(std::max_element(rows[i].begin(), rows[i].end()) - rows[i].begin());
     o.Raw(i ? ",{\"index\":" : "{\"index\":").Int(static_cast<int64_t>(i));
     o.Raw(",\"label\":").Str(labels[best]).Raw(",\"probs\":[");
-    for (size_t k = 0; k < rows[i].size(); ++k) o.Raw(k ? "," : "").Double(rows[i][k]);
+    for (size_t k = 0; k < rows[i].size(); ++k) {
+      o.Raw(k ? "," : "");
+      Value(&o, rows[i][k], raw);
+    }
     o.Raw("],\"num_classes\":").Int(static_cast<int64_t>(labels.size())).Raw("}");
   }
   o.Raw("],\"usage\":{\"prompt_tokens\":").Int(tokens).Raw(",\"total_tokens\":").Int(tokens);
@@ -182,10 +196,10 @@ void Gateway::RunClassify(std::shared_ptr<ClassifyParams> p, ClassifyShape shape
           const bool sigmoid = config_.class_activation == ClassActivation::kSigmoid;
           auto rows = ClassRows(*r, config_.labels.size(), sigmoid, p->raw_scores);
           if (!rows.ok()) return reply(ServerError(rows.status()));
-          reply(MakeResponse(
-              200, shape == ClassifyShape::kTei
-                       ? TeiJson(*rows, config_.labels, p->single)
-                       : VllmJson(*rows, config_.labels, "classify-" + id, model, tokens)));
+          reply(MakeResponse(200, shape == ClassifyShape::kTei
+                                      ? TeiJson(*rows, config_.labels, p->single, p->raw_scores)
+                                      : VllmJson(*rows, config_.labels, "classify-" + id, model,
+                                                 tokens, p->raw_scores)));
         };
         // A few rows (or an error) are cheaper to format here than the hand-off to a worker.
         if (p->texts.size() <= kInlineFormatRows) return format();
