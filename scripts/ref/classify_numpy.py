@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Float64 numpy reference of BERT / XLM-R sequence classifiers, and the goldens of the classifier
-fixtures (tests/fixtures/classify/), independent of Petal's forward passes (no torch needed).
+"""Float64 numpy reference of BERT / XLM-R sequence classifiers and of a BERT SPLADE encoder, and
+the goldens of their fixtures (tests/fixtures/classify/), independent of Petal's forward passes
+(no torch needed).
 
 Each fixture is its committed config.json (BertForSequenceClassification or
 XLMRobertaForSequenceClassification, num_labels > 1), the real tokenizer.json it names, and seeded
@@ -13,6 +14,14 @@ The forward is the post-LN encoder with exact GELU (positions from pad_token_id 
 then the head on the first token: BERT classifier(tanh(pooler.dense(h0))), XLM-R
 out_proj(tanh(dense(h0))). Probabilities: softmax over the labels, or an independent sigmoid per
 label when problem_type is multi_label_classification.
+
+A fixture of "kind": "sparse" is a BertForMaskedLM with a sentence-transformers SpladePooling
+module: the same encoder, then transformers' cls.predictions head on every token (dense, exact
+GELU, LayerNorm, the decoder tied to the word embeddings, plus cls.predictions.bias), and the
+vector is the max over the sequence's tokens of log(1 + relu(logits)) (SparseEncoder's
+SpladePooling, max / relu). Its golden keeps, per text, the count of non-zero entries (and of those below 1e-5, which fp32
+may round either way), their sum
+and the 64 largest (index, value), not the 30522-wide vector.
 
 Inputs: the manifest's texts one by one and its pairs as (a, b) through HF `tokenizers` with
 truncation at max_length (longest_first). Token types are the tokenizer's, 0 everywhere when the
@@ -61,7 +70,13 @@ def state_dict_shapes(cfg):
         out[p + "output.dense.bias"] = (h,)
         out[p + "output.LayerNorm.weight"] = (h,)
         out[p + "output.LayerNorm.bias"] = (h,)
-    if cfg["architectures"][0].startswith("XLMRoberta"):
+    if cfg["architectures"][0] == "BertForMaskedLM":  # tied decoder: not in the state dict
+        out.update({"cls.predictions.transform.dense.weight": (h, h),
+                    "cls.predictions.transform.dense.bias": (h,),
+                    "cls.predictions.transform.LayerNorm.weight": (h,),
+                    "cls.predictions.transform.LayerNorm.bias": (h,),
+                    "cls.predictions.bias": (cfg["vocab_size"],)})
+    elif cfg["architectures"][0].startswith("XLMRoberta"):
         out.update({"classifier.dense.weight": (h, h), "classifier.dense.bias": (h,),
                     "classifier.out_proj.weight": (labels, h), "classifier.out_proj.bias": (labels,)})
     else:
@@ -94,7 +109,24 @@ class Classifier:
     def lin(self, x, name):
         return x @ self.w[name + ".weight"].T + self.w[name + ".bias"]
 
+    def splade(self, ids, types):
+        """max over tokens of log(1 + relu(MLM logits)), [vocab]."""
+        x = self.encode(ids, types)
+        w = self.w
+        t = gelu(self.lin(x, "cls.predictions.transform.dense"))
+        t = layer_norm(t, w["cls.predictions.transform.LayerNorm.weight"],
+                       w["cls.predictions.transform.LayerNorm.bias"], self.eps)
+        logits = t @ w["embeddings.word_embeddings.weight"].T + w["cls.predictions.bias"]
+        return np.log1p(np.maximum(logits, 0.0)).max(axis=0)
+
     def logits(self, ids, types):
+        x = self.encode(ids, types)
+        first = x[0]
+        if self.xlmr:
+            return self.lin(np.tanh(self.lin(first, "classifier.dense")), "classifier.out_proj")
+        return self.lin(np.tanh(self.lin(first, "pooler.dense")), "classifier")
+
+    def encode(self, ids, types):
         c, w, n = self.cfg, self.w, len(ids)
         x = (w["embeddings.word_embeddings.weight"][ids]
              + w["embeddings.position_embeddings.weight"][self.offset:self.offset + n]
@@ -116,10 +148,7 @@ class Classifier:
             h = gelu(self.lin(x, p + "intermediate.dense"))
             x = layer_norm(x + self.lin(h, p + "output.dense"), w[p + "output.LayerNorm.weight"],
                            w[p + "output.LayerNorm.bias"], self.eps)
-        first = x[0]
-        if self.xlmr:
-            return self.lin(np.tanh(self.lin(first, "classifier.dense")), "classifier.out_proj")
-        return self.lin(np.tanh(self.lin(first, "pooler.dense")), "classifier")
+        return x
 
 
 def probabilities(logits, multi_label):
@@ -166,18 +195,29 @@ def main():
         tok.no_padding()
         tok.enable_truncation(max_length=fx["max_length"])
         multi = cfg.get("problem_type") == "multi_label_classification"
-        cases = [{"text": t} for t in manifest["texts"]] + [{"pair": p} for p in manifest["pairs"]]
+        sparse = fx.get("kind") == "sparse"
+        cases = [{"text": t} for t in manifest["texts"]]
+        if not sparse:
+            cases += [{"pair": p} for p in manifest["pairs"]]
         for c in cases:
             enc = tok.encode(c["text"]) if "text" in c else tok.encode(c["pair"][0], c["pair"][1])
             types = enc.type_ids if cfg["type_vocab_size"] > 1 else [0] * len(enc.ids)
+            if sparse:
+                v = model.splade(np.array(enc.ids), np.array(types))
+                top = np.argsort(-v, kind="stable")[:64]
+                c.update({"ids": enc.ids, "type_ids": list(types), "logits": v[top].tolist(),
+                          "probs": [], "top_index": top.tolist(), "nnz": int((v > 0).sum()),
+                          "near_zero": int(((v > 0) & (v < 1e-5)).sum()),
+                          "sum": float(v.sum())})
+                continue
             logits = model.logits(np.array(enc.ids), np.array(types))
             c.update({"ids": enc.ids, "type_ids": list(types), "logits": logits.tolist(),
                       "probs": probabilities(logits, multi).tolist()})
         import tokenizers
         golden = {"fixture": fx["name"], "reference": "scripts/ref/classify_numpy.py (float64)",
                   "seed": manifest["seed"], "max_length": fx["max_length"],
-                  "weight_std": fx["weight_std"], "labels": labels_of(cfg),
-                  "activation": "sigmoid" if multi else "softmax",
+                  "weight_std": fx["weight_std"], "labels": [] if sparse else labels_of(cfg),
+                  "activation": "splade" if sparse else "sigmoid" if multi else "softmax",
                   "tensor_sums": {k: float(v.astype(np.float64).sum()) for k, v in sorted(weights.items())},
                   "generator": {"numpy": np.__version__, "tokenizers": tokenizers.__version__,
                                 "python": sys.version.split()[0]},
@@ -188,7 +228,7 @@ def main():
             f.write("\n")
         print(f"{fx['name']}: lengths {[len(c['ids']) for c in cases]} -> {path}")
         for c in cases:
-            print("  ", [round(x, 4) for x in c["probs"]])
+            print("  ", [round(x, 4) for x in (c["probs"] or c["logits"][:4])], c.get("nnz", ""))
 
 
 if __name__ == "__main__":

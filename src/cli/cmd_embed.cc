@@ -259,6 +259,13 @@ int RunEmbed(const EmbedOptions& opts) {
     std::fprintf(stderr, "petal embed: %s\n", engine.status().ToString().c_str());
     return 1;
   }
+  if ((*engine)->config().task == ModelTask::kSparse) {
+    std::fprintf(stderr,
+                 "petal embed: %s is a sparse (SPLADE) model; petal embed writes dense vectors "
+                 "(sparse outputs are not served yet)\n",
+                 opts.model_dir.c_str());
+    return 2;
+  }
   if ((*engine)->config().task == ModelTask::kClassify) {
     std::fprintf(stderr,
                  "petal embed: %s is a sequence classifier (it labels texts, it does not embed "

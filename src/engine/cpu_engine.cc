@@ -56,6 +56,15 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CpuEngine::Step(const Batch& batch)
   std::vector<float> hidden;
   PETAL_RETURN_IF_ERROR(model_->ForwardObserved(batch, &hidden, observer_));
   Embeddings out;
+  if (config_.task == ModelTask::kSparse) {
+    // SPLADE: one vocabulary-sized row per sequence, max-pooled over its tokens.
+    out.rows = batch.num_seqs();
+    out.dim = config_.vocab_size;
+    out.data.resize(static_cast<size_t>(out.rows) * out.dim);
+    if (out.rows > 0)
+      PETAL_RETURN_IF_ERROR(model_->SparsePool(batch, hidden.data(), out.data.data()));
+    return std::unique_ptr<PendingEmbeddings>(new ReadyEmbeddings(std::move(out)));
+  }
   if (!batch.pool_spans.empty()) {
     // One row per span, pooled and normalised as each span's flags say.
     out.rows = batch.num_spans();

@@ -103,6 +103,11 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayOptions options) {
   if (o.servers.empty()) return InvalidArgument("servers: at least one --server is required");
   if (o.max_inputs < 1) return InvalidArgument("max_inputs: must be at least 1");
   PETAL_ASSIGN_OR_RETURN(g->config_, LoadModelConfig(o.model_dir));
+  if (g->config_.task == ModelTask::kSparse) {
+    return Unimplemented(o.model_dir +
+                         " is a sparse (SPLADE) model: the CPU engine computes its vectors, but no "
+                         "HTTP route serves them yet (/embed_sparse is planned)");
+  }
   PETAL_ASSIGN_OR_RETURN(g->tokenizer_, Tokenizer::FromModelDir(o.model_dir));
   PETAL_ASSIGN_OR_RETURN(g->prompts_, Prompts::Load(o.model_dir));
   if (o.model_name.empty()) {

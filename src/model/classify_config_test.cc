@@ -123,5 +123,37 @@ TEST_F(ClassifyFolder, TaskMustAgreeWithTheHead) {
       << none.status().message();
 }
 
+// SPLADE folders: BertForMaskedLM + a SpladePooling module is a sparse model; another class or a
+// pooling the engine does not compute is refused naming the file.
+TEST_F(ClassifyFolder, SpladePoolingMakesASparseModel) {
+  Write("config.json", Bert("BertForMaskedLM", ""));
+  Write("modules.json",
+        R"([{"idx":0,"name":"0","path":"","type":"sentence_transformers.sparse_encoder.models.)"
+        R"(MLMTransformer"},{"idx":1,"name":"1","path":"1_SpladePooling","type":)"
+        R"("sentence_transformers.sparse_encoder.models.SpladePooling"}])");
+  fs::create_directories(dir_ + "/1_SpladePooling");
+  Write("1_SpladePooling/config.json",
+        R"({"pooling_strategy":"max","activation_function":"relu"})");
+  auto c = LoadModelConfig(dir_);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->task, ModelTask::kSparse);
+  EXPECT_EQ(c->score_head, ScoreHead::kBertMlmSplade);
+  EXPECT_EQ(c->OutputDim(), 10);
+  EXPECT_STREQ(ModelTaskName(c->task), "sparse");
+  Write("1_SpladePooling/config.json", R"({"pooling_strategy":"sum"})");
+  auto sum = LoadModelConfig(dir_);
+  ASSERT_FALSE(sum.ok());
+  EXPECT_NE(sum.status().message().find("key 'pooling_strategy' = 'sum'"), std::string::npos)
+      << sum.status().message();
+  Write("1_SpladePooling/config.json", R"({"activation_function":"softplus"})");
+  ASSERT_FALSE(LoadModelConfig(dir_).ok());
+  Write("1_SpladePooling/config.json", "{}");
+  Write("config.json", Bert("BertModel", ""));
+  auto plain = LoadModelConfig(dir_);
+  ASSERT_FALSE(plain.ok());
+  EXPECT_NE(plain.status().message().find("needs a BertForMaskedLM checkpoint"), std::string::npos)
+      << plain.status().message();
+}
+
 }  // namespace
 }  // namespace petal

@@ -23,8 +23,10 @@ enum class Activation { kGelu, kGeluTanh, kSilu };
 enum class Int8Mode { kLinear, kTanh };
 // What a model returns per sequence: a pooled vector (embedders), a few relevance logits
 // (rankers: cross-encoders and LM rerankers; docs/models.md "Ranking models"), or one logit per
-// class (sequence classifiers with num_labels > 1: sentiment, NLI, ...; "Sequence classifiers").
-enum class ModelTask { kEmbed, kScore, kClassify };
+// class (sequence classifiers with num_labels > 1: sentiment, NLI, ...; "Sequence classifiers"),
+// or a vocabulary-sized sparse vector (SPLADE: a BERT masked-LM head, max over tokens of
+// log(1 + relu(logits)); "Sparse embeddings").
+enum class ModelTask { kEmbed, kScore, kClassify, kSparse };
 // How a classifier's class probabilities are made from its logits: softmax over the classes
 // (config.json problem_type single_label_classification, or none), or an independent sigmoid per
 // class (multi_label_classification).
@@ -35,8 +37,11 @@ enum class ClassActivation { kSoftmax, kSigmoid };
 //   kRobertaClassifier: XLMRobertaForSequenceClassification,
 //       classifier.out_proj(tanh(classifier.dense(<s>))), num_labels logits;
 //   kLmYesNo: a causal LM reranker (Qwen3-Reranker): the LM head's rows of the "yes" and "no"
-//       tokens on the last position's final hidden state, 2 logits [yes, no].
-enum class ScoreHead { kNone, kBertPooler, kRobertaClassifier, kLmYesNo };
+//       tokens on the last position's final hidden state, 2 logits [yes, no];
+//   kBertMlmSplade: BertForMaskedLM's cls.predictions head on every token (dense + GELU +
+//       LayerNorm, then the decoder: vocab_size logits), max-pooled per sequence over
+//       log(1 + relu(logit)) (sentence-transformers SpladePooling, max / relu).
+enum class ScoreHead { kNone, kBertPooler, kRobertaClassifier, kLmYesNo, kBertMlmSplade };
 // How relevance scores are made from the logits (sentence-transformers CrossEncoder's
 // activation_fn): kSigmoid (its default for one label), kIdentity (raw logits). For the 2-logit
 // yes/no head the score is softmax([yes, no])[yes] = sigmoid(yes - no) either way of spelling it.
@@ -46,7 +51,7 @@ const char* ArchitectureName(Architecture a);
 const char* PoolingModeName(PoolingMode p);
 const char* AttentionMaskName(AttentionMask m);
 const char* Int8ModeName(Int8Mode m);
-const char* ModelTaskName(ModelTask t);              // "embed", "score", "classify"
+const char* ModelTaskName(ModelTask t);              // "embed", "score", "classify", "sparse"
 const char* ClassActivationName(ClassActivation a);  // "softmax", "sigmoid"
 const char* ScoreHeadName(ScoreHead h);
 
@@ -88,7 +93,7 @@ struct ModelConfig {
 
   // Ranking models (task kScore) and classifiers (kClassify). score_outputs is how many logits a
   // sequence yields: 1 for a cross-encoder, 2 for kLmYesNo, config.json's num_labels (> 1) for a
-  // classifier.
+  // classifier, vocab_size for a sparse (SPLADE) model.
   ModelTask task = ModelTask::kEmbed;
   ScoreHead score_head = ScoreHead::kNone;
   int score_outputs = 0;

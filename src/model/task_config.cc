@@ -60,6 +60,19 @@ StatusOr<int> VocabId(const std::string& dir, const std::string& token) {
 // sentence-transformers Pooling module says it is an embedder; a path that says reranker beside a
 // Pooling module is refused as ambiguous. The task and its source are in ModelInfo / petal info.
 Status ResolveTask(const std::string& dir, bool has_pooling_module, ModelConfig& c) {
+  if (c.architecture == Architecture::kBert && c.task == ModelTask::kSparse) {
+    // SPLADE: BertForMaskedLM's head on every token (XLM-R's lm_head is not implemented).
+    if (c.hf_architecture != "BertForMaskedLM") {
+      return InvalidArgument(JoinPath(dir, "modules.json") +
+                             ": a SpladePooling module needs a BertForMaskedLM checkpoint, but " +
+                             JoinPath(dir, "config.json") + " 'architectures' = \"" +
+                             c.hf_architecture + "\"");
+    }
+    c.score_head = ScoreHead::kBertMlmSplade;
+    c.score_outputs = c.vocab_size;
+    c.normalize = false;
+    return Status::Ok();
+  }
   if (c.architecture == Architecture::kBert) {
     if (c.task == ModelTask::kScore && c.score_head == ScoreHead::kNone) {
       return InvalidArgument(

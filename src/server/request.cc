@@ -106,8 +106,11 @@ StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig
     if (job.format.dtype != wire::OutputDType::kFloat32 || opts.dimensions() != 0 ||
         opts.normalize() != v1::NORMALIZE_DEFAULT) {
       const bool classify = config.task == ModelTask::kClassify;
+      const bool sparse = config.task == ModelTask::kSparse;
       return InvalidArgument(std::string("options: this model is a ") +
-                             (classify ? "sequence classifier" : "ranking model") +
+                             (classify ? "sequence classifier"
+                              : sparse ? "sparse (SPLADE) embedding model"
+                                       : "ranking model") +
                              " (it returns " + std::to_string(config.score_outputs) +
                              " float32 logits per sequence" + (classify ? ", one per class" : "") +
                              "); dtype, dimensions and normalize must be left unset");

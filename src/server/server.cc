@@ -174,7 +174,11 @@ class EmbedServer::Impl final : public v1::Embedder::CallbackService {
     resp->set_max_queue_tokens(lo.max_queue_tokens);
     resp->set_max_queue_requests(lo.max_queue_requests);
     resp->set_task(ModelTaskName(c.task));
-    if (c.task == ModelTask::kClassify) {
+    if (c.task == ModelTask::kSparse) {
+      resp->set_score_outputs(static_cast<uint32_t>(c.score_outputs));
+      resp->set_score_head(ScoreHeadName(c.score_head));
+      resp->add_dtypes(v1::DTYPE_FLOAT32);
+    } else if (c.task == ModelTask::kClassify) {
       resp->set_score_outputs(static_cast<uint32_t>(c.score_outputs));
       resp->set_score_head(ScoreHeadName(c.score_head));
       resp->set_class_activation(ClassActivationName(c.class_activation));

@@ -90,6 +90,13 @@ StatusOr<ClassifyGolden> LoadClassifyGolden(const std::string& name) {
     for (auto x : types) cc.type_ids.push_back(static_cast<int32_t>(x.get_int64().value_unsafe()));
     for (auto x : logits) cc.logits.push_back(Num(x));
     for (auto x : probs) cc.probs.push_back(Num(x));
+    simdjson::dom::array top;
+    if (!c["top_index"].get_array().get(top)) {
+      for (auto x : top) cc.top_index.push_back(static_cast<int32_t>(x.get_int64().value_unsafe()));
+      cc.nnz = c["nnz"].get_int64().value_unsafe();
+      cc.near_zero = c["near_zero"].get_int64().value_unsafe();
+      cc.sum = Num(c["sum"].value_unsafe());
+    }
     g.cases.push_back(std::move(cc));
   }
   return g;

@@ -32,11 +32,16 @@ struct ClassifyCase {
   bool is_pair = false;
   std::vector<int32_t> ids, type_ids;
   std::vector<double> logits, probs;
+  // Sparse (SPLADE) fixtures: `logits` holds the 64 largest values, at top_index; nnz counts the
+  // reference's non-zero entries (near_zero of them below 1e-5), sum adds all of them.
+  std::vector<int32_t> top_index;
+  int64_t nnz = 0, near_zero = 0;
+  double sum = 0;
 };
 
 struct ClassifyGolden {
   std::vector<std::string> labels;
-  std::string activation;  // "softmax" or "sigmoid"
+  std::string activation;  // "softmax", "sigmoid", or "splade" (a sparse fixture)
   std::vector<ClassifyCase> cases;
   std::map<std::string, double> tensor_sums;
 };

@@ -120,6 +120,65 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ClassifyFixtureTest, ::testing::Values("bert-
                            return s;
                          });
 
+// SPLADE (bert-splade: BertForMaskedLM + SpladePooling): one vocabulary-sized row per text on
+// both CPU paths, batched and alone; the 64 largest entries at the reference's indices within
+// 1e-5, the non-zero count equal (up to entries the reference has below 1e-5), the sum within
+// 1e-5 relative.
+TEST(SparseFixture, SpladeVectorsMatchTheReference) {
+  auto m = LoadClassifyManifest();
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ClassifyFixture fx;
+  for (const auto& f : m->fixtures) {
+    if (f.spec.name == "bert-splade") fx = f;
+  }
+  ASSERT_EQ(fx.spec.name, "bert-splade");
+  auto golden = LoadClassifyGolden("bert-splade");
+  ASSERT_TRUE(golden.ok()) << golden.status().ToString();
+  auto dir = BuildClassifyFolder(*m, fx, *golden);
+  ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+  auto config = LoadModelConfig(*dir);
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->task, ModelTask::kSparse);
+  EXPECT_EQ(config->score_head, ScoreHead::kBertMlmSplade);
+  EXPECT_EQ(config->OutputDim(), config->vocab_size);
+  for (const char* precision : {"reference", "auto"}) {
+    CpuEngineOptions eo;
+    eo.precision = precision;
+    auto engine = CpuEngine::Load(*dir, eo);
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    auto all = (*engine)->Embed(CasesBatch(golden->cases));
+    ASSERT_TRUE(all.ok()) << all.status().ToString();
+    ASSERT_EQ(all->rows, static_cast<int>(golden->cases.size()));
+    ASSERT_EQ(all->dim, config->vocab_size);
+    double worst = 0;
+    for (size_t i = 0; i < golden->cases.size(); ++i) {
+      const ClassifyCase& c = golden->cases[i];
+      const float* row = all->row(static_cast<int>(i));
+      auto one = (*engine)->Embed(CasesBatch({c}));
+      ASSERT_TRUE(one.ok()) << one.status().ToString();
+      int64_t nnz = 0;
+      double sum = 0, worst_alone = 0;
+      for (int v = 0; v < all->dim; ++v) {
+        EXPECT_GE(row[v], 0.0f);
+        nnz += row[v] > 0;
+        sum += row[v];
+        worst_alone = std::max(worst_alone, double{std::abs(one->row(0)[v] - row[v])});
+      }
+      EXPECT_LE(worst_alone, kMaxLogitError) << "text " << i << " alone vs batched";
+      EXPECT_LE(std::abs(nnz - c.nnz), c.near_zero) << "text " << i;
+      EXPECT_NEAR(sum, c.sum, 1e-5 * std::abs(c.sum)) << "text " << i;
+      ASSERT_EQ(c.top_index.size(), c.logits.size());
+      for (size_t k = 0; k < c.top_index.size(); ++k) {
+        const double err = std::abs(double{row[c.top_index[k]]} - c.logits[k]);
+        worst = std::max(worst, err);
+        EXPECT_LE(err, kMaxLogitError) << "text " << i << " entry " << c.top_index[k];
+      }
+    }
+    std::printf("bert-splade (%s): %zu texts, worst |top-64 value - ref| = %.3g\n", precision,
+                golden->cases.size(), worst);
+  }
+}
+
 TEST(ClassProbabilities, SoftmaxSumsToOneAndSigmoidIsPerClass) {
   const float logits[] = {2.5f, -1.25f, 0.75f, 40.0f};
   double p[4];

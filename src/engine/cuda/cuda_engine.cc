@@ -70,6 +70,10 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
   options_ = opt;
   PETAL_RETURN_IF_ERROR(CheckCuda(cudaSetDevice(opt.device), "cudaSetDevice"));
   PETAL_ASSIGN_OR_RETURN(config_, LoadModelConfig(model_dir));
+  if (config_.task == ModelTask::kSparse) {
+    return Unimplemented(model_dir +
+                         ": sparse (SPLADE) models run on the CPU engine only (--backend cpu)");
+  }
   PETAL_ASSIGN_OR_RETURN(auto store, WeightStore::Open(model_dir));
   PETAL_RETURN_IF_ERROR(
       CheckCuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream"));

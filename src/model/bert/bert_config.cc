@@ -164,7 +164,10 @@ double BertParameterCount(const ModelConfig& c) {
       (h * 3 * h + 3 * h) + (h * h + h) + 2 * h + (h * i + i) + (i * h + h) + 2 * h;
   // A cross-encoder's or classifier's head: a dense H x H + bias (BERT's pooler, XLM-R's
   // classifier.dense) and one output row + bias per label.
-  const double head = c.HasHead() ? (h * h + h) + (h + 1) * c.score_outputs : 0;
+  double head = c.HasHead() ? (h * h + h) + (h + 1) * c.score_outputs : 0;
+  // SPLADE's masked-LM head: dense H x H + bias, LayerNorm, and a bias per vocabulary entry (the
+  // decoder is the word embeddings, tied, as BertForMaskedLM checkpoints store it).
+  if (c.task == ModelTask::kSparse) head = (h * h + h) + 2 * h + static_cast<double>(c.vocab_size);
   return emb + L * layer + head;
 }
 
