@@ -52,6 +52,7 @@ using T = Route::Thread;
 constexpr unsigned kEmbed = TaskBit(ModelTask::kEmbed);
 constexpr unsigned kScore = TaskBit(ModelTask::kScore);
 constexpr unsigned kClassify = TaskBit(ModelTask::kClassify);
+constexpr unsigned kSparse = TaskBit(ModelTask::kSparse);
 const Route Gateway::kRouteTable[] = {
     {"/v1/embeddings", http::verb::post, &Gateway::OpenAiEmbed, T::kIoIfSmall, true, kEmbed},
     {"/embed", http::verb::post, &Gateway::TeiEmbed, T::kIoIfSmall, true, kEmbed},
@@ -60,6 +61,7 @@ const Route Gateway::kRouteTable[] = {
     {"/v1/score", http::verb::post, &Gateway::Score, T::kWorker, true, kEmbed | kScore},
     {"/rerank", http::verb::post, &Gateway::TeiRerank, T::kWorker, true, kScore},
     {"/v1/rerank", http::verb::post, &Gateway::CohereRerank, T::kWorker, true, kScore},
+    {"/embed_sparse", http::verb::post, &Gateway::TeiEmbedSparse, T::kWorker, true, kSparse},
     {"/predict", http::verb::post, &Gateway::TeiPredict, T::kIoIfSmall, true, kClassify},
     {"/classify", http::verb::post, &Gateway::VllmClassify, T::kIoIfSmall, true, kClassify},
     {"/tokenize", http::verb::post, &Gateway::Tokenize, T::kWorker, true},
@@ -103,11 +105,6 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayOptions options) {
   if (o.servers.empty()) return InvalidArgument("servers: at least one --server is required");
   if (o.max_inputs < 1) return InvalidArgument("max_inputs: must be at least 1");
   PETAL_ASSIGN_OR_RETURN(g->config_, LoadModelConfig(o.model_dir));
-  if (g->config_.task == ModelTask::kSparse) {
-    return Unimplemented(o.model_dir +
-                         " is a sparse (SPLADE) model: the CPU engine computes its vectors, but no "
-                         "HTTP route serves them yet (/embed_sparse is planned)");
-  }
   PETAL_ASSIGN_OR_RETURN(g->tokenizer_, Tokenizer::FromModelDir(o.model_dir));
   PETAL_ASSIGN_OR_RETURN(g->prompts_, Prompts::Load(o.model_dir));
   if (o.model_name.empty()) {

@@ -139,6 +139,8 @@ class Gateway {
   enum class RerankShape { kTei, kCohere, kScore };
   void RunRerank(std::shared_ptr<RerankParams> p, RerankShape shape, const char* field,
                  Reply reply);
+  // TEI's /embed_sparse on a sparse (SPLADE) model (sparse_routes.cc).
+  void TeiEmbedSparse(const HttpRequest& req, Reply reply);
   // Classification routes (classify_routes.cc): TEI's /predict and vLLM's /classify.
   void TeiPredict(const HttpRequest& req, Reply reply);
   void VllmClassify(const HttpRequest& req, Reply reply);

@@ -22,6 +22,9 @@ constexpr TaskText kTaskTable[] = {
     {ModelTask::kClassify,
      "a sequence classifier (it labels texts and text pairs)",
      {"/predict", R"({"inputs": "I loved this film!"})"}},
+    {ModelTask::kSparse,
+     "a sparse embedding model (SPLADE)",
+     {"/embed_sparse", R"({"inputs": "What is Petal?"})"}},
 };
 
 const TaskText& Row(ModelTask task) {

@@ -8,7 +8,8 @@
 namespace petal::gateway {
 namespace {
 
-constexpr ModelTask kTasks[] = {ModelTask::kEmbed, ModelTask::kScore, ModelTask::kClassify};
+constexpr ModelTask kTasks[] = {ModelTask::kEmbed, ModelTask::kScore, ModelTask::kClassify,
+                                ModelTask::kSparse};
 
 TEST(TaskRoutes, EveryTaskHasRoutesAndItsExampleRouteServesIt) {
   for (ModelTask t : kTasks) {

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <thread>
 
 #include "../layouts/classify_fixture.h"
@@ -292,6 +293,68 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, GatewayClassify, ::testing::Values("bert-cls"
                            std::replace(s.begin(), s.end(), '-', '_');
                            return s;
                          });
+
+// TEI's /embed_sparse on the SPLADE fixture (bert-splade): per text, its non-zero entries in index
+// order, as many as the reference's, summing to its sum, the 64 largest equal to the reference's
+// within 1e-5; other models' routes refused, and /embed_sparse refused on a classifier.
+TEST(GatewaySparse, EmbedSparseAnswersLikeTheReference) {
+  auto st = Start("bert-splade");
+  if (!st) GTEST_SKIP() << "fixture or tokenizer unavailable";
+  HttpClient c(st->gateway->port());
+  const auto& g = st->golden;
+  std::string texts = "[";
+  for (size_t i = 0; i < g.cases.size(); ++i) texts += (i ? "," : "") + Json(g.cases[i].text);
+  texts += "]";
+  auto r = c.Post("/embed_sparse", "{\"inputs\":" + texts + ",\"truncate\":true}");
+  ASSERT_EQ(r.status, 200u) << r.body.substr(0, 300);
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_FALSE(parser.parse(r.body).get(doc));
+  size_t i = 0;
+  for (auto list : doc.get_array()) {
+    ASSERT_LT(i, g.cases.size());
+    const auto& cs = g.cases[i];
+    std::map<int64_t, double> entries;
+    int64_t prev = -1;
+    double sum = 0;
+    for (auto e : list.get_array()) {
+      const int64_t index = e["index"].get_int64().value();
+      const double value = e["value"].get_double().value();
+      EXPECT_GT(index, prev) << "text " << i << ": not in index order";
+      EXPECT_GT(value, 0.0) << "text " << i;
+      prev = index;
+      sum += value;
+      entries[index] = value;
+    }
+    EXPECT_LE(std::abs(static_cast<int64_t>(entries.size()) - cs.nnz), cs.near_zero) << i;
+    EXPECT_NEAR(sum, cs.sum, 1e-5 * std::abs(cs.sum)) << "text " << i;
+    for (size_t k = 0; k < cs.top_index.size(); ++k) {
+      ASSERT_TRUE(entries.count(cs.top_index[k])) << "text " << i << " entry " << cs.top_index[k];
+      EXPECT_NEAR(entries[cs.top_index[k]], cs.logits[k], kTol) << "text " << i;
+    }
+    ++i;
+  }
+  EXPECT_EQ(i, g.cases.size());
+  r = c.Post("/embed_sparse", "{\"inputs\":\"x\",\"dimensions\":8}");
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_NE(r.body.find("\"param\":\"dimensions\""), std::string::npos) << r.body;
+  r = c.Post("/embed_sparse", "{\"inputs\":[]}");
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_NE(r.body.find("\"param\":\"inputs\""), std::string::npos) << r.body;
+  r = c.Post("/v1/embeddings", "{\"input\":\"x\"}");
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_NE(r.body.find("is a sparse embedding model (SPLADE): it serves /embed_sparse; "
+                        "/v1/embeddings needs an embedding model"),
+            std::string::npos)
+      << r.body;
+  auto cls = Start("bert-cls");
+  ASSERT_TRUE(cls);
+  HttpClient cc(cls->gateway->port());
+  r = cc.Post("/embed_sparse", "{\"inputs\":\"x\"}");
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_NE(r.body.find("/embed_sparse needs a sparse embedding model"), std::string::npos)
+      << r.body;
+}
 
 // The classification routes on an embedding model: 400 saying what the model serves (the gateway
 // decides from its own config before any server is asked).
