@@ -38,7 +38,7 @@ run_one() {
   [[ -x "$bin" ]] || { echo "$t: missing $bin" >&2; return 1; }
   mkdir -p "$work" "$art"
   local dict=()
-  case "$t" in openai_embed | tei_embed | score | rerank | tokenize_body | model_config | safetensors)
+  case "$t" in openai_embed | tei_embed | score | rerank | classify | tokenize_body | model_config | safetensors)
     dict=(-dict=tests/fuzz/json.dict) ;;
   esac
   local before rc=0

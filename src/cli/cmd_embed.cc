@@ -22,6 +22,7 @@
 #include "cli/model_arg.h"
 #include "engine/cuda/cuda_engine.h"
 #include "engine/engine_factory.h"
+#include "gateway/task_routes.h"
 #include "tokenizer/prompts.h"
 #include "tokenizer/tokenizer.h"
 #include "wire/codec.h"
@@ -259,11 +260,11 @@ int RunEmbed(const EmbedOptions& opts) {
     std::fprintf(stderr, "petal embed: %s\n", engine.status().ToString().c_str());
     return 1;
   }
-  if ((*engine)->config().task == ModelTask::kScore) {
-    std::fprintf(stderr,
-                 "petal embed: %s is a ranking model (it scores query/document pairs, it does not "
-                 "embed texts): serve it and use /rerank, /v1/rerank or /v1/score\n",
-                 opts.model_dir.c_str());
+  if (const ModelTask task = (*engine)->config().task; task != ModelTask::kEmbed) {
+    // Not an embedder: say what it is and where it is served (the gateway's task table).
+    std::fprintf(stderr, "petal embed: %s is %s, not an embedder: serve it and use %s\n",
+                 opts.model_dir.c_str(), std::string(gateway::TaskNoun(task)).c_str(),
+                 gateway::ServedRoutes(gateway::Gateway::Routes(), task).c_str());
     return 2;
   }
   Embedder embedder(opts, std::move(engine).value());

@@ -39,7 +39,7 @@ std::function<int()> SetupGateway(CLI::App* app) {
       Log("error", "cannot start gateway", {{"error", g.status().ToString()}});
       return 1;
     }
-    LogGatewayStarted(*o, (*g)->port());
+    LogGatewayStarted(*o, (*g)->port(), (*g)->config().task);
     int sig = 0;
     sigwait(&signals, &sig);
     Log("info", "signal received; stopping gateway",

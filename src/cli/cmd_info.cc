@@ -101,6 +101,18 @@ int RunInfo(const InfoOptions& opts) {
                       c.score_activation == ScoreActivation::kIdentity ? "identity" : "sigmoid",
                       true});
   }
+  if (c.task == ModelTask::kClassify) {
+    // Labels: a JSON array with --json, comma-separated otherwise.
+    std::string labels_json = "[", labels_text;
+    for (const auto& l : c.labels) {
+      labels_json += (labels_json.size() > 1 ? "," : "") + JsonString(l);
+      labels_text += (labels_text.empty() ? "" : ", ") + l;
+    }
+    fields.push_back({"score_head", ScoreHeadName(c.score_head), true});
+    fields.push_back({"num_labels", num(c.score_outputs), false});
+    fields.push_back({"labels", opts.json ? labels_json + "]" : labels_text, false});
+    fields.push_back({"class_activation", ClassActivationName(c.class_activation), true});
+  }
   if (opts.json) {
     std::string out = "{";
     for (size_t i = 0; i < fields.size(); ++i) {

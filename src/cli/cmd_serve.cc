@@ -322,7 +322,7 @@ int RunServe(ServeArgs& a) {
     StopChildren(&children, 0);
     return 1;
   }
-  LogGatewayStarted(a.gateway, (*g)->port());
+  LogGatewayStarted(a.gateway, (*g)->port(), (*g)->config().task);
   int sig = 0;
   while (true) {
     sigwait(&signals, &sig);

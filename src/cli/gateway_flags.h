@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "gateway/gateway.h"
+#include "gateway/task_routes.h"
 
 namespace petal::cli {
 
@@ -68,7 +69,8 @@ inline void AddGatewayFlags(CLI::App* app, gateway::GatewayOptions* o) {
       ->check(CLI::PositiveNumber);
 }
 
-inline void LogGatewayStarted(const gateway::GatewayOptions& o, uint16_t port) {
+// Logs the gateway's start and prints a curl of the model's own route (task_routes.h).
+inline void LogGatewayStarted(const gateway::GatewayOptions& o, uint16_t port, ModelTask task) {
   std::string servers;
   for (const auto& s : o.servers) servers += (servers.empty() ? "" : ",") + s;
   Log("info", "gateway listening",
@@ -82,11 +84,14 @@ inline void LogGatewayStarted(const gateway::GatewayOptions& o, uint16_t port) {
   std::string host = o.listen.substr(0, o.listen.rfind(':'));
   if (host.empty() || host == "0.0.0.0") host = "127.0.0.1";
   const std::string url = "http://" + host + ":" + std::to_string(port);
-  std::fprintf(
-      stderr,
-      "Petal is serving at %s\n  curl %s/v1/embeddings -H 'Content-Type: application/json' "
-      "-d '{\"input\": \"Hello, world\"}'\n",
-      url.c_str(), url.c_str());
+  const gateway::ExampleRequest ex = gateway::ExampleFor(task);
+  const std::string_view noun = gateway::TaskNoun(task);
+  std::fprintf(stderr,
+               "Petal is serving %s at %s\n  curl %s%.*s -H 'Content-Type: application/json' "
+               "-d '%.*s'\n",
+               std::string(noun.substr(0, noun.find(" ("))).c_str(), url.c_str(), url.c_str(),
+               static_cast<int>(ex.path.size()), ex.path.data(), static_cast<int>(ex.body.size()),
+               ex.body.data());
 }
 
 }  // namespace petal::cli

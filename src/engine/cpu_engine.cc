@@ -91,13 +91,23 @@ StatusOr<std::unique_ptr<CpuEngine>> CpuEngine::Load(const std::string& model_di
 
 StatusOr<std::unique_ptr<PendingEmbeddings>> CpuEngine::Step(const Batch& batch) {
   PETAL_RETURN_IF_ERROR(batch.Validate(config_.vocab_size, config_.max_position_embeddings));
-  const bool score = config_.task == ModelTask::kScore;
+  const bool score = config_.HasHead();
   if (score && !batch.pool_spans.empty())
-    return InvalidArgument("pool spans are for embedding models, not ranking models");
+    return InvalidArgument(
+        "pool spans are for embedding models, not ranking models or classifiers");
   cpu::EnterCpuThreads(threads_);  // OpenMP's count is per thread: Step may run on another one
   std::vector<float> hidden;
   PETAL_RETURN_IF_ERROR(model_->ForwardObserved(batch, &hidden, observer_));
   Embeddings out;
+  if (config_.task == ModelTask::kSparse) {
+    // SPLADE: one vocabulary-sized row per sequence, max-pooled over its tokens.
+    out.rows = batch.num_seqs();
+    out.dim = config_.vocab_size;
+    out.data.resize(static_cast<size_t>(out.rows) * out.dim);
+    if (out.rows > 0)
+      PETAL_RETURN_IF_ERROR(model_->SparsePool(batch, hidden.data(), out.data.data()));
+    return std::unique_ptr<PendingEmbeddings>(new ReadyEmbeddings(std::move(out)));
+  }
   if (!batch.pool_spans.empty()) {
     // One row per span, pooled and normalised as each span's flags say.
     out.rows = batch.num_spans();
@@ -113,7 +123,7 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CpuEngine::Step(const Batch& batch)
             static_cast<cpu::Pooling>(config_.pooling), config_.normalize && !score,
             out.data.data());
   if (score) {
-    // Ranking model: the head turns each pooled state into score_outputs logits.
+    // Ranking model or classifier: the head turns each pooled state into score_outputs logits.
     std::vector<float> logits(static_cast<size_t>(out.rows) * config_.score_outputs);
     if (out.rows > 0)
       PETAL_RETURN_IF_ERROR(model_->Score(out.data.data(), out.rows, logits.data()));

@@ -139,7 +139,6 @@ int Gateway::MaxInputTokens() const {
 
 void Gateway::ContextualEmbed(const HttpRequest& req, Reply reply) {
   const trace::SpanContext tc = trace::Current();
-  if (auto err = RequireTask(ModelTask::kEmbed)) return reply(ErrorResponse(*err));
   auto p = std::make_shared<ContextualParams>();
   if (auto err = ParseContextualEmbed(req.body(), p.get())) return reply(ErrorResponse(*err));
   if (p->dimensions > static_cast<uint32_t>(config_.hidden_size)) {

@@ -10,6 +10,8 @@
 #include "gateway/docs_page.h"
 #include "gateway/json_writer.h"
 #include "gateway/openapi_doc.h"
+#include "gateway/route_errors.h"
+#include "gateway/task_routes.h"
 #include "trace/trace.h"
 #include "wire/stats_prometheus.h"
 
@@ -45,13 +47,23 @@ using T = Route::Thread;
 // short text, the online-query case) is cheaper to handle on the I/O thread than the thread
 // wake-up a hand-off costs (tens of microseconds, more on virtual machines). /metrics asks every
 // replica for its Stats (blocking RPCs): never on an I/O thread.
+// The last column says which models a route serves (kAnyTask when absent): the one table the
+// task refusals and the start-up hint read (task_routes.h).
+constexpr unsigned kEmbed = TaskBit(ModelTask::kEmbed);
+constexpr unsigned kScore = TaskBit(ModelTask::kScore);
+constexpr unsigned kClassify = TaskBit(ModelTask::kClassify);
+constexpr unsigned kSparse = TaskBit(ModelTask::kSparse);
 const Route Gateway::kRouteTable[] = {
-    {"/v1/embeddings", http::verb::post, &Gateway::OpenAiEmbed, T::kIoIfSmall, true},
-    {"/embed", http::verb::post, &Gateway::TeiEmbed, T::kIoIfSmall, true},
-    {"/v1/contextualizedembeddings", http::verb::post, &Gateway::ContextualEmbed, T::kWorker, true},
-    {"/v1/score", http::verb::post, &Gateway::Score, T::kWorker, true},
-    {"/rerank", http::verb::post, &Gateway::TeiRerank, T::kWorker, true},
-    {"/v1/rerank", http::verb::post, &Gateway::CohereRerank, T::kWorker, true},
+    {"/v1/embeddings", http::verb::post, &Gateway::OpenAiEmbed, T::kIoIfSmall, true, kEmbed},
+    {"/embed", http::verb::post, &Gateway::TeiEmbed, T::kIoIfSmall, true, kEmbed},
+    {"/v1/contextualizedembeddings", http::verb::post, &Gateway::ContextualEmbed, T::kWorker, true,
+     kEmbed},
+    {"/v1/score", http::verb::post, &Gateway::Score, T::kWorker, true, kEmbed | kScore},
+    {"/rerank", http::verb::post, &Gateway::TeiRerank, T::kWorker, true, kScore},
+    {"/v1/rerank", http::verb::post, &Gateway::CohereRerank, T::kWorker, true, kScore},
+    {"/embed_sparse", http::verb::post, &Gateway::TeiEmbedSparse, T::kWorker, true, kSparse},
+    {"/predict", http::verb::post, &Gateway::TeiPredict, T::kIoIfSmall, true, kClassify},
+    {"/classify", http::verb::post, &Gateway::VllmClassify, T::kIoIfSmall, true, kClassify},
     {"/tokenize", http::verb::post, &Gateway::Tokenize, T::kWorker, true},
     {"/health", http::verb::get, &Gateway::Health, T::kIo, false},
     {"/ready", http::verb::get, &Gateway::Ready, T::kIo, false},
@@ -200,6 +212,10 @@ void Gateway::Handle(HttpRequest&& req, Reply reply) {
                                         std::string(http::to_string(route->method)) + " only",
                                     "invalid_request_error", "")));
   }
+  // A route for another kind of model: 400 naming what this one serves (task_routes.h).
+  if (auto err = TaskRefusal(Routes(), *route, config_.task, options_.model_name)) {
+    return done(ErrorResponse(*err));
+  }
   const bool on_io =
       route->thread == Route::Thread::kIo ||
       (route->thread == Route::Thread::kIoIfSmall && req.body().size() <= kInlineBodyBytes);
@@ -251,6 +267,11 @@ void Gateway::Info(const HttpRequest&, Reply reply) {
   o.Raw(",\"hidden_size\":").Int(config_.hidden_size);
   o.Raw(",\"max_input_length\":").Int(config_.max_seq_length);
   o.Raw(",\"task\":").Str(ModelTaskName(config_.task));
+  if (config_.task == ModelTask::kClassify) {
+    o.Raw(",\"labels\":[");
+    for (size_t i = 0; i < config_.labels.size(); ++i) o.Raw(i ? "," : "").Str(config_.labels[i]);
+    o.Raw("],\"class_activation\":").Str(ClassActivationName(config_.class_activation));
+  }
   o.Raw(",\"pooling\":").Str(PoolingModeName(config_.pooling));
   o.Raw(",\"normalize\":").Raw(config_.normalize ? "true" : "false");
   o.Raw(",\"max_client_batch_size\":").Int(static_cast<int64_t>(options_.max_inputs));

@@ -1,6 +1,7 @@
 // Gateway: the HTTP front of Petal. Owns the tokenizer and model config (the gateway tokenizes;
 // servers receive ids), the ReplicaSet of inference servers, the HTTP server and the metrics,
-// and routes each request (OpenAI /v1/embeddings, TEI-style /embed and /tokenize, /v1/score,
+// and routes each request (OpenAI /v1/embeddings, TEI-style /embed, /predict and /tokenize,
+// vLLM-style /classify, /v1/score,
 // health, readiness, info and metrics, the OpenAPI document and the /docs page; see docs/api.md).
 //
 // Thread-safety: handlers run concurrently on the HTTP I/O threads and on gRPC completion
@@ -61,6 +62,12 @@ struct GatewayOptions {
 class Gateway;
 struct SpanPlan;  // span_plan.h
 
+// Which models a route serves, as a set of ModelTask bits; kAnyTask (0): every model (health,
+// docs, tokenize, ...). A route asked of a model whose task it does not serve is answered 400
+// naming the routes that do (task_routes.h), before its handler runs.
+constexpr unsigned TaskBit(ModelTask t) { return 1u << static_cast<unsigned>(t); }
+inline constexpr unsigned kAnyTask = 0;
+
 // One row of the gateway's route table (Gateway::kRouteTable in gateway.cc): every route is
 // declared there and nowhere else. Handlers all take the request and the reply; the table says
 // where they may run.
@@ -74,7 +81,8 @@ struct Route {
   boost::beast::http::verb method;
   void (Gateway::*handler)(const HttpRequest& req, Reply reply);
   Thread thread;
-  bool needs_auth;  // needs `Authorization: Bearer <key>` when the gateway has API keys
+  bool needs_auth;            // needs `Authorization: Bearer <key>` when the gateway has API keys
+  unsigned tasks = kAnyTask;  // the models it serves (TaskBit of each task), or kAnyTask
 };
 
 class Gateway {
@@ -92,6 +100,7 @@ class Gateway {
   ~Gateway();
 
   uint16_t port() const { return http_->port(); }
+  const ModelConfig& config() const { return config_; }
   const ReplicaSet& replicas() const { return *replicas_; }
 
  private:
@@ -130,8 +139,18 @@ class Gateway {
   enum class RerankShape { kTei, kCohere, kScore };
   void RunRerank(std::shared_ptr<RerankParams> p, RerankShape shape, const char* field,
                  Reply reply);
-  // An error unless the model's task is `task` (400 saying what the model serves).
-  std::optional<RequestError> RequireTask(ModelTask task) const;
+  // TEI's /embed_sparse on a sparse (SPLADE) model (sparse_routes.cc).
+  void TeiEmbedSparse(const HttpRequest& req, Reply reply);
+  // Classification routes (classify_routes.cc): TEI's /predict and vLLM's /classify.
+  void TeiPredict(const HttpRequest& req, Reply reply);
+  void VllmClassify(const HttpRequest& req, Reply reply);
+  enum class ClassifyShape { kTei, kVllm };
+  void RunClassify(std::shared_ptr<ClassifyParams> p, ClassifyShape shape, const char* field,
+                   Reply reply);
+  // Each input's ids (and, when it has pairs, token types); errors name `field`[i].
+  std::optional<RequestError> ToClassifyInputs(const ClassifyParams& p, const char* field,
+                                               std::vector<std::vector<int32_t>>* seqs,
+                                               std::vector<std::vector<int32_t>>* types);
   // The query paired with every document (ids and token types); errors name `field`[i].
   std::optional<RequestError> ToPairs(const RerankParams& p, const char* field,
                                       std::vector<std::vector<int32_t>>* seqs,

@@ -110,4 +110,25 @@ std::optional<RequestError> ParseTeiRerank(std::string_view body, size_t max_inp
 std::optional<RequestError> ParseCohereRerank(std::string_view body, size_t max_inputs,
                                               RerankParams* out);
 
+// A classification request (sequence classifiers; docs/api.md), in either shape:
+//   TEI POST /predict: {"inputs": "text" | ["text", "text_pair"] (one pair) |
+//       [input, ...] (a batch; each "text", ["text"] or ["text", "text_pair"]),
+//       "raw_scores", "truncate"};
+//   vLLM POST /classify: {"model", "input": "text" | ["text", ...], "activation", "truncate"}.
+// Parsed by request_parse_classify.cc.
+struct ClassifyParams {
+  std::vector<std::string> texts;   // one per input: the text, or a pair's first text
+  std::vector<std::string> second;  // one per input when has_pairs: a pair's second text, or ""
+  std::vector<uint8_t> is_pair;     // one per input when has_pairs
+  bool has_pairs = false;
+  bool single = false;      // /predict: `inputs` was one text or one pair (one list answers it)
+  bool raw_scores = false;  // the logits themselves rather than the probabilities
+  bool truncate = false;    // cut inputs over the model's length instead of a 413
+  std::string model;
+};
+std::optional<RequestError> ParsePredict(std::string_view body, size_t max_inputs,
+                                         ClassifyParams* out);
+std::optional<RequestError> ParseClassify(std::string_view body, size_t max_inputs,
+                                          ClassifyParams* out);
+
 }  // namespace petal::gateway

@@ -2,7 +2,7 @@
 // ranking model (pair scores). The query is paired with every document (tokenizer pair template
 // or the LM reranker's prompt: tokenizer/rank_input.h), the pairs are chunked and balanced over
 // the replicas like embeddings (a pair is one sequence), and the logits come back as scores.
-// The task guards (a rerank route on an embedding model and the reverse) live here too.
+// Which models may ask these routes is the route table's (gateway.cc, task_routes.h).
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
@@ -17,23 +17,6 @@
 #include "wire/codec.h"
 
 namespace petal::gateway {
-
-std::optional<RequestError> Gateway::RequireTask(ModelTask task) const {
-  if (config_.task == task) return std::nullopt;
-  if (task == ModelTask::kScore) {
-    return RequestError{400,
-                        "model '" + options_.model_name +
-                            "' is an embedding model: it serves /v1/embeddings, /embed and "
-                            "/v1/score (cosine similarity); /rerank and /v1/rerank need a "
-                            "ranking model (a cross-encoder or an LM reranker)",
-                        "model"};
-  }
-  return RequestError{400,
-                      "model '" + options_.model_name +
-                          "' is a ranking model (it scores query/document pairs): it serves "
-                          "/rerank, /v1/rerank and /v1/score, not embeddings",
-                      "model"};
-}
 
 std::optional<RequestError> Gateway::ToPairs(const RerankParams& p, const char* field,
                                              std::vector<std::vector<int32_t>>* seqs,
@@ -97,7 +80,6 @@ void SortByScore(std::vector<Scored>* s) {
 
 void Gateway::TeiRerank(const HttpRequest& req, Reply reply) {
   auto p = std::make_shared<RerankParams>();
-  if (auto err = RequireTask(ModelTask::kScore)) return reply(ErrorResponse(*err));
   if (auto err = ParseTeiRerank(req.body(), options_.max_inputs, p.get())) {
     return reply(ErrorResponse(*err));
   }
@@ -106,7 +88,6 @@ void Gateway::TeiRerank(const HttpRequest& req, Reply reply) {
 
 void Gateway::CohereRerank(const HttpRequest& req, Reply reply) {
   auto p = std::make_shared<RerankParams>();
-  if (auto err = RequireTask(ModelTask::kScore)) return reply(ErrorResponse(*err));
   if (auto err = ParseCohereRerank(req.body(), options_.max_inputs, p.get())) {
     return reply(ErrorResponse(*err));
   }

@@ -41,7 +41,23 @@ const char* AttentionMaskName(AttentionMask m) {
 
 const char* Int8ModeName(Int8Mode m) { return m == Int8Mode::kTanh ? "tanh" : "linear"; }
 
-const char* ModelTaskName(ModelTask t) { return t == ModelTask::kScore ? "score" : "embed"; }
+const char* ModelTaskName(ModelTask t) {
+  switch (t) {
+    case ModelTask::kEmbed:
+      return "embed";
+    case ModelTask::kScore:
+      return "score";
+    case ModelTask::kClassify:
+      return "classify";
+    case ModelTask::kSparse:
+      return "sparse";
+  }
+  return "?";
+}
+
+const char* ClassActivationName(ClassActivation a) {
+  return a == ClassActivation::kSigmoid ? "sigmoid" : "softmax";
+}
 
 const char* ScoreHeadName(ScoreHead h) {
   switch (h) {
@@ -53,6 +69,8 @@ const char* ScoreHeadName(ScoreHead h) {
       return "roberta_classifier";
     case ScoreHead::kLmYesNo:
       return "lm_yes_no";
+    case ScoreHead::kBertMlmSplade:
+      return "bert_mlm_splade";
   }
   return "?";
 }
@@ -177,6 +195,33 @@ StatusOr<ModelConfig> ParseConfigObject(object obj, const std::string& file) {
   return c;
 }
 
+// A SpladePooling module's config (`path` in the folder): pooling_strategy "max" and
+// activation_function "relu" (sentence-transformers' defaults) are what Petal computes. Marks the
+// model a sparse encoder (ResolveTask checks its class).
+Status ReadSpladePooling(const std::string& dir, const std::string& path, ModelConfig& c) {
+  if (path.find("..") != std::string::npos) {
+    return InvalidArgument(JoinPath(dir, "modules.json") + ": SpladePooling path '" + path +
+                           "' leaves the model folder");
+  }
+  const std::string p = JoinPath(JoinPath(dir, path), "config.json");
+  if (FileExists(p)) {
+    simdjson::dom::parser parser;
+    PETAL_ASSIGN_OR_RETURN(std::string text, ReadFile(p));
+    PETAL_ASSIGN_OR_RETURN(object obj, ParseObject(parser, text, p));
+    ConfigFields f(obj, p);
+    if (f.StrOr("pooling_strategy", "max") != "max") {
+      return f.Unsupported("pooling_strategy", "is not served (Petal's SPLADE pooling is max)");
+    }
+    if (f.StrOr("activation_function", "relu") != "relu") {
+      return f.Unsupported("activation_function",
+                           "is not served (Petal's SPLADE activation is relu)");
+    }
+  }
+  c.task = ModelTask::kSparse;
+  c.task_source = JoinPath(dir, "modules.json") + " SpladePooling";
+  return Status::Ok();
+}
+
 // Reads the sentence-transformers files, if present, into `c`.
 Status ApplySentenceTransformers(const std::string& dir, ModelConfig& c, bool* has_pooling) {
   simdjson::dom::parser parser;
@@ -193,6 +238,12 @@ Status ApplySentenceTransformers(const std::string& dir, ModelConfig& c, bool* h
       std::string_view type, path;
       if (m["type"].get_string().get(type) != simdjson::SUCCESS) continue;
       if (m["path"].get_string().get(path) != simdjson::SUCCESS) path = "";
+      if (type.find("SpladePooling") != std::string_view::npos) {
+        // A SPLADE model (sentence-transformers SparseEncoder): max over tokens of
+        // log(1 + relu(MLM logits)); other strategies and activations are refused.
+        PETAL_RETURN_IF_ERROR(ReadSpladePooling(dir, std::string(path), c));
+        continue;
+      }
       if (type.find("Pooling") != std::string_view::npos) pooling_dir = std::string(path);
       if (type.find("Normalize") != std::string_view::npos) c.normalize = true;
     }
@@ -287,8 +338,12 @@ Status ApplyPetalConfig(const std::string& dir, ModelConfig& c) {
   }
   if (f.Has("task")) {
     const std::string t = f.StrOr("task", "");
-    if (t != "embed" && t != "score") return f.Unsupported("task", "(expected 'embed' or 'score')");
-    c.task = t == "score" ? ModelTask::kScore : ModelTask::kEmbed;
+    if (t != "embed" && t != "score" && t != "classify") {
+      return f.Unsupported("task", "(expected 'embed', 'score' or 'classify')");
+    }
+    c.task = t == "score"      ? ModelTask::kScore
+             : t == "classify" ? ModelTask::kClassify
+                               : ModelTask::kEmbed;
     c.task_source = p + " 'task'";
   }
   if (c.architecture == Architecture::kBert && c.mask == AttentionMask::kCausal) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -20,16 +21,27 @@ enum class Activation { kGelu, kGeluTanh, kSilu };
 // How the model's own int8 output is defined: kLinear is Petal's per-row scaled int8; kTanh is
 // round(127 * tanh(x)) of the pooled state (pplx-embed-v1's native int8; binary is its sign).
 enum class Int8Mode { kLinear, kTanh };
-// What a model returns per sequence: a pooled vector (embedders) or a few relevance logits
-// (rankers: cross-encoders and LM rerankers; docs/models.md "Ranking models").
-enum class ModelTask { kEmbed, kScore };
-// The head a ranking model runs on its pooled state:
-//   kBertPooler: BertForSequenceClassification, classifier(tanh(pooler.dense(CLS))), 1 logit;
+// What a model returns per sequence: a pooled vector (embedders), a few relevance logits
+// (rankers: cross-encoders and LM rerankers; docs/models.md "Ranking models"), or one logit per
+// class (sequence classifiers with num_labels > 1: sentiment, NLI, ...; "Sequence classifiers"),
+// or a vocabulary-sized sparse vector (SPLADE: a BERT masked-LM head, max over tokens of
+// log(1 + relu(logits)); "Sparse embeddings").
+enum class ModelTask { kEmbed, kScore, kClassify, kSparse };
+// How a classifier's class probabilities are made from its logits: softmax over the classes
+// (config.json problem_type single_label_classification, or none), or an independent sigmoid per
+// class (multi_label_classification).
+enum class ClassActivation { kSoftmax, kSigmoid };
+// The head a ranking model or classifier runs on its pooled state:
+//   kBertPooler: BertForSequenceClassification, classifier(tanh(pooler.dense(CLS))), num_labels
+//       logits (1 for a cross-encoder);
 //   kRobertaClassifier: XLMRobertaForSequenceClassification,
-//       classifier.out_proj(tanh(classifier.dense(<s>))), 1 logit;
+//       classifier.out_proj(tanh(classifier.dense(<s>))), num_labels logits;
 //   kLmYesNo: a causal LM reranker (Qwen3-Reranker): the LM head's rows of the "yes" and "no"
-//       tokens on the last position's final hidden state, 2 logits [yes, no].
-enum class ScoreHead { kNone, kBertPooler, kRobertaClassifier, kLmYesNo };
+//       tokens on the last position's final hidden state, 2 logits [yes, no];
+//   kBertMlmSplade: BertForMaskedLM's cls.predictions head on every token (dense + GELU +
+//       LayerNorm, then the decoder: vocab_size logits), max-pooled per sequence over
+//       log(1 + relu(logit)) (sentence-transformers SpladePooling, max / relu).
+enum class ScoreHead { kNone, kBertPooler, kRobertaClassifier, kLmYesNo, kBertMlmSplade };
 // How relevance scores are made from the logits (sentence-transformers CrossEncoder's
 // activation_fn): kSigmoid (its default for one label), kIdentity (raw logits). For the 2-logit
 // yes/no head the score is softmax([yes, no])[yes] = sigmoid(yes - no) either way of spelling it.
@@ -39,7 +51,8 @@ const char* ArchitectureName(Architecture a);
 const char* PoolingModeName(PoolingMode p);
 const char* AttentionMaskName(AttentionMask m);
 const char* Int8ModeName(Int8Mode m);
-const char* ModelTaskName(ModelTask t);  // "embed", "score"
+const char* ModelTaskName(ModelTask t);              // "embed", "score", "classify", "sparse"
+const char* ClassActivationName(ClassActivation a);  // "softmax", "sigmoid"
 const char* ScoreHeadName(ScoreHead h);
 
 struct ModelConfig {
@@ -78,8 +91,9 @@ struct ModelConfig {
   std::map<std::string, std::string> prompts;
   std::string default_prompt_name;
 
-  // Ranking models (task kScore). num_labels is config.json's (1 for every head Petal runs);
-  // score_outputs is how many logits a sequence yields (1, or 2 for kLmYesNo).
+  // Ranking models (task kScore) and classifiers (kClassify). score_outputs is how many logits a
+  // sequence yields: 1 for a cross-encoder, 2 for kLmYesNo, config.json's num_labels (> 1) for a
+  // classifier, vocab_size for a sparse (SPLADE) model.
   ModelTask task = ModelTask::kEmbed;
   ScoreHead score_head = ScoreHead::kNone;
   int score_outputs = 0;
@@ -89,12 +103,21 @@ struct ModelConfig {
   int yes_token_id = -1;
   int no_token_id = -1;
   bool tie_word_embeddings = false;
+  // Classifiers (task kClassify): the class names, labels[i] = config.json id2label["i"]
+  // ("LABEL_i" where id2label has no entry), score_outputs of them; and how probabilities are
+  // made (problem_type).
+  std::vector<std::string> labels;
+  ClassActivation class_activation = ClassActivation::kSoftmax;
   // Where the task came from, for `petal info` and logs (e.g. "config.json 'architectures'",
   // "folder name contains 'reranker'", "petal_config.json 'task'").
   std::string task_source;
 
-  // Values per sequence the engine returns: hidden_size for embedders, score_outputs for rankers.
-  int OutputDim() const { return task == ModelTask::kScore ? score_outputs : hidden_size; }
+  // Whether the engine runs a head after pooling (rankers and classifiers): its rows are then
+  // score_outputs float32 logits, unnormalised, and the embedding options do not apply.
+  bool HasHead() const { return task != ModelTask::kEmbed; }
+  // Values per sequence the engine returns: hidden_size for embedders, score_outputs for rankers
+  // and classifiers.
+  int OutputDim() const { return HasHead() ? score_outputs : hidden_size; }
 
   // Parameter count implied by the shapes (embeddings included).
   int64_t ParameterCount() const;

@@ -144,12 +144,11 @@ TEST(ConfigTest, LookalikesAndUnknownMathsKeysFailWithTheirExactMessage) {
        "config.json: key 'architectures' = 'BertForTokenClassification' is not a BERT encoder "
        "Petal runs (expected BertModel, BertForMaskedLM, BertForPreTraining or "
        "BertForSequenceClassification)"},
-      // A sequence classifier is a cross-encoder, with exactly one label (transformers' default
-      // is two).
-      {Bert(R"(,"architectures":["BertForSequenceClassification"])"),
-       "config.json: key 'architectures' = 'BertForSequenceClassification' gives 2 labels (a "
-       "cross-encoder Petal serves has exactly one label: its relevance logit; set num_labels to "
-       "1 only if the checkpoint's classifier has one output row)"},
+      // A sequence classifier with more than one label is served as a classifier, unless its
+      // problem_type is one Petal does not serve.
+      {Bert(R"(,"architectures":["BertForSequenceClassification"],"problem_type":"regression")"),
+       "config.json: key 'problem_type' = 'regression' is not served for num_labels > 1 "
+       "(expected single_label_classification or multi_label_classification)"},
       {Qwen3Like("qwen3", "Qwen3Model", R"(,"quantization_config":{"quant_method":"fp8"})"),
        R"(config.json: key 'quantization_config' = {"quant_method":"fp8"} marks a pre-quantised )"
        "checkpoint (not supported: load the float checkpoint and serve it with --quantize fp8)"},

@@ -9,6 +9,11 @@ Status CpuModel::Score(const float*, int, float*) const {
                        " model has no score head (it is an embedder)");
 }
 
+Status CpuModel::SparsePool(const Batch&, const float*, float*) const {
+  return Unimplemented(std::string("the ") + ArchitectureName(config().architecture) +
+                       " model has no sparse (SPLADE) head");
+}
+
 Status CpuModel::ForwardObserved(const Batch& batch, std::vector<float>* hidden,
                                  ActivationObserver* observer) const {
   if (observer == nullptr) return Forward(batch, hidden);

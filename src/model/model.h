@@ -31,6 +31,11 @@ class CpuModel {
   // ([rows, hidden_size], pooled per config().pooling, not normalised), writing
   // [rows, config().score_outputs] logits. Embedders have no head (Unimplemented).
   virtual Status Score(const float* pooled, int rows, float* logits) const;
+  // Sparse (SPLADE) models (config().task == kSparse): from the final hidden states
+  // ([batch.num_tokens(), hidden_size]) to one [vocab_size] row per sequence, the max over its
+  // tokens of log(1 + relu(MLM logits)), written to `out` ([num_seqs, vocab_size]). Other
+  // models: Unimplemented.
+  virtual Status SparsePool(const Batch& batch, const float* hidden, float* out) const;
 };
 
 // Loads the architecture named by `config` from `weights` (its registry entry's create_cpu).

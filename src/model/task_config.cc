@@ -60,6 +60,19 @@ StatusOr<int> VocabId(const std::string& dir, const std::string& token) {
 // sentence-transformers Pooling module says it is an embedder; a path that says reranker beside a
 // Pooling module is refused as ambiguous. The task and its source are in ModelInfo / petal info.
 Status ResolveTask(const std::string& dir, bool has_pooling_module, ModelConfig& c) {
+  if (c.architecture == Architecture::kBert && c.task == ModelTask::kSparse) {
+    // SPLADE: BertForMaskedLM's head on every token (XLM-R's lm_head is not implemented).
+    if (c.hf_architecture != "BertForMaskedLM") {
+      return InvalidArgument(JoinPath(dir, "modules.json") +
+                             ": a SpladePooling module needs a BertForMaskedLM checkpoint, but " +
+                             JoinPath(dir, "config.json") + " 'architectures' = \"" +
+                             c.hf_architecture + "\"");
+    }
+    c.score_head = ScoreHead::kBertMlmSplade;
+    c.score_outputs = c.vocab_size;
+    c.normalize = false;
+    return Status::Ok();
+  }
   if (c.architecture == Architecture::kBert) {
     if (c.task == ModelTask::kScore && c.score_head == ScoreHead::kNone) {
       return InvalidArgument(
@@ -68,21 +81,39 @@ Status ResolveTask(const std::string& dir, bool has_pooling_module, ModelConfig&
           "\" has no classification head (a BERT cross-encoder is "
           "BertForSequenceClassification or XLMRobertaForSequenceClassification)");
     }
-    if (c.task == ModelTask::kEmbed && c.score_head != ScoreHead::kNone) {
-      return InvalidArgument(JoinPath(dir, "petal_config.json") + ": 'task' = \"embed\" but " +
+    // What config.json's head is: a cross-encoder (one label) or a classifier (more).
+    const bool classifier = c.score_head != ScoreHead::kNone && c.score_outputs > 1;
+    const char* what = classifier ? "\" is a sequence classifier (" : "\" is a cross-encoder (";
+    const std::string labels = std::to_string(c.score_outputs) + " labels)";
+    if (c.score_head != ScoreHead::kNone &&
+        c.task != (classifier ? ModelTask::kClassify : ModelTask::kScore)) {
+      return InvalidArgument(JoinPath(dir, "petal_config.json") + ": 'task' = \"" +
+                             ModelTaskName(c.task) + "\" but " + JoinPath(dir, "config.json") +
+                             " 'architectures' = \"" + c.hf_architecture + what + labels +
+                             ", task \"" + (classifier ? "classify" : "score") + "\"");
+    }
+    if (c.task == ModelTask::kClassify && c.score_head == ScoreHead::kNone) {
+      return InvalidArgument(JoinPath(dir, "petal_config.json") + ": 'task' = \"classify\" but " +
                              JoinPath(dir, "config.json") + " 'architectures' = \"" +
-                             c.hf_architecture + "\" is a cross-encoder (it scores pairs)");
+                             c.hf_architecture +
+                             "\" has no classification head (BertForSequenceClassification or "
+                             "XLMRobertaForSequenceClassification with num_labels > 1)");
     }
     if (c.task_source.empty()) {
       c.task_source = JoinPath(dir, "config.json") + " 'architectures'";
     }
-    if (c.task == ModelTask::kScore) {  // the head reads the first token, unnormalised
+    if (c.HasHead()) {  // the head reads the first token, unnormalised
       c.pooling = PoolingMode::kCls;
       c.normalize = false;
     }
     return Status::Ok();
   }
   if (c.architecture != Architecture::kQwen3) return Status::Ok();
+  if (c.task == ModelTask::kClassify) {
+    return InvalidArgument(JoinPath(dir, "petal_config.json") +
+                           ": 'task' = \"classify\" is for BERT / XLM-R sequence classifiers, "
+                           "not Qwen3 models");
+  }
   const bool named = ContainsNoCase(ModelFolderName(dir), "reranker");
   if (c.task_source.empty()) {
     if (named && has_pooling_module) {

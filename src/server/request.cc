@@ -19,9 +19,10 @@ Status ParseSpans(const v1::EmbedRequest& req, const ModelConfig& config,
     if (req.spans_size() != 0) return InvalidArgument("spans: given without span_counts");
     return Status::Ok();
   }
-  if (config.task == ModelTask::kScore)
+  if (config.HasHead())
     return InvalidArgument(
-        "span_counts: pooling spans are for embedding models, not ranking models");
+        "span_counts: pooling spans are for embedding models, not ranking models or "
+        "classifiers");
   const int n = static_cast<int>(cu.size()) - 1;
   if (req.span_counts_size() != n) {
     return InvalidArgument("span_counts: " + Num(req.span_counts_size()) + " entries for " +
@@ -99,31 +100,37 @@ StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig
   if (job.format.dtype == wire::OutputDType::kInt8 && config.int8_mode == Int8Mode::kTanh) {
     job.format.dtype = wire::OutputDType::kInt8Tanh;
   }
-  if (config.task == ModelTask::kScore) {
-    // A ranking model returns its logits as float32; the embedding options do not apply.
+  if (config.HasHead()) {
+    // A ranking model or classifier returns its logits as float32; the embedding options do not
+    // apply.
     if (job.format.dtype != wire::OutputDType::kFloat32 || opts.dimensions() != 0 ||
         opts.normalize() != v1::NORMALIZE_DEFAULT) {
-      return InvalidArgument(
-          "options: this model is a ranking model (it returns " +
-          std::to_string(config.score_outputs) +
-          " float32 logits per sequence); dtype, dimensions and normalize must be left unset");
+      const bool classify = config.task == ModelTask::kClassify;
+      const bool sparse = config.task == ModelTask::kSparse;
+      return InvalidArgument(std::string("options: this model is a ") +
+                             (classify ? "sequence classifier"
+                              : sparse ? "sparse (SPLADE) embedding model"
+                                       : "ranking model") +
+                             " (it returns " + std::to_string(config.score_outputs) +
+                             " float32 logits per sequence" + (classify ? ", one per class" : "") +
+                             "); dtype, dimensions and normalize must be left unset");
     }
     job.format.dims = config.score_outputs;
     job.format.normalize = false;
   }
   const uint32_t hidden = static_cast<uint32_t>(config.hidden_size);
-  if (config.task == ModelTask::kScore) {
+  if (config.HasHead()) {
     // options checked above
   } else if (opts.dimensions() > hidden) {
     return InvalidArgument("options.dimensions: " + Num(opts.dimensions()) +
                            " exceeds the model's hidden size " + Num(hidden));
   }
-  if (config.task != ModelTask::kScore) {
+  if (!config.HasHead()) {
     job.format.dims =
         opts.dimensions() == 0 ? config.hidden_size : static_cast<int>(opts.dimensions());
   }
-  switch (config.task == ModelTask::kScore ? static_cast<int>(v1::NORMALIZE_FALSE)
-                                           : static_cast<int>(opts.normalize())) {
+  switch (config.HasHead() ? static_cast<int>(v1::NORMALIZE_FALSE)
+                           : static_cast<int>(opts.normalize())) {
     case v1::NORMALIZE_DEFAULT:
     case v1::NORMALIZE_TRUE:
       // The engine already normalised full rows when the model does; only truncation (or a model
@@ -134,7 +141,7 @@ StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig
       break;
     case v1::NORMALIZE_FALSE:
       // Span rows leave the engine raw: a caller combining windows normalises them itself.
-      if (config.normalize && config.task != ModelTask::kScore && req.span_counts_size() == 0) {
+      if (config.normalize && !config.HasHead() && req.span_counts_size() == 0) {
         return InvalidArgument(
             "options.normalize: NORMALIZE_FALSE is not available for this model: its pipeline "
             "L2-normalises embeddings before they leave the engine");

@@ -61,6 +61,35 @@ TEST(RequestTest, BadTokenTypesAndEmbeddingOptionsAreRefused) {
   EXPECT_FALSE(JobFromRequest(wire::MakeEmbedRequest({{1, 2}}, o), c).ok());
 }
 
+// A sequence classifier (num_labels > 1): its job's rows are its num_labels float32 logits, and
+// embedding options or pooling spans are refused naming what the model is.
+TEST(RequestTest, AClassifiersJobIsItsLabelsLogits) {
+  auto c = ParseModelConfig(
+      R"({"architectures":["BertForSequenceClassification"],"model_type":"bert","hidden_size":64,)"
+      R"("num_hidden_layers":1,"num_attention_heads":2,"intermediate_size":4,"vocab_size":100,)"
+      R"("max_position_embeddings":16,"type_vocab_size":2,"id2label":{"0":"a","1":"b","2":"c"}})");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto job = JobFromRequest(wire::MakeEmbedRequest({{7, 3, 9}, {4, 5}}), *c);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->format.dims, 3);
+  EXPECT_FALSE(job->format.normalize);
+  EXPECT_EQ(job->format.dtype, wire::OutputDType::kFloat32);
+  v1::EmbedOptions o;
+  o.set_normalize(v1::NORMALIZE_TRUE);
+  auto norm = JobFromRequest(wire::MakeEmbedRequest({{1, 2}}, o), *c);
+  ASSERT_FALSE(norm.ok());
+  EXPECT_EQ(norm.status().message().rfind("options: this model is a sequence classifier", 0), 0u)
+      << norm.status().message();
+  auto req = wire::MakeEmbedRequest({{1, 2, 3}});
+  req.add_span_counts(1);
+  req.add_spans(0);
+  req.add_spans(2);
+  auto spans = JobFromRequest(req, *c);
+  ASSERT_FALSE(spans.ok());
+  EXPECT_EQ(spans.status().message().rfind("span_counts: pooling spans are for embedding", 0), 0u)
+      << spans.status().message();
+}
+
 // What INT8 means per model (issue 16): linear int8 for most models, the model's own
 // round(127 tanh(x)) for pplx-embed-v1 (int8_mode tanh), INT8_TANH by name anywhere.
 

@@ -37,7 +37,17 @@ void FillModelInfo(const Engine& engine, const EngineLoopOptions& loop,
   resp->set_max_queue_tokens(loop.max_queue_tokens);
   resp->set_max_queue_requests(loop.max_queue_requests);
   resp->set_task(ModelTaskName(c.task));
-  if (c.task == ModelTask::kScore) {
+  if (c.task == ModelTask::kSparse) {
+    resp->set_score_outputs(static_cast<uint32_t>(c.score_outputs));
+    resp->set_score_head(ScoreHeadName(c.score_head));
+    resp->add_dtypes(v1::DTYPE_FLOAT32);
+  } else if (c.task == ModelTask::kClassify) {
+    resp->set_score_outputs(static_cast<uint32_t>(c.score_outputs));
+    resp->set_score_head(ScoreHeadName(c.score_head));
+    resp->set_class_activation(ClassActivationName(c.class_activation));
+    for (const auto& l : c.labels) resp->add_labels(l);
+    resp->add_dtypes(v1::DTYPE_FLOAT32);
+  } else if (c.task == ModelTask::kScore) {
     resp->set_score_outputs(static_cast<uint32_t>(c.score_outputs));
     resp->set_score_activation(c.score_activation == ScoreActivation::kIdentity ? "identity"
                                                                                 : "sigmoid");

@@ -203,4 +203,20 @@ double ScoreFromLogits(const float* logits, int n, bool sigmoid) {
   return e / (1.0 + e);
 }
 
+void ClassProbabilities(const float* logits, int n, bool sigmoid, double* out) {
+  if (n <= 0) return;
+  if (sigmoid) {
+    for (int i = 0; i < n; ++i) {
+      const double x = logits[i];
+      out[i] = x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x));
+    }
+    return;
+  }
+  double top = logits[0];
+  for (int i = 1; i < n; ++i) top = std::max(top, double{logits[i]});
+  double sum = 0;
+  for (int i = 0; i < n; ++i) sum += out[i] = std::exp(double{logits[i]} - top);
+  for (int i = 0; i < n; ++i) out[i] /= sum;
+}
+
 }  // namespace petal::wire

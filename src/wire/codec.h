@@ -73,6 +73,10 @@ double CosineSimilarity(const float* a, const float* b, int n);
 // Computed in double; the sigmoid is stable for large |x|.
 double ScoreFromLogits(const float* logits, int n, bool sigmoid);
 
+// A sequence classifier's class probabilities from its n logits, in double: softmax over the n
+// classes (max-shifted), or, when `sigmoid` (multi-label), each logit's own sigmoid.
+void ClassProbabilities(const float* logits, int n, bool sigmoid, double* out);
+
 // IEEE binary16 conversions; FloatToHalf rounds to nearest even, overflow gives +-inf, NaN stays
 // NaN.
 uint16_t FloatToHalf(float f);

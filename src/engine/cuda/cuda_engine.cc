@@ -70,6 +70,10 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
   options_ = opt;
   PETAL_RETURN_IF_ERROR(CheckCuda(cudaSetDevice(opt.device), "cudaSetDevice"));
   PETAL_ASSIGN_OR_RETURN(config_, LoadModelConfig(model_dir));
+  if (config_.task == ModelTask::kSparse) {
+    return Unimplemented(model_dir +
+                         ": sparse (SPLADE) models run on the CPU engine only (--backend cpu)");
+  }
   PETAL_ASSIGN_OR_RETURN(auto store, WeightStore::Open(model_dir));
   PETAL_RETURN_IF_ERROR(
       CheckCuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream"));
@@ -79,8 +83,12 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
   while (seq_cap < opt.max_seqs + 1) seq_cap *= 2;
   int row_cap = 1;
   while (row_cap < std::max(1, opt.max_rows)) row_cap *= 2;
-  buckets_ = BucketPolicy{opt.token_bucket_small, opt.token_bucket_large, opt.bucket_threshold,
-                          opt.max_tokens, seq_cap, row_cap};
+  buckets_ = BucketPolicy{opt.token_bucket_small,
+                          opt.token_bucket_large,
+                          opt.bucket_threshold,
+                          opt.max_tokens,
+                          seq_cap,
+                          row_cap};
   // petal calibrate (an observer): the bf16 path, eagerly, so that every batch is reported.
   if (opt.observer != nullptr && opt.quantize != "none")
     return InvalidArgument("calibration runs the bf16 path: --quantize must be none");
@@ -143,7 +151,10 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
   PETAL_RETURN_IF_ERROR(
       CheckCuda(cudaMalloc(&dev_inputs_, in_ints * sizeof(int32_t)), "cudaMalloc inputs"));
   PETAL_RETURN_IF_ERROR(CheckCuda(cudaMemset(dev_inputs_, 0, in_ints * sizeof(int32_t)), "memset"));
-  const size_t out_floats = static_cast<size_t>(std::max(seq_cap, row_cap)) * config_.hidden_size;
+  // Rows of hidden_size floats (embedders) or of OutputDim() logits (a classifier may have more
+  // labels than hidden dimensions).
+  const size_t out_floats = static_cast<size_t>(std::max(seq_cap, row_cap)) *
+                            std::max(config_.hidden_size, config_.OutputDim());
   PETAL_RETURN_IF_ERROR(
       CheckCuda(cudaMalloc(&dev_pooled_, out_floats * sizeof(float)), "cudaMalloc pooled"));
   slots_ = std::vector<RingSlot>(std::max(1, opt.ring_slots));
@@ -175,8 +186,9 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch
         std::to_string(options_.max_seqs) + " / " + std::to_string(options_.max_tokens));
   }
   if (!batch.pool_spans.empty()) {
-    if (config_.task == ModelTask::kScore)
-      return InvalidArgument("pool spans are for embedding models, not ranking models");
+    if (config_.HasHead())
+      return InvalidArgument(
+          "pool spans are for embedding models, not ranking models or classifiers");
     if (batch.num_spans() > buckets_.max_rows)
       return InvalidArgument("batch of " + std::to_string(batch.num_spans()) +
                              " pooling spans exceeds the engine capacity of " +
@@ -251,8 +263,8 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch
     s = graphs_->Run({S_pad, T_pad, L_pad, P_pad}, stream_,
                      [&] { return model_->Forward(db, dev_pooled_, stream_); });
   }
-  // Embedders return [S, hidden] pooled rows (with spans: [P, hidden]); ranking models
-  // [S, score_outputs] logits.
+  // Embedders return [S, hidden] pooled rows (with spans: [P, hidden]); ranking models and
+  // classifiers [S, score_outputs] logits.
   const int rows = batch.num_rows();
   const size_t out_n = static_cast<size_t>(rows) * config_.OutputDim();
   if (s.ok()) {

@@ -12,7 +12,7 @@ namespace petal {
 namespace {
 
 // Which config dimension a tensor axis has.
-enum class Dim { kHidden, kInter, kVocab, kPos, kType, kOne };
+enum class Dim { kHidden, kInter, kVocab, kPos, kType, kLabels };
 
 int64_t DimSize(const ModelConfig& c, Dim d) {
   switch (d) {
@@ -26,8 +26,9 @@ int64_t DimSize(const ModelConfig& c, Dim d) {
       return c.max_position_embeddings;
     case Dim::kType:
       return c.type_vocab_size;
-    case Dim::kOne:
-      return 1;
+    case Dim::kLabels:  // the head's output rows: 1 for a cross-encoder, num_labels for a
+                        // classifier
+      return c.score_outputs;
   }
   return 0;
 }
@@ -81,22 +82,32 @@ const std::vector<TensorSpec<L>>& LayerTable() {
   return t;
 }
 
-// The head tensors of a cross-encoder, by its head kind (names as the task class stores them,
-// without the encoder's "bert." / "roberta." prefix).
+// The head tensors of a cross-encoder or classifier, by its head kind (names as the task class
+// stores them, without the encoder's "bert." / "roberta." prefix).
 const std::vector<TensorSpec<W>>& HeadTable(ScoreHead head) {
   static const std::vector<TensorSpec<W>> bert = {
       {"pooler.dense.weight", &W::head_dense_weight, {kH, kH}},
       {"pooler.dense.bias", &W::head_dense_bias, {kH}},
-      {"classifier.weight", &W::head_out_weight, {Dim::kOne, kH}},
-      {"classifier.bias", &W::head_out_bias, {Dim::kOne}},
+      {"classifier.weight", &W::head_out_weight, {Dim::kLabels, kH}},
+      {"classifier.bias", &W::head_out_bias, {Dim::kLabels}},
   };
   static const std::vector<TensorSpec<W>> roberta = {
       {"classifier.dense.weight", &W::head_dense_weight, {kH, kH}},
       {"classifier.dense.bias", &W::head_dense_bias, {kH}},
-      {"classifier.out_proj.weight", &W::head_out_weight, {Dim::kOne, kH}},
-      {"classifier.out_proj.bias", &W::head_out_bias, {Dim::kOne}},
+      {"classifier.out_proj.weight", &W::head_out_weight, {Dim::kLabels, kH}},
+      {"classifier.out_proj.bias", &W::head_out_bias, {Dim::kLabels}},
+  };
+  // SPLADE: BertForMaskedLM's prediction head (the decoder weight is read apart: it is usually
+  // tied to the word embeddings and absent from the checkpoint).
+  static const std::vector<TensorSpec<W>> mlm = {
+      {"cls.predictions.transform.dense.weight", &W::mlm_dense_weight, {kH, kH}},
+      {"cls.predictions.transform.dense.bias", &W::mlm_dense_bias, {kH}},
+      {"cls.predictions.transform.LayerNorm.weight", &W::mlm_norm_gamma, {kH}},
+      {"cls.predictions.transform.LayerNorm.bias", &W::mlm_norm_beta, {kH}},
+      {"cls.predictions.bias", &W::mlm_bias, {Dim::kVocab}},
   };
   static const std::vector<TensorSpec<W>> none;
+  if (head == ScoreHead::kBertMlmSplade) return mlm;
   if (head == ScoreHead::kBertPooler) return bert;
   if (head == ScoreHead::kRobertaClassifier) return roberta;
   return none;
@@ -200,6 +211,11 @@ StatusOr<BertWeights> LoadBertWeights(const ModelConfig& config, const WeightSto
   for (const auto& spec : HeadTable(config.score_head)) {
     PETAL_RETURN_IF_ERROR(ReadInto(config, store, "", spec, w));
   }
+  if (config.score_head == ScoreHead::kBertMlmSplade &&
+      store.Find("cls.predictions.decoder.weight") != nullptr) {  // an untied decoder
+    PETAL_ASSIGN_OR_RETURN(w.mlm_decoder, store.ReadF32("cls.predictions.decoder.weight",
+                                                        {config.vocab_size, config.hidden_size}));
+  }
   return w;
 }
 
@@ -286,6 +302,38 @@ Status BertCpuModel::Forward(const Batch& batch, std::vector<float>* hidden) con
   return Status::Ok();
 }
 
+Status BertCpuModel::SparsePool(const Batch& batch, const float* hidden, float* out) const {
+  if (config_.score_head != ScoreHead::kBertMlmSplade) {
+    return CpuModel::SparsePool(batch, hidden, out);
+  }
+  const int H = config_.hidden_size, V = config_.vocab_size;
+  const float* decoder =
+      weights_.mlm_decoder.empty() ? weights_.word_embeddings.data() : weights_.mlm_decoder.data();
+  // Tokens in blocks, so that the [block, vocab] logits stay small (30522 x 128 x 4 B = 16 MB).
+  constexpr int kBlock = 128;
+  std::vector<float> t(static_cast<size_t>(kBlock) * H), logits(static_cast<size_t>(kBlock) * V);
+  for (int s = 0; s < batch.num_seqs(); ++s) {
+    float* row = out + static_cast<int64_t>(s) * V;
+    std::fill(row, row + V, 0.0f);  // log(1 + relu(x)) >= 0: 0 is the max of nothing
+    for (int b = batch.cu_seqlens[s]; b < batch.cu_seqlens[s + 1]; b += kBlock) {
+      const int n = std::min(kBlock, batch.cu_seqlens[s + 1] - b);
+      cpu::Gemm(hidden + static_cast<int64_t>(b) * H, weights_.mlm_dense_weight.data(),
+                weights_.mlm_dense_bias.data(), t.data(), n, H, H);
+      cpu::Gelu(t.data(), int64_t{n} * H);
+      cpu::LayerNorm(t.data(), weights_.mlm_norm_gamma.data(), weights_.mlm_norm_beta.data(),
+                     config_.norm_eps, t.data(), n, H);
+      cpu::Gemm(t.data(), decoder, weights_.mlm_bias.data(), logits.data(), n, V, H);
+      for (int i = 0; i < n; ++i) {
+        const float* l = logits.data() + static_cast<int64_t>(i) * V;
+        for (int v = 0; v < V; ++v) {
+          if (l[v] > 0) row[v] = std::max(row[v], std::log1p(l[v]));
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 Status BertCpuModel::Score(const float* pooled, int rows, float* logits) const {
   if (weights_.head_out_weight.empty()) return CpuModel::Score(pooled, rows, logits);
   const int H = config_.hidden_size;
@@ -294,7 +342,7 @@ Status BertCpuModel::Score(const float* pooled, int rows, float* logits) const {
             rows, H, H);
   for (float& v : mid) v = std::tanh(v);
   cpu::Gemm(mid.data(), weights_.head_out_weight.data(), weights_.head_out_bias.data(), logits,
-            rows, 1, H);
+            rows, config_.score_outputs, H);
   return Status::Ok();
 }
 

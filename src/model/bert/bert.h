@@ -41,13 +41,22 @@ struct BertWeights {
   std::vector<float> embed_norm_gamma;       // [H]
   std::vector<float> embed_norm_beta;        // [H]
   std::vector<BertLayerWeights> layers;      // num_layers
-  // Cross-encoders only (config.task == kScore): the sequence-classification head on the first
-  // token. BERT: pooler.dense + tanh, then classifier; XLM-R: classifier.dense + tanh, then
-  // classifier.out_proj. Empty for embedders.
+  // Cross-encoders and classifiers only (config.HasHead()): the sequence-classification head on
+  // the first token. BERT: pooler.dense + tanh, then classifier; XLM-R: classifier.dense + tanh,
+  // then classifier.out_proj. N = config.score_outputs (1, or num_labels). Empty for embedders.
   std::vector<float> head_dense_weight;  // [H, H]
   std::vector<float> head_dense_bias;    // [H]
-  std::vector<float> head_out_weight;    // [1, H]
-  std::vector<float> head_out_bias;      // [1]
+  std::vector<float> head_out_weight;    // [N, H]
+  std::vector<float> head_out_bias;      // [N]
+  // Sparse (SPLADE) models only (ScoreHead::kBertMlmSplade): BertForMaskedLM's
+  // cls.predictions.transform (dense + GELU + LayerNorm) and the decoder's bias; the decoder
+  // weight is word_embeddings (tied) unless the checkpoint stores cls.predictions.decoder.weight.
+  std::vector<float> mlm_dense_weight;  // [H, H]
+  std::vector<float> mlm_dense_bias;    // [H]
+  std::vector<float> mlm_norm_gamma;    // [H]
+  std::vector<float> mlm_norm_beta;     // [H]
+  std::vector<float> mlm_decoder;       // [vocab, H]; empty: tied to word_embeddings
+  std::vector<float> mlm_bias;          // [vocab]
 };
 
 // Reads every tensor the encoder needs (names with or without the "bert." prefix; LayerNorm
@@ -66,6 +75,8 @@ class BertCpuModel final : public CpuModel {
   Status Forward(const Batch& batch, std::vector<float>* hidden) const override;
   // The classification head on pooled first-token states: out = W2 tanh(W1 x + b1) + b2.
   Status Score(const float* pooled, int rows, float* logits) const override;
+  // SPLADE: per sequence, max over its tokens of log(1 + relu(MLM logits)); [seqs, vocab].
+  Status SparsePool(const Batch& batch, const float* hidden, float* out) const override;
 
  private:
   ModelConfig config_;

@@ -25,6 +25,9 @@ class BertFastCpuModel final : public CpuModel {
   Status Score(const float* pooled, int rows, float* logits) const override {
     return ref_->Score(pooled, rows, logits);
   }
+  Status SparsePool(const Batch& batch, const float* hidden, float* out) const override {
+    return ref_->SparsePool(batch, hidden, out);
+  }
 
   Status Forward(const Batch& batch, std::vector<float>* hidden) const override {
     const ModelConfig& c = config();

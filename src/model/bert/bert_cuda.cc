@@ -160,8 +160,9 @@ class BertCudaModel final : public CudaModel {
     pp.normalize = config_.normalize;
     pp.out = pooled;
     if (head_out_w_.size() == 0) return LaunchPool(pp, stream);
-    // Cross-encoder: first-token state -> dense + tanh -> one logit (BERT: pooler then
-    // classifier; XLM-R: classifier.dense then classifier.out_proj), fp32 from the pooled state.
+    // Cross-encoder or classifier: first-token state -> dense + tanh -> score_outputs logits (1,
+    // or num_labels) (BERT: pooler then classifier; XLM-R: classifier.dense then
+    // classifier.out_proj), fp32 from the pooled state.
     pp.normalize = false;
     pp.out = cls_.get();
     PETAL_RETURN_IF_ERROR(LaunchPool(pp, stream));
@@ -183,7 +184,7 @@ class BertCudaModel final : public CudaModel {
     out.bias = head_out_b_.get();
     out.tanh = false;
     out.y = pooled;
-    out.out = 1;
+    out.out = config_.score_outputs;
     return LaunchDenseRows(out, stream);
   }
   // A batch of only empty sequences: zeros, as the CPU engine gives.
