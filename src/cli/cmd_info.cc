@@ -105,7 +105,7 @@ int RunInfo(const InfoOptions& opts) {
     // Labels: a JSON array with --json, comma-separated otherwise.
     std::string labels_json = "[", labels_text;
     for (const auto& l : c.labels) {
-      labels_json += (labels_json.size() > 1 ? "," : "") + JsonString(l);
+      labels_json += (labels_json.size() > 1 ? "," : "") + JsonLiteral(l);
       labels_text += (labels_text.empty() ? "" : ", ") + l;
     }
     fields.push_back({"score_head", ScoreHeadName(c.score_head), true});

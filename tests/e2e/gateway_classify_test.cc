@@ -61,6 +61,7 @@ std::unique_ptr<Stack> Start(const std::string& name) {
   for (int r = 0; r < 2; ++r) {
     EngineOptions eo;
     eo.backend = "cpu";
+    eo.cpu.precision = "fp32";  // the fp32 reference: auto may pick bf16
     auto engine = CreateEngine(*dir, eo);
     EXPECT_TRUE(engine.ok()) << engine.status().ToString();
     if (!engine.ok()) return nullptr;
