@@ -277,7 +277,11 @@ int RunServe(ServeArgs& a) {
     } else {
       c.address = "unix:" + socket_dir + "/replica-" + std::to_string(i) + ".sock";
     }
-    c.argv = {"petal", "server", "--listen", c.address, "--shutdown-grace-ms",
+    c.argv = {"petal",
+              "server",
+              "--listen",
+              c.address,
+              "--shutdown-grace-ms",
               std::to_string(a.grace_ms)};
     const std::vector<std::string> flags = ReplicaFlags(a, i);
     c.argv.insert(c.argv.end(), flags.begin(), flags.end());

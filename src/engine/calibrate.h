@@ -1,6 +1,6 @@
-// The core of `petal calibrate` (src/cli/cmd_calibrate.cc): runs token sequences through an engine built
-// with an Fp8Calibrator as its observer (EngineOptions::observer) in packed batches, and turns
-// the calibrator's statistic into Fp8Scales with the model's fingerprint. Separate from the
+// The core of `petal calibrate` (src/cli/cmd_calibrate.cc): runs token sequences through an engine
+// built with an Fp8Calibrator as its observer (EngineOptions::observer) in packed batches, and
+// turns the calibrator's statistic into Fp8Scales with the model's fingerprint. Separate from the
 // command so that the CPU tests can drive it without a tokenizer. Thread-safety: one call at a
 // time per engine.
 #pragma once

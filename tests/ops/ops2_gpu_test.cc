@@ -246,8 +246,8 @@ TEST_F(OpsGpuTest2, PoolSpans) {
       for (int i = 0; i < spans_n; ++i) {
         const int a = static_cast<int>(rng() % rows);
         const int len = 1 + static_cast<int>(rng() % std::min(rows - a, i % 3 == 0 ? 2000 : 40));
-        spans.insert(spans.end(), {a, a + len, static_cast<int32_t>(rng() % 3) |
-                                                   (rng() % 2 ? 0x100 : 0)});
+        spans.insert(spans.end(),
+                     {a, a + len, static_cast<int32_t>(rng() % 3) | (rng() % 2 ? 0x100 : 0)});
       }
       for (int i = 0; i < padding; ++i) spans.insert(spans.end(), {0, 0, 0});
       const int n = spans_n + padding;

@@ -3,11 +3,11 @@
 // of gemm_cutlass_configs.h. See gemm_cutlass.h for what the kernels compute and why transposed.
 #pragma once
 
-#include <cute/tensor.hpp>
 #include <cutlass/cutlass.h>
+#include <cutlass/gemm/device/gemm_universal_adapter.h>
+#include <cute/tensor.hpp>
 #include <cutlass/epilogue/collective/collective_builder.hpp>
 #include <cutlass/gemm/collective/collective_builder.hpp>
-#include <cutlass/gemm/device/gemm_universal_adapter.h>
 #include <cutlass/gemm/kernel/gemm_universal.hpp>
 #include <cutlass/util/packed_stride.hpp>
 
@@ -40,8 +40,7 @@ struct Kernel {
   static constexpr bool kStreamK =
       std::is_same_v<typename Schedule::Scheduler, cutlass::gemm::StreamKScheduler>;
   // M = output features (weights' rows), N = tokens, K = 64 bf16 = one 128-byte swizzle row.
-  using TileShape =
-      cute::Shape<cute::Int<Schedule::kFeatures>, cute::Int<kTokens>, cute::_64>;
+  using TileShape = cute::Shape<cute::Int<Schedule::kFeatures>, cute::Int<kTokens>, cute::_64>;
   using ClusterShape = cute::Shape<cute::_1, cute::_1, cute::_1>;
   // out^T [features, tokens] column-major is out [tokens, features] row-major.
   using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
@@ -51,14 +50,13 @@ struct Kernel {
       typename Schedule::Epilogue>::CollectiveOp;
   // A = w [features, K] row-major; B = a [tokens, K] row-major, i.e. K-major ("column-major" B).
   using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Bf16, cutlass::layout::RowMajor, 8,
-      Bf16, cutlass::layout::ColumnMajor, 8, float, TileShape, ClusterShape,
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Bf16, cutlass::layout::RowMajor, 8, Bf16,
+      cutlass::layout::ColumnMajor, 8, float, TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
           sizeof(typename Epilogue::SharedStorage))>,
       typename Schedule::Mainloop>::CollectiveOp;
-  using GemmKernel =
-      cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop, Epilogue,
-                                           typename Schedule::Scheduler>;
+  using GemmKernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop,
+                                                          Epilogue, typename Schedule::Scheduler>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<GemmKernel>;
 
   static typename Gemm::Arguments MakeArguments(const Call& call) {
