@@ -1,7 +1,6 @@
 // See local_replica.h. Mirrors EmbedServer's Embed handler (server.cc) step for step, minus gRPC.
 #include "server/local_replica.h"
 
-#include <optional>
 #include <utility>
 
 #include "server/request.h"
@@ -36,16 +35,7 @@ void LocalReplica::EmbedAsync(v1::EmbedRequest request, std::chrono::millisecond
     return;
   }
   if (timeout.count() > 0) job->deadline = Clock::now() + timeout;
-  std::shared_ptr<trace::Span> span;
-  if (trace::Enabled()) {
-    std::optional<trace::SpanContext> parent;
-    if (!traceparent.empty()) parent = trace::ParseTraceparent(traceparent);
-    span = std::make_shared<trace::Span>(trace::Span::Start(
-        "petal.v1.Embedder/Embed", trace::SpanKind::kServer, parent ? &*parent : nullptr));
-    span->SetInt("petal.sequences", job->num_seqs());
-    span->SetInt("petal.tokens", static_cast<int64_t>(job->token_ids.size()));
-    job->trace = span->context();
-  }
+  std::shared_ptr<trace::Span> span = StartEmbedSpan(traceparent, &*job);
   // `done` is shared between the loop's callback and the refusal path below: Submit either
   // admits (and the callback runs exactly once later) or refuses without calling it.
   auto shared_done = std::make_shared<EmbedDone>(std::move(done));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "wire/messages.h"
 
@@ -225,6 +226,18 @@ void FillResponse(const std::string& request_id, EmbedResult* result, v1::EmbedR
   for (float s : result->scales) resp->add_scales(s);
   resp->set_queue_us(static_cast<uint64_t>(result->queue_us));
   resp->set_total_us(static_cast<uint64_t>(result->total_us));
+}
+
+std::shared_ptr<trace::Span> StartEmbedSpan(std::string_view traceparent, EmbedJob* job) {
+  if (!trace::Enabled()) return nullptr;
+  std::optional<trace::SpanContext> parent;
+  if (!traceparent.empty()) parent = trace::ParseTraceparent(traceparent);
+  auto span = std::make_shared<trace::Span>(trace::Span::Start(
+      "petal.v1.Embedder/Embed", trace::SpanKind::kServer, parent ? &*parent : nullptr));
+  span->SetInt("petal.sequences", job->num_seqs());
+  span->SetInt("petal.tokens", static_cast<int64_t>(job->token_ids.size()));
+  job->trace = span->context();
+  return span;
 }
 
 }  // namespace petal::server

@@ -3,10 +3,14 @@
 // field's name (e.g. "lengths[3]: ...") so gateways can report it. Thread-safety: pure functions.
 #pragma once
 
+#include <memory>
+#include <string_view>
+
 #include "common/status.h"
 #include "model/config.h"
 #include "petal.pb.h"
 #include "server/engine_loop.h"
+#include "trace/trace.h"
 
 namespace petal::server {
 
@@ -22,6 +26,11 @@ int MaxSequenceTokens(const ModelConfig& config);
 
 // Validates `req` against the model and builds the job (deadline left unset).
 StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig& config);
+
+// The server span of one Embed call, or null while tracing is off: a child of `traceparent` (W3C
+// trace context; empty or malformed: a new trace), with the job's sequence and token counts;
+// `job->trace` is set to it so the engine loop records its spans beneath.
+std::shared_ptr<trace::Span> StartEmbedSpan(std::string_view traceparent, EmbedJob* job);
 
 // Fills `resp` from a finished job's result (moves the data out of `result`).
 void FillResponse(const std::string& request_id, EmbedResult* result, v1::EmbedResponse* resp);

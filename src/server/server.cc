@@ -70,19 +70,13 @@ class EmbedServer::Impl final : public v1::Embedder::CallbackService {
       std::string request_id = req->request_id();
       // Tracing (off unless --otlp-endpoint): this call's server span, child of the gateway's
       // chunk span named by the `traceparent` metadata.
-      std::shared_ptr<trace::Span> span;
+      std::string_view traceparent;
       if (trace::Enabled()) {
-        std::optional<trace::SpanContext> parent;
         const auto& md = ctx->client_metadata();
-        if (auto it = md.find("traceparent"); it != md.end()) {
-          parent = trace::ParseTraceparent(std::string_view(it->second.data(), it->second.size()));
-        }
-        span = std::make_shared<trace::Span>(trace::Span::Start(
-            "petal.v1.Embedder/Embed", trace::SpanKind::kServer, parent ? &*parent : nullptr));
-        span->SetInt("petal.sequences", job->num_seqs());
-        span->SetInt("petal.tokens", static_cast<int64_t>(job->token_ids.size()));
-        job->trace = span->context();
+        if (auto it = md.find("traceparent"); it != md.end())
+          traceparent = std::string_view(it->second.data(), it->second.size());
       }
+      std::shared_ptr<trace::Span> span = StartEmbedSpan(traceparent, &*job);
       // The callback runs once, before Finish; `resp` stays valid until OnDone.
       auto admitted = backend->loop->Submit(
           std::move(*job),
