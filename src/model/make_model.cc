@@ -20,6 +20,8 @@ const std::vector<ModelShape>& KnownModelShapes() {
       // square) and q heads share kv heads (GQA groups of 2 and 3); vocab small enough to commit.
       {"qwen3-tiny", 2, 64, 4, 2, 32, 128, 1000, 512, 1e6, 1e-6},
       {"qwen3-tiny-gqa3", 3, 48, 6, 2, 16, 96, 1000, 512, 1e4, 1e-6},
+      // Small, but with a head_dim the CUDA forward's folded norms take (64; qwen3_cuda.cc).
+      {"qwen3-small-d64", 2, 256, 4, 2, 64, 512, 1000, 2048, 1e6, 1e-6},
   };
   return shapes;
 }

@@ -30,54 +30,74 @@ __device__ __forceinline__ float RowInvRms(const bf16* r, int dim, float eps, fl
   return rsqrtf(BlockSum(ss, scratch) / dim + eps);
 }
 
+constexpr int kWarps = kBlock / 32;
+constexpr int kMaxHeadsPerWarp = 8;  // q + k + v heads <= kWarps * 8 = 64 (LaunchRmsScaledQkv)
+constexpr int kSiluChunks = 2;       // vector chunks per thread loaded up front (more: a tail loop)
+
+// At small batches these kernels are latency-bound, so each thread issues every load it needs
+// (its heads' values, the norm weights, the rotary row, its share of r) before the first
+// reduction: one memory round trip, not one per head.
 template <int E>
 __global__ void __launch_bounds__(kBlock) RmsScaledQkvKernel(RmsScaledQkvParams p) {
   PdlWait();  // see pdl.cuh: before any global memory access
   __shared__ float scratch[32];
-  const int64_t t = blockIdx.x;
-  const float s = RowInvRms(p.rms_of + t * p.rms_dim, p.rms_dim, p.rms_eps, scratch);
   const QkNormRopeParams& q = p.qk;
   constexpr int kDim = 32 * E, kHalf = kDim / 2;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int qk_heads = q.num_q_heads + q.num_kv_heads;
   const int heads = qk_heads + q.num_kv_heads;
+  const int64_t t = blockIdx.x;
   bf16* row = q.qkv + t * q.row_stride;
-  const float2* cs = nullptr;
-  if (q.positions != nullptr) {
-    const int pos = min(max(q.positions[t], 0), q.rope_table_rows - 1);
-    cs = q.rope_table + static_cast<int64_t>(pos) * kHalf + (lane & 15) * E;
+  float v[kMaxHeadsPerWarp][E];
+#pragma unroll
+  for (int i = 0; i < kMaxHeadsPerWarp; ++i) {
+    const int h = warp + i * kWarps;  // each warp takes whole heads: its sums stay warp-uniform
+    if (h < heads) LoadBf16<E>(row + h * kDim + lane * E, v[i]);
   }
-  // Each warp takes whole heads, so the warp-wide sums and shuffles below are uniform.
-  for (int h = warp; h < heads; h += kBlock / 32) {
+  float gq[E], gk[E];
+  const bool norm = q.q_norm_weight != nullptr;
+  if (norm) {
+    LoadBf16<E>(q.q_norm_weight + lane * E, gq);
+    LoadBf16<E>(q.k_norm_weight + lane * E, gk);
+  }
+  float2 cs[E];
+  const bool rope = q.positions != nullptr;
+  if (rope) {
+    const int pos = min(max(q.positions[t], 0), q.rope_table_rows - 1);
+    const float2* tab = q.rope_table + static_cast<int64_t>(pos) * kHalf + (lane & 15) * E;
+#pragma unroll
+    for (int j = 0; j < E; ++j) cs[j] = tab[j];
+  }
+  const float s = RowInvRms(p.rms_of + t * p.rms_dim, p.rms_dim, p.rms_eps, scratch);
+#pragma unroll
+  for (int i = 0; i < kMaxHeadsPerWarp; ++i) {
+    const int h = warp + i * kWarps;
+    if (h >= heads) break;
     bf16* x = row + h * kDim + lane * E;
-    float v[E];
-    LoadBf16<E>(x, v);
     if (p.bias != nullptr) {
       float b[E];
       LoadBf16<E>(p.bias + h * kDim + lane * E, b);
 #pragma unroll
-      for (int j = 0; j < E; ++j) v[j] = s * v[j] + b[j];
+      for (int j = 0; j < E; ++j) v[i][j] = s * v[i][j] + b[j];
     } else {
 #pragma unroll
-      for (int j = 0; j < E; ++j) v[j] *= s;
+      for (int j = 0; j < E; ++j) v[i][j] *= s;
     }
     if (h >= qk_heads) {  // a v head: scaled only
-      StoreBf16<E>(x, v);
+      StoreBf16<E>(x, v[i]);
       continue;
     }
-    const bf16* w = h < q.num_q_heads ? q.q_norm_weight : q.k_norm_weight;
-    if (w != nullptr) {
+    if (norm) {
+      const float* g = h < q.num_q_heads ? gq : gk;
       float ss = 0.f;
 #pragma unroll
-      for (int j = 0; j < E; ++j) ss += v[j] * v[j];
+      for (int j = 0; j < E; ++j) ss += v[i][j] * v[i][j];
       const float inv = rsqrtf(WarpSum(ss) / kDim + q.eps);
-      float g[E];
-      LoadBf16<E>(w + lane * E, g);
 #pragma unroll
-      for (int j = 0; j < E; ++j) v[j] *= inv * g[j];
+      for (int j = 0; j < E; ++j) v[i][j] *= inv * g[j];
     }
-    if (cs == nullptr) {
-      StoreBf16<E>(x, v);
+    if (!rope) {
+      StoreBf16<E>(x, v[i]);
       continue;
     }
     // Lanes 0-15 hold the first half (a), lanes 16-31 the second (b) at the same offsets.
@@ -85,30 +105,49 @@ __global__ void __launch_bounds__(kBlock) RmsScaledQkvKernel(RmsScaledQkvParams 
     float o[E];
 #pragma unroll
     for (int j = 0; j < E; ++j) {
-      const float other = __shfl_xor_sync(0xffffffffu, v[j], 16);
-      const float2 c = cs[j];
-      const float a = first ? v[j] : other, b = first ? other : v[j];
-      o[j] = first ? a * c.x - b * c.y : b * c.x + a * c.y;
+      const float other = __shfl_xor_sync(0xffffffffu, v[i][j], 16);
+      const float a = first ? v[i][j] : other, b = first ? other : v[i][j];
+      o[j] = first ? a * cs[j].x - b * cs[j].y : b * cs[j].x + a * cs[j].y;
     }
     StoreBf16<E>(x, o);
   }
 }
 
+// blockDim.x: a multiple of 32, up to 1024 (LaunchRmsScaledSiluMul sizes it to the row).
 template <int kVec>
-__global__ void __launch_bounds__(kBlock) RmsScaledSiluMulKernel(RmsScaledSiluMulParams p) {
+__global__ void __launch_bounds__(1024) RmsScaledSiluMulKernel(RmsScaledSiluMulParams p) {
   PdlWait();  // see pdl.cuh: before any global memory access
   __shared__ float scratch[32];
   const int64_t t = blockIdx.x;
-  const float s = RowInvRms(p.rms_of + t * p.rms_dim, p.rms_dim, p.rms_eps, scratch);
   const int inter = p.mul.inter;
   const bf16* gate = p.mul.gate_up + t * 2 * inter;
   bf16* out = p.mul.out + t * inter;
-  for (int c = threadIdx.x * kVec; c < inter; c += kBlock * kVec) {
-    float g[kVec], u[kVec], o[kVec];
-    LoadBf16<kVec>(gate + c, g);
-    LoadBf16<kVec>(gate + inter + c, u);
+  float g[kSiluChunks][kVec], u[kSiluChunks][kVec];
 #pragma unroll
-    for (int j = 0; j < kVec; ++j) o[j] = SiluF(s * g[j]) * (s * u[j]);
+  for (int k = 0; k < kSiluChunks; ++k) {
+    const int c = (threadIdx.x + k * blockDim.x) * kVec;
+    if (c < inter) {
+      LoadBf16<kVec>(gate + c, g[k]);
+      LoadBf16<kVec>(gate + inter + c, u[k]);
+    }
+  }
+  const float s = RowInvRms(p.rms_of + t * p.rms_dim, p.rms_dim, p.rms_eps, scratch);
+#pragma unroll
+  for (int k = 0; k < kSiluChunks; ++k) {
+    const int c = (threadIdx.x + k * blockDim.x) * kVec;
+    if (c >= inter) break;
+    float o[kVec];
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) o[j] = SiluF(s * g[k][j]) * (s * u[k][j]);
+    StoreBf16<kVec>(out + c, o);
+  }
+  for (int c = (threadIdx.x + kSiluChunks * blockDim.x) * kVec; c < inter;
+       c += blockDim.x * kVec) {  // rows longer than kSiluChunks * blockDim.x chunks
+    float gg[kVec], uu[kVec], o[kVec];
+    LoadBf16<kVec>(gate + c, gg);
+    LoadBf16<kVec>(gate + inter + c, uu);
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) o[j] = SiluF(s * gg[j]) * (s * uu[j]);
     StoreBf16<kVec>(out + c, o);
   }
 }
@@ -159,7 +198,9 @@ Status LaunchRmsScaledQkv(const RmsScaledQkvParams& p, cudaStream_t stream) {
   const int e = q.head_dim / 32;
   if (q.head_dim % 32 != 0 || (e != 2 && e != 4 && e != 8))
     return BadArg(op, "head_dim must be 64, 128 or 256");
-  if (q.num_q_heads < 0 || q.num_kv_heads < 0) return BadArg(op, "bad head counts");
+  if (q.num_q_heads < 0 || q.num_kv_heads < 0 ||
+      q.num_q_heads + 2 * q.num_kv_heads > kWarps * kMaxHeadsPerWarp)
+    return BadArg(op, "bad head counts (q + k + v heads <= 64)");
   if (q.row_stride < (q.num_q_heads + 2 * q.num_kv_heads) * q.head_dim || q.row_stride % e != 0)
     return BadArg(op, "row_stride must cover the q, k and v heads");
   if (q.positions && (!q.rope_table || q.rope_table_rows <= 0 || !IsAligned(q.rope_table, 8)))
@@ -187,7 +228,8 @@ Status LaunchRmsScaledSiluMul(const RmsScaledSiluMulParams& p, cudaStream_t stre
   const int vec = ChooseVec({p.mul.inter}, {p.mul.gate_up, p.mul.out});
   if (vec == 0) return BadArg(op, "inter must be even and pointers 4-byte aligned");
   if (p.mul.rows == 0) return Status::Ok();
-  const dim3 grid(static_cast<unsigned>(p.mul.rows)), block(kBlock);
+  const int chunks = p.mul.inter / vec;  // one chunk per thread, up to 1024 threads
+  const dim3 grid(static_cast<unsigned>(p.mul.rows)), block(RowThreads(chunks * vec, vec));
   if (vec == 8) {
     (void)LaunchPdl(RmsScaledSiluMulKernel<8>, grid, block, 0, stream, p);
   } else {
