@@ -55,6 +55,10 @@ struct ReplicaSettings {
   std::chrono::microseconds reply_poll;
 };
 
+// The names a request may use for the model (its name: model_name, else the folder's name; the
+// folder's name and the given aliases) and its task (from its config).
+StatusOr<ModelNames> NamesOf(const ModelOptions& o);
+
 // Loads the model's config, tokenizer and prompts and starts its ReplicaSet (which checks every
 // replica's health once).
 StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const ModelOptions& o,
