@@ -9,6 +9,7 @@
 
 #include "gateway/docs_page.h"
 #include "gateway/json_writer.h"
+#include "gateway/model_select.h"
 #include "gateway/openapi_doc.h"
 #include "gateway/route_errors.h"
 #include "gateway/task_routes.h"

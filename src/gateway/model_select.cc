@@ -1,8 +1,6 @@
 // Model selection for a gateway serving several models (see model_select.h).
 #include "gateway/model_select.h"
 
-#include <simdjson.h>
-
 #include "gateway/gateway.h"
 
 namespace petal::gateway {
@@ -83,18 +81,6 @@ StatusOr<std::vector<std::vector<std::string>>> AssignServers(
     }
   }
   return out;
-}
-
-std::string PeekModelField(std::string_view body) {
-  thread_local simdjson::ondemand::parser parser;
-  const simdjson::padded_string padded(body);
-  simdjson::ondemand::document doc;
-  if (parser.iterate(padded).get(doc)) return "";
-  simdjson::ondemand::object obj;
-  if (doc.get_object().get(obj)) return "";
-  std::string_view model;
-  if (obj.find_field_unordered("model").get_string().get(model)) return "";
-  return std::string(model);
 }
 
 }  // namespace petal::gateway

@@ -1,6 +1,7 @@
 // Several models behind one gateway: which served model a request goes to, from its `model`
 // field and its route, and which servers `petal gateway --server [MODEL=]ADDRESS` gives each
-// model. The rules (docs/api.md, "Several models"):
+// model (the body's `model` is read by request_parse.h's PeekModelField). The rules (docs/api.md,
+// "Several models"):
 //   - one model: every request goes to it, whatever `model` it names or none (as a single-model
 //     gateway always answered; the name is echoed back);
 //   - several: `model` picks the model whose name or alias (its folder's name, its hub id,
@@ -49,10 +50,5 @@ std::string ServedModelList(std::span<const ModelNames> models);
 // one server; an error names what is wrong.
 StatusOr<std::vector<std::vector<std::string>>> AssignServers(
     std::span<const ModelNames> models, const std::vector<std::string>& server_flags);
-
-// The top-level "model" string of a JSON request body; empty when the body has none, is not a
-// JSON object, or its "model" is not a string (the route's own parser reports those). Cheap next
-// to the route's parse: the body is indexed, not built into a document.
-std::string PeekModelField(std::string_view body);
 
 }  // namespace petal::gateway

@@ -1,11 +1,12 @@
 // Model selection (model_select.h): which served model a request's `model` and route pick, the
-// errors for unknown names and unserved routes, `--server MODEL=ADDRESS` assignment and the body
-// peek. Thread-safety: single-threaded tests.
+// errors for unknown names and unserved routes, `--server MODEL=ADDRESS` assignment, and the body
+// peek (request_parse.h's PeekModelField). Thread-safety: single-threaded tests.
 #include "gateway/model_select.h"
 
 #include <gtest/gtest.h>
 
 #include "gateway/gateway.h"
+#include "gateway/request_parse.h"
 
 namespace petal::gateway {
 namespace {
@@ -110,6 +111,10 @@ TEST(ModelSelect, PeekReadsTheTopLevelModelString) {
   EXPECT_EQ(PeekModelField(R"(["model"])"), "");
   EXPECT_EQ(PeekModelField("not json"), "");
   EXPECT_EQ(PeekModelField(""), "");
+  // As the route parsers read it: keys unescaped, the first "model" key.
+  EXPECT_EQ(PeekModelField(R"({"mod\u0065l": "ce", "model": "x"})"), "ce");
+  EXPECT_EQ(PeekModelField(R"({"model": "a\/b"})"), "a/b");
+  EXPECT_EQ(PeekModelField(R"({"model": null})"), "");
 }
 
 }  // namespace
