@@ -5,7 +5,8 @@
 // name), exactly as its single-model server does; a request naming no model goes to the first
 // model serving the route; an unknown name is a 404 naming the served models; a route the named
 // model cannot serve is a 400; /v1/models lists all three with their tasks; /info?model= and
-// the metrics' `model` label. Needs models/all-MiniLM-L6-v2 (skipped if absent).
+// the metrics' `model` label. A second test runs `petal gateway` with `--server MODEL=ADDRESS`
+// per model. Needs models/all-MiniLM-L6-v2 (skipped if absent).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -53,24 +54,12 @@ struct Serve {
   }
 };
 
-// Starts `petal serve` on the CPU engine (fp32, one in-process replica per model) with `models`
-// as (folder, name) pairs, and waits for its gateway.
-std::unique_ptr<Serve> StartServe(const std::vector<std::pair<std::string, std::string>>& models,
-                                  const std::string& tag) {
+// Runs the petal binary with `args` (stderr to `log`) until its gateway listens (port in the
+// result) or it exits (pid -1).
+std::unique_ptr<Serve> StartPetal(std::vector<std::string> args, const std::string& log) {
   auto s = std::make_unique<Serve>();
-  s->log = ::testing::TempDir() + "/gateway_multi_model_" + tag + ".log";
+  s->log = log;
   ::unlink(s->log.c_str());
-  std::vector<std::string> args = {"petal",
-                                   "serve",
-                                   "--backend",
-                                   "cpu",
-                                   "--listen",
-                                   "127.0.0.1:0",
-                                   "--replica-transport",
-                                   "local",
-                                   "--server-arg=--cpu-precision=fp32"};
-  for (const auto& [dir, name] : models) args.insert(args.end(), {"--model", dir});
-  for (const auto& [dir, name] : models) args.insert(args.end(), {"--model-name", name});
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -94,6 +83,24 @@ std::unique_ptr<Serve> StartServe(const std::vector<std::pair<std::string, std::
     if (s->port == 0) std::this_thread::sleep_for(50ms);
   }
   return s;
+}
+
+// Starts `petal serve` on the CPU engine (fp32, one in-process replica per model) with `models`
+// as (folder, name) pairs, and waits for its gateway.
+std::unique_ptr<Serve> StartServe(const std::vector<std::pair<std::string, std::string>>& models,
+                                  const std::string& tag) {
+  std::vector<std::string> args = {"petal",
+                                   "serve",
+                                   "--backend",
+                                   "cpu",
+                                   "--listen",
+                                   "127.0.0.1:0",
+                                   "--replica-transport",
+                                   "local",
+                                   "--server-arg=--cpu-precision=fp32"};
+  for (const auto& [dir, name] : models) args.insert(args.end(), {"--model", dir});
+  for (const auto& [dir, name] : models) args.insert(args.end(), {"--model-name", name});
+  return StartPetal(args, ::testing::TempDir() + "/gateway_multi_model_" + tag + ".log");
 }
 
 // Two answers agree: the same JSON apart from numbers, and the numbers within 1e-6 (relative
@@ -254,6 +261,49 @@ TEST(GatewayMultiModel, EachModelAnswersItsRoutesAsItsOwnServer) {
         R"(petal_gateway_replica_up{model="ce",replica="local:replica-1"} 1)",
         R"(petal_gateway_max_held_tokens{model="minilm"})"}) {
     EXPECT_NE(metrics.body.find(sample), std::string::npos) << sample;
+  }
+}
+
+// `petal gateway` in front of servers started elsewhere: each --server names its model. The
+// servers here are never started, which the gateway allows (/ready says which models have none).
+TEST(GatewayMultiModel, GatewayCommandTakesServersPerModel) {
+  const std::string minilm = testing::SourceDir() + "/models/all-MiniLM-L6-v2";
+  if (!FileExists(minilm + "/tokenizer.json")) GTEST_SKIP() << minilm << " is missing";
+  std::string ce, splade;
+  ASSERT_TRUE(BuildFixtures(&ce, &splade));
+  const std::string log = ::testing::TempDir() + "/gateway_multi_model_gateway.log";
+  auto g = StartPetal({"petal", "gateway", "--model", minilm, "--model", ce, "--model-name",
+                       "minilm", "--model-name", "ce", "--server", "minilm=127.0.0.1:1", "--server",
+                       "ce=unix:/nonexistent/ce.sock", "--server", "all-MiniLM-L6-v2=127.0.0.1:2",
+                       "--listen", "127.0.0.1:0"},
+                      log);
+  ASSERT_NE(g->port, 0) << ReadText(log);
+  HttpClient c(static_cast<uint16_t>(g->port));
+  const auto models = c.Get("/v1/models");
+  EXPECT_NE(models.body.find(R"("id":"minilm")"), std::string::npos) << models.body;
+  EXPECT_NE(models.body.find(R"("id":"ce")"), std::string::npos) << models.body;
+  const auto ready = c.Get("/ready");
+  EXPECT_EQ(ready.status, 503u);
+  EXPECT_NE(ready.body.find(R"("models":["minilm","ce"])"), std::string::npos) << ready.body;
+  const std::string info = c.Get("/info?model=minilm").body;
+  EXPECT_NE(info.find("127.0.0.1:1"), std::string::npos) << info;
+  EXPECT_NE(info.find("127.0.0.1:2"), std::string::npos) << info;
+  EXPECT_NE(c.Get("/info?model=ce").body.find("unix:/nonexistent/ce.sock"), std::string::npos);
+  g.reset();
+
+  // A bare address with several models, or a model without a server: exit 2, saying why.
+  for (const auto& [servers, why] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--server", "127.0.0.1:1"}, "give each server as MODEL=ADDRESS"},
+           {{"--server", "minilm=127.0.0.1:1"}, "model 'ce' has no server"},
+           {{"--server", "minilm=127.0.0.1:1", "--server", "nope=127.0.0.1:2"},
+            "no model named 'nope'"}}) {
+    std::vector<std::string> args = {"petal",        "gateway", "--model",      minilm,
+                                     "--model",      ce,        "--model-name", "minilm",
+                                     "--model-name", "ce",      "--listen",     "127.0.0.1:0"};
+    args.insert(args.end(), servers.begin(), servers.end());
+    auto bad = StartPetal(args, log);
+    EXPECT_EQ(bad->port, 0);
+    EXPECT_NE(ReadText(log).find(why), std::string::npos) << ReadText(log);
   }
 }
 
