@@ -11,12 +11,7 @@
 // finish), then the children, which drain themselves. `--replica-transport local` instead runs the
 // engines in this process (RunLocal; server/local_replica.h).
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
-#include <unistd.h>
-
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +22,7 @@
 #include "cli/gateway_flags.h"
 #include "cli/gpu_select.h"
 #include "cli/local_replicas.h"
+#include "cli/serve_children.h"
 #include "cli/trace_flags.h"
 #include "common/log.h"
 #include "engine/cuda/cuda_engine.h"
@@ -55,75 +51,6 @@ struct ServeArgs {
   std::string transport = "unix";  // gateway-to-replica hop: unix (domain socket) or tcp
 };
 
-struct Child {
-  pid_t pid = -1;
-  std::string address;  // what the child listens on: unix:/tmp/petal-serve-*/replica-N.sock or
-                        // 127.0.0.1:PORT
-  std::vector<std::string> argv;
-  std::vector<std::string> env;  // empty: inherit ours
-  std::string gpu;               // its CUDA_VISIBLE_DEVICES, for the logs
-  size_t model = 0;              // which of a.gateway.models it serves
-  std::chrono::steady_clock::time_point started;
-};
-
-// A free loopback port: bound, read and released. Another process could take it before the
-// child binds it; the child then fails to start and is reported, which is acceptable for a
-// one-command local deployment.
-int FreePort() {
-  boost::asio::io_context io;
-  boost::asio::ip::tcp::acceptor a(io);
-  boost::system::error_code ec;
-  boost::asio::ip::tcp::endpoint ep(boost::asio::ip::make_address("127.0.0.1"), 0);
-  a.open(ep.protocol(), ec);
-  if (!ec) a.bind(ep, ec);
-  return ec ? 0 : a.local_endpoint().port();
-}
-
-// Our environment with `key` set to `value`.
-std::vector<std::string> EnvWith(const std::string& key, const std::string& value) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    if (std::string(*e).rfind(key + "=", 0) != 0) env.emplace_back(*e);
-  }
-  env.push_back(key + "=" + value);
-  return env;
-}
-
-pid_t Spawn(const std::vector<std::string>& args, const std::vector<std::string>& env) {
-  // Everything the child needs is prepared before fork: after fork in a multi-threaded process
-  // the child may only call async-signal-safe functions (no allocation) until exec.
-  std::vector<char*> argv, envp;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid != 0) return pid;  // parent (or -1)
-  // Child: die with the parent even if it is killed without a chance to forward signals.
-  prctl(PR_SET_PDEATHSIG, SIGTERM);
-  if (env.empty()) {
-    execv("/proc/self/exe", argv.data());
-  } else {
-    execve("/proc/self/exe", argv.data(), envp.data());
-  }
-  _exit(127);
-}
-
-bool StartChild(Child* c) {
-  c->pid = Spawn(c->argv, c->env);
-  c->started = std::chrono::steady_clock::now();
-  if (c->pid < 0) {
-    Log("error", "cannot fork a replica", {{"address", c->address}});
-    return false;
-  }
-  Log("info", "replica started",
-      {{"pid", std::to_string(c->pid)},
-       {"address", c->address},
-       {"model", std::to_string(c->model)},
-       {"gpu", c->gpu.empty() ? "-" : c->gpu}});
-  return true;
-}
-
 // `petal server`'s flags for replica i of a model: engine, device, tracing, --server-arg.
 std::vector<std::string> ReplicaFlags(const ServeArgs& a, const std::string& model_dir, int i) {
   std::vector<std::string> f;
@@ -138,48 +65,6 @@ std::vector<std::string> ReplicaFlags(const ServeArgs& a, const std::string& mod
   if (!a.otlp_endpoint.empty()) f.insert(f.end(), {"--otlp-endpoint", a.otlp_endpoint});
   f.insert(f.end(), a.server_args.begin(), a.server_args.end());
   return f;
-}
-
-// Restarts children that exited (not during shutdown).
-void ReapAndRestart(std::vector<Child>* children) {
-  int status = 0;
-  pid_t pid;
-  while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-    for (auto& c : *children) {
-      if (c.pid != pid) continue;
-      Log("warn", "replica exited; restarting",
-          {{"pid", std::to_string(pid)},
-           {"address", c.address},
-           {"status",
-            std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status))}});
-      // Crash loops are slowed to one start per second per replica.
-      const auto since = std::chrono::steady_clock::now() - c.started;
-      if (since < std::chrono::seconds(1))
-        std::this_thread::sleep_for(std::chrono::seconds(1) - since);
-      StartChild(&c);
-    }
-  }
-}
-
-void StopChildren(std::vector<Child>* children, int grace_ms) {
-  for (auto& c : *children) {
-    if (c.pid > 0) kill(c.pid, SIGTERM);
-  }
-  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms + 5000);
-  for (auto& c : *children) {
-    while (c.pid > 0) {
-      int status;
-      if (waitpid(c.pid, &status, WNOHANG) == c.pid) {
-        c.pid = -1;
-      } else if (std::chrono::steady_clock::now() > end) {
-        kill(c.pid, SIGKILL);
-        waitpid(c.pid, &status, 0);
-        c.pid = -1;
-      } else {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      }
-    }
-  }
 }
 
 // --replica-transport local: every replica is an engine in this process (server::LocalReplica,
