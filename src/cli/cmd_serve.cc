@@ -68,9 +68,10 @@ std::vector<std::string> ReplicaFlags(const ServeArgs& a, const std::string& mod
 }
 
 // --replica-transport local: every replica is an engine in this process (server::LocalReplica,
-// registered as local:replica-<i>, numbered across models), no child processes and no
-// supervisor: local_replica.h says what that gives up. With --gpus, a model's replica i runs on
-// the i-th chosen GPU (--device).
+// registered as local:replica-<i>, numbered across models), no child processes: a replica
+// rebuilds its own engine after a fault, and SIGUSR1 drills that on replica-0 (local_replica.h
+// says what cannot be contained). With --gpus, a model's replica i runs on the i-th chosen GPU
+// (--device).
 struct Locals {
   std::vector<std::shared_ptr<server::LocalReplica>> replicas;
   ~Locals() { Stop(); }
@@ -99,7 +100,9 @@ bool StartLocals(ServeArgs& a, const std::vector<std::string>& gpus, Locals* loc
       }
       flags.insert(flags.end(), {"--device", std::to_string(*d)});
     }
-    auto r = StartLocalReplica(flags);
+    // A GPU is a replica's own only when no other replica, of this model or another, uses it.
+    const bool own_gpu = a.gateway.models.size() == 1 && (!gpus.empty() || a.replicas == 1);
+    auto r = StartLocalReplica(flags, /*owns_device=*/own_gpu);
     if (!r.ok()) {
       Log("error", "cannot start local replica",
           {{"replica", std::to_string(k)}, {"error", r.status().ToString()}});
@@ -119,6 +122,7 @@ int RunServe(ServeArgs& a) {
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGCHLD);
+  if (a.transport == "local") sigaddset(&signals, SIGUSR1);  // the fault drill (local_replica.h)
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   // One replica per GPU: each child sees only its GPU, as its device 0.
@@ -224,6 +228,11 @@ int RunServe(ServeArgs& a) {
   int sig = 0;
   while (true) {
     sigwait(&signals, &sig);
+    if (sig == SIGUSR1 && !locals.replicas.empty()) {
+      Log("info", "SIGUSR1: fault drill on local replica-0 (its engine is rebuilt)");
+      locals.replicas[0]->InjectFault();
+      continue;
+    }
     if (sig != SIGCHLD) break;
     ReapAndRestart(&children);
   }

@@ -305,7 +305,7 @@ std::function<int()> SetupClient(CLI::App* app) {
 }  // namespace
 
 StatusOr<std::shared_ptr<server::LocalReplica>> StartLocalReplica(
-    const std::vector<std::string>& server_flags) {
+    const std::vector<std::string>& server_flags, bool owns_device) {
   CLI::App app("petal server (in-process replica)");
   ServerArgs a;
   AddServerFlags(&app, &a);
@@ -319,7 +319,20 @@ StatusOr<std::shared_ptr<server::LocalReplica>> StartLocalReplica(
   PETAL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, BuildEngine(a));
   Log("info", "local replica serving",
       {{"model", a.fake ? "fake" : a.model}, {"backend", engine->backend()}});
-  return std::make_shared<server::LocalReplica>(std::move(engine), LoopOptions(a));
+  // After an engine fault: a new engine from the same flags. A CUDA engine that cannot be built
+  // (the fault left a sticky error in the context) is built again after a device reset, when
+  // this replica is the device's only user.
+  const bool cuda = !a.fake && engine->backend() == "cuda";
+  server::EngineBuilder rebuild = [a, cuda, owns_device]() -> StatusOr<std::unique_ptr<Engine>> {
+    StatusOr<std::unique_ptr<Engine>> e = BuildEngine(a);
+    if (e.ok() || !cuda || !owns_device) return e;
+    Log("error", "local replica: rebuild failed; resetting the device",
+        {{"device", std::to_string(a.engine.cuda.device)}, {"error", e.status().ToString()}});
+    PETAL_RETURN_IF_ERROR(ResetCudaDevice(a.engine.cuda.device));
+    return BuildEngine(a);
+  };
+  return std::make_shared<server::LocalReplica>(std::move(engine), LoopOptions(a),
+                                                std::move(rebuild));
 }
 
 }  // namespace petal::cli

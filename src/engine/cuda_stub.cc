@@ -13,4 +13,6 @@ int CudaDeviceCount() { return 0; }
 
 std::string CudaDeviceName(int) { return "none"; }
 
+Status ResetCudaDevice(int) { return Unavailable("this petal binary was built without CUDA"); }
+
 }  // namespace petal

@@ -317,6 +317,17 @@ std::string CudaDeviceName(int device) {
 
 bool CudaAvailable() { return CudaDeviceCount() > 0; }
 
+Status ResetCudaDevice(int device) {
+  cudaError_t e = cudaSetDevice(device);
+  if (e == cudaSuccess) e = cudaDeviceReset();
+  if (e != cudaSuccess) {
+    return Internal("cudaDeviceReset on device " + std::to_string(device) + ": " +
+                    cudaGetErrorString(e));
+  }
+  (void)cudaGetLastError();
+  return Status::Ok();
+}
+
 int CudaDeviceCount() {
   int n = 0;
   return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;

@@ -69,5 +69,9 @@ bool CudaAvailable();
 int CudaDeviceCount();
 // The device's name (e.g. "NVIDIA H200"), or "none".
 std::string CudaDeviceName(int device);
+// Resets this process's context on `device` (cudaDeviceReset), clearing a sticky CUDA error:
+// every allocation, stream and graph of the process on that device is gone, so only its sole user
+// may call this, after destroying its engine. Unavailable without CUDA.
+Status ResetCudaDevice(int device);
 
 }  // namespace petal

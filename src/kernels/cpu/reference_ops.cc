@@ -127,4 +127,39 @@ void DenseRows(const float* x, int x_stride, const float* w, const float* bias, 
   }
 }
 
+namespace {
+double InvRms(const float* r, int dim, float eps) {
+  double ss = 0;
+  for (int i = 0; i < dim; ++i) ss += static_cast<double>(r[i]) * r[i];
+  return 1.0 / std::sqrt(ss / dim + eps);
+}
+}  // namespace
+
+void RmsScaledQkv(float* qkv, int rows, int row_stride, int num_q_heads, int num_kv_heads,
+                  int head_dim, const float* r, int r_dim, float r_eps, const float* bias,
+                  const float* q_norm_weight, const float* k_norm_weight, float eps,
+                  const int32_t* positions, double theta) {
+  const int cols = (num_q_heads + 2 * num_kv_heads) * head_dim;
+  for (int t = 0; t < rows; ++t) {
+    const double s = InvRms(r + static_cast<int64_t>(t) * r_dim, r_dim, r_eps);
+    float* row = qkv + static_cast<int64_t>(t) * row_stride;
+    for (int c = 0; c < cols; ++c)
+      row[c] = static_cast<float>(s * row[c] + (bias != nullptr ? bias[c] : 0.0));
+  }
+  QkNormRope(qkv, rows, row_stride, num_q_heads, num_kv_heads, head_dim, q_norm_weight,
+             k_norm_weight, eps, positions, theta);
+}
+
+void RmsScaledSiluMul(const float* gate_up, const float* r, int r_dim, float r_eps, float* out,
+                      int rows, int inter) {
+  for (int t = 0; t < rows; ++t) {
+    const double s = InvRms(r + static_cast<int64_t>(t) * r_dim, r_dim, r_eps);
+    const float* g = gate_up + static_cast<int64_t>(t) * 2 * inter;
+    for (int i = 0; i < inter; ++i) {
+      const double a = s * g[i], u = s * g[inter + i];
+      out[static_cast<int64_t>(t) * inter + i] = static_cast<float>(a / (1.0 + std::exp(-a)) * u);
+    }
+  }
+}
+
 }  // namespace petal::cpu

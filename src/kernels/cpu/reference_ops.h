@@ -50,6 +50,17 @@ void QkNormRope(float* qkv, int rows, int row_stride, int num_q_heads, int num_k
                 int head_dim, const float* q_norm_weight, const float* k_norm_weight, float eps,
                 const int32_t* positions, double theta);
 
+// The folded-RMSNorm consumers (cuda::LaunchRmsScaledQkv / LaunchRmsScaledSiluMul; ops.h there
+// says why): s_t = 1 / sqrt(mean(r[t, 0:r_dim]^2) + r_eps) in double. RmsScaledQkv: every value of
+// the q, k and v heads of row t becomes s_t * x + bias[col] (bias may be null), then QkNormRope
+// above. RmsScaledSiluMul: out[t,i] = silu(s_t gate[t,i]) * (s_t up[t,i]).
+void RmsScaledQkv(float* qkv, int rows, int row_stride, int num_q_heads, int num_kv_heads,
+                  int head_dim, const float* r, int r_dim, float r_eps, const float* bias,
+                  const float* q_norm_weight, const float* k_norm_weight, float eps,
+                  const int32_t* positions, double theta);
+void RmsScaledSiluMul(const float* gate_up, const float* r, int r_dim, float r_eps, float* out,
+                      int rows, int inter);
+
 // cuda::LaunchPool: out[s, 0:out_dims] = Pool(hidden rows of sequence s, first out_dims
 // features) in fp32, optionally L2-normalised over those out_dims (x / max(||x||, 1e-12));
 // out_dims == 0 means dim. Empty sequences give zeros. out is [num_seqs, out_dims].

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/cpu/bf16.h"
+#include "kernels/cpu/ops.h"
 
 namespace petal::cpu {
 namespace {
@@ -169,6 +170,52 @@ TEST(ReferenceOps, QkNormRopeMatchesDoubleLoopAndLeavesVAlone) {
       for (int i = (hq + hkv) * d; i < stride; ++i)
         ASSERT_EQ(got[t * stride + i], qkv[t * stride + i]);
   }
+}
+
+// The fold behind the CUDA forward's RmsScaled* ops: RmsNorm(r) * g feeding a GEMM equals the
+// GEMM of r with g folded into the weights, scaled per token afterwards. Checked through both
+// consumers (the QKV one with a bias, q/k norms and rotary; SwiGLU), against the unfolded chain.
+TEST(ReferenceOps, FoldedRmsNormMatchesNormThenGemm) {
+  const int rows = 5, dim = 64, hq = 2, hkv = 1, hd = 16, inter = 24;
+  const int qkv_cols = (hq + 2 * hkv) * hd;
+  const float eps = 1e-6f;
+  auto r = Random(rows * dim, 301, -3.f, 3.f);
+  const auto g = Random(dim, 302, 0.5f, 1.5f);
+  const auto w_qkv = Random(qkv_cols * dim, 303), w_gu = Random(2 * inter * dim, 304);
+  const auto bias = Random(qkv_cols, 305), qn = Random(hd, 306, 0.5f, 1.5f);
+  const auto kn = Random(hd, 307, 0.5f, 1.5f);
+  std::vector<int32_t> pos = {0, 1, 2, 0, 1};
+  auto gemm = [&](const std::vector<float>& a, const std::vector<float>& w, int n) {
+    std::vector<float> out(rows * n);
+    for (int t = 0; t < rows; ++t)
+      for (int j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int k = 0; k < dim; ++k) acc += static_cast<double>(a[t * dim + k]) * w[j * dim + k];
+        out[t * n + j] = static_cast<float>(acc);
+      }
+    return out;
+  };
+  auto fold = [&](std::vector<float> w, int n) {
+    for (int j = 0; j < n; ++j)
+      for (int k = 0; k < dim; ++k) w[j * dim + k] *= g[k];
+    return w;
+  };
+  std::vector<float> x(rows * dim);
+  AddRmsNorm(nullptr, r.data(), g.data(), eps, x.data(), rows, dim, nullptr);
+  // Unfolded: x W^T + bias, then q/k norm + rotary.
+  auto want = gemm(x, w_qkv, qkv_cols);
+  for (int t = 0; t < rows; ++t)
+    for (int c = 0; c < qkv_cols; ++c) want[t * qkv_cols + c] += bias[c];
+  QkNormRope(want.data(), rows, qkv_cols, hq, hkv, hd, qn.data(), kn.data(), eps, pos.data(), 1e4);
+  auto got = gemm(r, fold(w_qkv, qkv_cols), qkv_cols);
+  RmsScaledQkv(got.data(), rows, qkv_cols, hq, hkv, hd, r.data(), dim, eps, bias.data(), qn.data(),
+               kn.data(), eps, pos.data(), 1e4);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 2e-5) << i;
+  std::vector<float> want_act(rows * inter), got_act(rows * inter);
+  SiluMul(gemm(x, w_gu, 2 * inter).data(), want_act.data(), rows, inter);
+  RmsScaledSiluMul(gemm(r, fold(w_gu, 2 * inter), 2 * inter).data(), r.data(), dim, eps,
+                   got_act.data(), rows, inter);
+  for (size_t i = 0; i < want_act.size(); ++i) EXPECT_NEAR(got_act[i], want_act[i], 2e-5) << i;
 }
 
 TEST(ReferenceOps, PoolDimsMatchesDoubleLoop) {

@@ -146,6 +146,44 @@ struct SiluMulParams {
 };
 Status LaunchSiluMul(const SiluMulParams& p, cudaStream_t stream);
 
+// ---- RMSNorm folded into the next GEMM (rms_fold.cu; the Qwen3 bf16 forward) -------------------
+// A pre-norm x = RmsNorm(r) * g that only feeds a GEMM is folded into it: g goes into the GEMM's
+// weights at load (LaunchScaleColumns: W' = W diag(g)), the GEMM reads r itself, and since
+// x W^T = s_t * (r W'^T)[t] with s_t = rsqrt(mean(r[t,:]^2) + eps), the kernel that consumes the
+// GEMM's output applies s_t, computed from r in the same kernel. No norm kernel, no x buffer.
+
+// w[n, k] = bf16(w[n, k] * scale[k]) for a [rows, cols] row-major bf16 matrix, in place.
+struct ScaleColumnsParams {
+  bf16* w = nullptr;
+  const bf16* scale = nullptr;  // [cols]
+  int64_t rows = 0;
+  int cols = 0;
+};
+Status LaunchScaleColumns(const ScaleColumnsParams& p, cudaStream_t stream);
+
+// The QKV GEMM's consumer: for every token t < qk.rows, every value of its q, k and v heads
+// (v heads follow the k heads, num_kv_heads of them) becomes s_t * x + bias (bias per column, or
+// none), rounded once; then the q and k heads get QkNormRope's norm and rotary (rope_table
+// required when positions are given). head_dim 64, 128 or 256; rms_dim a multiple of 8.
+struct RmsScaledQkvParams {
+  QkNormRopeParams qk;
+  const bf16* rms_of = nullptr;  // r [qk.rows, rms_dim]: the source of s_t
+  int rms_dim = 0;
+  float rms_eps = 1e-6f;
+  const bf16* bias = nullptr;  // [(num_q_heads + 2 num_kv_heads) * head_dim] or null
+};
+Status LaunchRmsScaledQkv(const RmsScaledQkvParams& p, cudaStream_t stream);
+
+// The gate/up GEMM's consumer: out[t,i] = silu(s_t * gate[t,i]) * (s_t * up[t,i]), one rounding.
+struct RmsScaledSiluMulParams {
+  SiluMulParams mul;
+  const bf16* rms_of = nullptr;  // r [mul.rows, rms_dim]
+  int rms_dim = 0;
+  float rms_eps = 1e-6f;
+};
+Status LaunchRmsScaledSiluMul(const RmsScaledSiluMulParams& p, cudaStream_t stream);
+
+
 // Exact GELU (cpu::Gelu, erf form) over n values; out may alias x. Kept separate from the GEMM
 // because cuBLASLt's GELU epilogue is the tanh approximation (see gemm.h).
 struct GeluParams {

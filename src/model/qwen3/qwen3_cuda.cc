@@ -2,9 +2,13 @@
 // cuBLASLt GEMMs and Petal's kernels. Pre-norm with a bf16 residual stream r:
 //   x = RmsNorm(r); qkv = x Wqkv; q,k = rope(RmsNorm_head(q,k)); r += attn(q,k,v) Wo;
 //   x = RmsNorm(r); r += (silu(x Wg) * x Wu) Wd;   final: RmsNorm(r), pooled.
-// The residual adds are folded into the o_proj and down_proj GEMMs (their addend, in place).
+// The residual adds are folded into the o_proj and down_proj GEMMs (their addend, in place). On
+// the bf16 path the two pre-norms are folded too (ops.h, "RMSNorm folded into the next GEMM"):
+// their weights are multiplied into Wqkv and Wgate_up at load, the GEMMs read r, and each token's
+// 1/rms is applied by the QK-norm/rotary kernel and the SwiGLU kernel (PETAL_FOLD_NORMS=0: off).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <thread>
 #include <vector>
@@ -53,6 +57,7 @@ class Qwen3CudaModel final : public CudaModel {
   std::map<std::string, double> Stats() const override { return KernelStats(*gemm_, attention_); }
   std::string Describe() const override {
     std::string s = DescribeKernels(*gemm_, attention_);
+    if (fold_norms_) s += "\nbf16: RMSNorms folded into the QKV and gate/up GEMMs";
     if (cap_.fp8)
       s += "\nfp8: dense layers in e4m3 for batches of >= " + std::to_string(cap_.fp8_min_tokens) +
            " tokens" + (cap_.fp8_mlp_only ? " (MLP only)" : "") +
@@ -147,6 +152,7 @@ class Qwen3CudaModel final : public CudaModel {
     }
     const int threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
     PETAL_RETURN_IF_ERROR(UploadTensorsBf16(store, jobs, threads));
+    PETAL_RETURN_IF_ERROR(FoldNorms());
     if (config_.score_head == ScoreHead::kLmYesNo) {
       // LM reranker: the LM head's "yes" and "no" rows only (as LoadQwen3Weights reads them).
       const int64_t h = config_.hidden_size;
@@ -165,6 +171,23 @@ class Qwen3CudaModel final : public CudaModel {
       bytes_ += score_rows_.bytes() + last_.bytes();
     }
     return InitBuffers(nullptr);
+  }
+
+  // Multiplies each layer's input norm into Wqkv's columns and its post-attention norm into
+  // Wgate_up's (bf16 path only; the fp8 path quantises the unfolded weights).
+  Status FoldNorms() {
+    const char* env = std::getenv("PETAL_FOLD_NORMS");
+    if (env != nullptr && env[0] == '0') return Status::Ok();
+    const int H = config_.hidden_size, I = config_.intermediate_size;
+    const int QKV = (config_.num_heads + 2 * config_.num_kv_heads) * config_.head_dim;
+    for (Qwen3LayerDev& L : layers_) {
+      PETAL_RETURN_IF_ERROR(LaunchScaleColumns({L.qkv.get(), L.in_norm.get(), QKV, H}, nullptr));
+      PETAL_RETURN_IF_ERROR(
+          LaunchScaleColumns({L.gate_up.get(), L.post_norm.get(), 2 * I, H}, nullptr));
+    }
+    PETAL_CUDA_CHECK(cudaDeviceSynchronize());
+    fold_norms_ = true;
+    return Status::Ok();
   }
 
   // The device buffer a checkpoint tensor (named without the "model." prefix) lands in.
@@ -310,6 +333,47 @@ class Qwen3CudaModel final : public CudaModel {
     return gemm8(L.down8, L.down_s, {}, r_.get(), r_.get(), H, I);
   }
 
+  // One bf16 layer with both pre-norms folded into their GEMMs (FoldNorms): the QKV and gate/up
+  // GEMMs read the residual r; RmsScaledQkv and RmsScaledSiluMul apply each token's 1/rms(r).
+  // `gj`: the prefetcher's index of the layer's first GEMM. petal calibrate still observes the
+  // normalised inputs, computed for it alone.
+  Status FoldedLayer(const Qwen3LayerDev& L, int l, AttentionParams& ap, QkNormRopeParams& rp,
+                     int T, size_t gj, cudaStream_t stream) {
+    const int H = config_.hidden_size, I = config_.intermediate_size;
+    const int Q = config_.num_heads * config_.head_dim;
+    const int QKV = (config_.num_heads + 2 * config_.num_kv_heads) * config_.head_dim;
+    auto observe_norm = [&](const DeviceBuffer<bf16>& norm, int which) -> Status {
+      if (calib_.size() == 0) return Status::Ok();
+      PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm(
+          {nullptr, r_.get(), norm.get(), config_.norm_eps, x_.get(), T, H}, stream));
+      return LaunchRowAmaxBf16({x_.get(), CalibSlot(l, which), T, H}, stream);
+    };
+    PETAL_RETURN_IF_ERROR(observe_norm(L.in_norm, 0));
+    PETAL_RETURN_IF_ERROR(prefetch_.BeforeGemm(gj, stream));
+    PETAL_RETURN_IF_ERROR(
+        gemm_->Run({r_.get(), L.qkv.get(), nullptr, nullptr, qkv_.get(), T, QKV, H}, stream));
+    rp.q_norm_weight = L.q_norm.get();
+    rp.k_norm_weight = L.k_norm.get();
+    PETAL_RETURN_IF_ERROR(
+        LaunchRmsScaledQkv({rp, r_.get(), H, config_.norm_eps, L.qkv_b.get()}, stream));
+    PETAL_RETURN_IF_ERROR(attention_.Run(ap, stream));
+    if (calib_.size() > 0)
+      PETAL_RETURN_IF_ERROR(LaunchRowAmaxBf16({attn_.get(), CalibSlot(l, 1), T, Q}, stream));
+    PETAL_RETURN_IF_ERROR(prefetch_.BeforeGemm(gj + 1, stream));
+    PETAL_RETURN_IF_ERROR(
+        gemm_->Run({attn_.get(), L.o.get(), L.o_b.get(), r_.get(), r_.get(), T, H, Q}, stream));
+    PETAL_RETURN_IF_ERROR(observe_norm(L.post_norm, 2));
+    PETAL_RETURN_IF_ERROR(prefetch_.BeforeGemm(gj + 2, stream));
+    PETAL_RETURN_IF_ERROR(gemm_->Run(
+        {r_.get(), L.gate_up.get(), nullptr, nullptr, gate_up_.get(), T, 2 * I, H}, stream));
+    PETAL_RETURN_IF_ERROR(LaunchRmsScaledSiluMul(
+        {{gate_up_.get(), act_.get(), T, I}, r_.get(), H, config_.norm_eps}, stream));
+    if (calib_.size() > 0)
+      PETAL_RETURN_IF_ERROR(LaunchRowAmaxBf16({act_.get(), CalibSlot(l, 3), T, I}, stream));
+    PETAL_RETURN_IF_ERROR(prefetch_.BeforeGemm(gj + 3, stream));
+    return gemm_->Run({act_.get(), L.down.get(), nullptr, r_.get(), r_.get(), T, H, I}, stream);
+  }
+
   Status Forward(const DeviceBatch& b, float* pooled, cudaStream_t stream) override {
     const int T = b.num_tokens, H = config_.hidden_size, I = config_.intermediate_size;
     const int D = config_.head_dim, Hq = config_.num_heads, Hkv = config_.num_kv_heads;
@@ -369,6 +433,11 @@ class Qwen3CudaModel final : public CudaModel {
       const int l = static_cast<int>(li);
       if (fp8) {
         PETAL_RETURN_IF_ERROR(Fp8Layer(L, l, ap, rp, T, stream));
+        continue;
+      }
+      if (fold_norms_) {
+        PETAL_RETURN_IF_ERROR(FoldedLayer(L, l, ap, rp, T, gj, stream));
+        gj += 4;
         continue;
       }
       PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm(
@@ -452,6 +521,7 @@ class Qwen3CudaModel final : public CudaModel {
   DeviceBuffer<float> static_s_;  // --fp8-scales: [layers * kFp8Inputs] dequantisation scales
   DeviceBuffer<float> calib_;     // petal calibrate: [layers * kFp8Inputs, max_tokens] maxima
   bool fp8_on_ = true;
+  bool fold_norms_ = false;  // FoldNorms ran: the bf16 layers take FoldedLayer
 };
 
 }  // namespace
