@@ -41,7 +41,7 @@ struct GatewayOptions {
   std::string model_name;            // reported as `model`; default: model_dir's last component
   std::vector<std::string> servers;  // inference servers, host:port
   // Several models, in order (the first that serves a route answers requests naming no model:
-  // model_select.h); when set, the three fields above must be empty. Each model gets its own
+  // model_select.h); when set, model_dir and servers must be empty. Each model gets its own
   // replicas with `flow`; a default (0) max_held_tokens is the memory-sized bound split evenly.
   std::vector<ModelOptions> models;
   std::string listen = "127.0.0.1:8080";
