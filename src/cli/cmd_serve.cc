@@ -1,5 +1,6 @@
 // `petal serve`: the one-command deployment. Starts one `petal server` child process per replica
-// (re-executing this binary) listening on a Unix domain socket in a private temporary folder
+// of each --model (re-executing this binary; several models share the machine and its GPUs, each
+// with its own replicas) listening on a Unix domain socket in a private temporary folder
 // (`--replica-transport unix`, the default: no TCP stack on the gateway-to-replica hop) or on a
 // loopback port (`tcp`), waits until each answers SERVING, then runs the
 // gateway in this process in front of them. With `--gpus all|N|LIST` there is one replica per
@@ -10,12 +11,7 @@
 // finish), then the children, which drain themselves. `--replica-transport local` instead runs the
 // engines in this process (RunLocal; server/local_replica.h).
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
-#include <unistd.h>
-
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -26,7 +22,7 @@
 #include "cli/gateway_flags.h"
 #include "cli/gpu_select.h"
 #include "cli/local_replicas.h"
-#include "cli/model_arg.h"
+#include "cli/serve_children.h"
 #include "cli/trace_flags.h"
 #include "common/log.h"
 #include "engine/cuda/cuda_engine.h"
@@ -38,7 +34,8 @@ namespace petal::cli {
 namespace {
 
 struct ServeArgs {
-  gateway::GatewayOptions gateway;
+  gateway::GatewayOptions gateway;  // its `models` get their replicas' addresses
+  ModelFlags models;
   int replicas = 1;
   std::string backend = "auto";
   std::vector<int> devices;  // replica i gets devices[i % size] (none: the server's default)
@@ -54,80 +51,13 @@ struct ServeArgs {
   std::string transport = "unix";  // gateway-to-replica hop: unix (domain socket) or tcp
 };
 
-struct Child {
-  pid_t pid = -1;
-  std::string address;  // what the child listens on: unix:/tmp/petal-serve-*/replica-N.sock or
-                        // 127.0.0.1:PORT
-  std::vector<std::string> argv;
-  std::vector<std::string> env;  // empty: inherit ours
-  std::string gpu;               // its CUDA_VISIBLE_DEVICES, for the logs
-  std::chrono::steady_clock::time_point started;
-};
-
-// A free loopback port: bound, read and released. Another process could take it before the
-// child binds it; the child then fails to start and is reported, which is acceptable for a
-// one-command local deployment.
-int FreePort() {
-  boost::asio::io_context io;
-  boost::asio::ip::tcp::acceptor a(io);
-  boost::system::error_code ec;
-  boost::asio::ip::tcp::endpoint ep(boost::asio::ip::make_address("127.0.0.1"), 0);
-  a.open(ep.protocol(), ec);
-  if (!ec) a.bind(ep, ec);
-  return ec ? 0 : a.local_endpoint().port();
-}
-
-// Our environment with `key` set to `value`.
-std::vector<std::string> EnvWith(const std::string& key, const std::string& value) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    if (std::string(*e).rfind(key + "=", 0) != 0) env.emplace_back(*e);
-  }
-  env.push_back(key + "=" + value);
-  return env;
-}
-
-pid_t Spawn(const std::vector<std::string>& args, const std::vector<std::string>& env) {
-  // Everything the child needs is prepared before fork: after fork in a multi-threaded process
-  // the child may only call async-signal-safe functions (no allocation) until exec.
-  std::vector<char*> argv, envp;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid != 0) return pid;  // parent (or -1)
-  // Child: die with the parent even if it is killed without a chance to forward signals.
-  prctl(PR_SET_PDEATHSIG, SIGTERM);
-  if (env.empty()) {
-    execv("/proc/self/exe", argv.data());
-  } else {
-    execve("/proc/self/exe", argv.data(), envp.data());
-  }
-  _exit(127);
-}
-
-bool StartChild(Child* c) {
-  c->pid = Spawn(c->argv, c->env);
-  c->started = std::chrono::steady_clock::now();
-  if (c->pid < 0) {
-    Log("error", "cannot fork a replica", {{"address", c->address}});
-    return false;
-  }
-  Log("info", "replica started",
-      {{"pid", std::to_string(c->pid)},
-       {"address", c->address},
-       {"gpu", c->gpu.empty() ? "-" : c->gpu}});
-  return true;
-}
-
-// `petal server`'s flags for replica i: engine, device, tracing, --server-arg.
-std::vector<std::string> ReplicaFlags(const ServeArgs& a, int i) {
+// `petal server`'s flags for replica i of a model: engine, device, tracing, --server-arg.
+std::vector<std::string> ReplicaFlags(const ServeArgs& a, const std::string& model_dir, int i) {
   std::vector<std::string> f;
   if (a.fake) {
     f.push_back("--fake-engine");
   } else {
-    f = {"--model", a.gateway.model_dir, "--backend", a.backend, "--quantize", a.quantize};
+    f = {"--model", model_dir, "--backend", a.backend, "--quantize", a.quantize};
     if (!a.fp8_scales.empty()) f.insert(f.end(), {"--fp8-scales", a.fp8_scales});
   }
   if (!a.devices.empty())
@@ -137,52 +67,11 @@ std::vector<std::string> ReplicaFlags(const ServeArgs& a, int i) {
   return f;
 }
 
-// Restarts children that exited (not during shutdown).
-void ReapAndRestart(std::vector<Child>* children) {
-  int status = 0;
-  pid_t pid;
-  while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-    for (auto& c : *children) {
-      if (c.pid != pid) continue;
-      Log("warn", "replica exited; restarting",
-          {{"pid", std::to_string(pid)},
-           {"address", c.address},
-           {"status",
-            std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status))}});
-      // Crash loops are slowed to one start per second per replica.
-      const auto since = std::chrono::steady_clock::now() - c.started;
-      if (since < std::chrono::seconds(1))
-        std::this_thread::sleep_for(std::chrono::seconds(1) - since);
-      StartChild(&c);
-    }
-  }
-}
-
-void StopChildren(std::vector<Child>* children, int grace_ms) {
-  for (auto& c : *children) {
-    if (c.pid > 0) kill(c.pid, SIGTERM);
-  }
-  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms + 5000);
-  for (auto& c : *children) {
-    while (c.pid > 0) {
-      int status;
-      if (waitpid(c.pid, &status, WNOHANG) == c.pid) {
-        c.pid = -1;
-      } else if (std::chrono::steady_clock::now() > end) {
-        kill(c.pid, SIGKILL);
-        waitpid(c.pid, &status, 0);
-        c.pid = -1;
-      } else {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      }
-    }
-  }
-}
-
 // --replica-transport local: every replica is an engine in this process (server::LocalReplica,
-// registered as local:replica-<i>), no child processes: a replica rebuilds its own engine after a
-// fault, and SIGUSR1 drills that on replica-0 (local_replica.h says what cannot be contained).
-// With --gpus, replica i runs on the i-th chosen GPU (--device).
+// registered as local:replica-<i>, numbered across models), no child processes: a replica
+// rebuilds its own engine after a fault, and SIGUSR1 drills that on replica-0 (local_replica.h
+// says what cannot be contained). With --gpus, a model's replica i runs on the i-th chosen GPU
+// (--device).
 struct Locals {
   std::vector<std::shared_ptr<server::LocalReplica>> replicas;
   ~Locals() { Stop(); }
@@ -195,12 +84,14 @@ struct Locals {
   }
 };
 
-// Starts a.replicas local replicas and adds their addresses to the gateway's; false (reported)
-// if one cannot start.
+// Starts a.replicas local replicas per model and adds their addresses to the model's; false
+// (reported) if one cannot start.
 bool StartLocals(ServeArgs& a, const std::vector<std::string>& gpus, Locals* locals) {
   const char* parent_visible = std::getenv("CUDA_VISIBLE_DEVICES");
-  for (int i = 0; i < a.replicas; ++i) {
-    std::vector<std::string> flags = ReplicaFlags(a, i);
+  for (int k = 0; k < a.replicas * static_cast<int>(a.gateway.models.size()); ++k) {
+    gateway::ModelOptions& model = a.gateway.models[k / a.replicas];
+    const int i = k % a.replicas;
+    std::vector<std::string> flags = ReplicaFlags(a, model.model_dir, i);
     if (!gpus.empty()) {
       auto d = DeviceIndexOf(gpus[i], parent_visible ? parent_visible : "");
       if (!d.ok()) {
@@ -209,16 +100,18 @@ bool StartLocals(ServeArgs& a, const std::vector<std::string>& gpus, Locals* loc
       }
       flags.insert(flags.end(), {"--device", std::to_string(*d)});
     }
-    auto r = StartLocalReplica(flags, /*owns_device=*/!gpus.empty() || a.replicas == 1);
+    // A GPU is a replica's own only when no other replica, of this model or another, uses it.
+    const bool own_gpu = a.gateway.models.size() == 1 && (!gpus.empty() || a.replicas == 1);
+    auto r = StartLocalReplica(flags, /*owns_device=*/own_gpu);
     if (!r.ok()) {
       Log("error", "cannot start local replica",
-          {{"replica", std::to_string(i)}, {"error", r.status().ToString()}});
+          {{"replica", std::to_string(k)}, {"error", r.status().ToString()}});
       return false;
     }
-    const std::string name = "replica-" + std::to_string(i);
+    const std::string name = "replica-" + std::to_string(k);
     locals->replicas.push_back(*r);
     wire::RegisterLocalReplica(name, *r);
-    a.gateway.servers.push_back(std::string(wire::kLocalAddressPrefix) + name);
+    model.servers.push_back(std::string(wire::kLocalAddressPrefix) + name);
   }
   return true;
 }
@@ -266,9 +159,12 @@ int RunServe(ServeArgs& a) {
       if (!dir.empty()) std::filesystem::remove_all(dir);
     }
   } remove_sockets{socket_dir};
-  std::vector<Child> children(a.transport == "local" ? 0 : a.replicas);
-  for (int i = 0; i < static_cast<int>(children.size()); ++i) {
-    Child& c = children[i];
+  // Replicas are numbered across models: model m's replica i is child m * a.replicas + i.
+  std::vector<Child> children(a.transport == "local" ? 0 : a.replicas * a.gateway.models.size());
+  for (int k = 0; k < static_cast<int>(children.size()); ++k) {
+    Child& c = children[k];
+    c.model = k / a.replicas;
+    const int i = k % a.replicas;
     if (!gpus.empty()) {
       c.gpu = gpus[i];
       c.env = EnvWith("CUDA_VISIBLE_DEVICES", c.gpu);
@@ -277,7 +173,7 @@ int RunServe(ServeArgs& a) {
       const int port = FreePort();
       c.address = port == 0 ? "" : "127.0.0.1:" + std::to_string(port);
     } else {
-      c.address = "unix:" + socket_dir + "/replica-" + std::to_string(i) + ".sock";
+      c.address = "unix:" + socket_dir + "/replica-" + std::to_string(k) + ".sock";
     }
     c.argv = {"petal",
               "server",
@@ -285,13 +181,13 @@ int RunServe(ServeArgs& a) {
               c.address,
               "--shutdown-grace-ms",
               std::to_string(a.grace_ms)};
-    const std::vector<std::string> flags = ReplicaFlags(a, i);
+    const std::vector<std::string> flags = ReplicaFlags(a, a.gateway.models[c.model].model_dir, i);
     c.argv.insert(c.argv.end(), flags.begin(), flags.end());
     if (c.address.empty() || !StartChild(&c)) {
       StopChildren(&children, 0);
       return 1;
     }
-    a.gateway.servers.push_back(c.address);
+    a.gateway.models[c.model].servers.push_back(c.address);
   }
   // Wait for every replica to load its model (a replica that exits here is a start failure).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(a.start_timeout_s);
@@ -328,7 +224,7 @@ int RunServe(ServeArgs& a) {
     StopChildren(&children, 0);
     return 1;
   }
-  LogGatewayStarted(a.gateway, (*g)->port(), (*g)->config().task);
+  LogGatewayStarted(a.gateway, **g);
   int sig = 0;
   while (true) {
     sigwait(&signals, &sig);
@@ -351,11 +247,12 @@ int RunServe(ServeArgs& a) {
 
 std::function<int()> SetupServe(CLI::App* app) {
   auto a = std::make_shared<ServeArgs>();
-  a->gateway.model_dir = "models/all-MiniLM-L6-v2";
+  a->models.models = {"models/all-MiniLM-L6-v2"};
   a->gateway.listen = "127.0.0.1:8080";
-  AddGatewayFlags(app, &a->gateway);
+  AddGatewayFlags(app, &a->gateway, &a->models);
   auto* replicas = app->add_option("--replicas", a->replicas,
-                                   "Inference server processes (any backend; see also --gpus)")
+                                   "Inference server processes per model (any backend; see also "
+                                   "--gpus)")
                        ->check(CLI::Range(1, 64))
                        ->capture_default_str();
   app->add_option("--backend", a->backend, "Engine backend of the replicas: auto, cpu or cuda")
@@ -364,8 +261,9 @@ std::function<int()> SetupServe(CLI::App* app) {
       app->add_option("--devices", a->devices, "CUDA devices; replica i uses devices[i % count]")
           ->delimiter(',');
   app->add_option("--gpus", a->gpus,
-                  "One replica per GPU, each pinned through CUDA_VISIBLE_DEVICES: all, a count N, "
-                  "or a list like 0,2 (0: none, as without the flag)")
+                  "One replica per GPU (and model: several models share the GPUs), each pinned "
+                  "through CUDA_VISIBLE_DEVICES: all, a count N, or a list like 0,2 (0: none, as "
+                  "without the flag)")
       ->excludes(replicas)
       ->excludes(devices);
   app->add_option(
@@ -403,7 +301,7 @@ std::function<int()> SetupServe(CLI::App* app) {
       a->gateway.listen = l.substr(0, l.rfind(':')) + ":" + std::to_string(a->port);
     }
     // The gateway tokenizes from this folder even in front of fake replicas.
-    if (!ResolveModelFlag("petal serve", &a->gateway.model_dir, &a->gateway.model_name)) return 1;
+    if (!ResolveModels("petal serve", a->models, &a->gateway.models)) return 1;
     return RunServe(*a);
   };
 }

@@ -1,24 +1,32 @@
 // Command-line flags shared by `petal gateway` and `petal serve` (everything but the server
-// list, which `serve` creates itself). Thread-safety: called during start-up only.
+// list, which `serve` creates itself), the models they name, and the start-up log and hint.
+// Thread-safety: called during start-up only.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
 #include <string>
+#include <vector>
 
-#include "common/log.h"
 #include "gateway/gateway.h"
-#include "gateway/task_routes.h"
 
 namespace petal::cli {
 
-inline void AddGatewayFlags(CLI::App* app, gateway::GatewayOptions* o) {
-  app->add_option("--model", o->model_dir,
-                  "Model folder (tokenizer.json, config.json) or hub id ORG/NAME[@REV]")
+// The models of `petal gateway` and `petal serve`: --model and --model-name, each repeatable.
+struct ModelFlags {
+  std::vector<std::string> models;  // folders or hub ids, in order
+  std::vector<std::string> names;   // none, or one per --model, in the same order
+};
+
+// --model, --model-name and every other gateway flag.
+inline void AddGatewayFlags(CLI::App* app, gateway::GatewayOptions* o, ModelFlags* m) {
+  app->add_option("--model", m->models,
+                  "Model folder (tokenizer.json, config.json) or hub id ORG/NAME[@REV]; repeat to "
+                  "serve several models (a request's `model` picks one)")
       ->capture_default_str();
-  app->add_option(
-      "--model-name", o->model_name,
-      "Name reported as `model` (default: the folder's name, or ORG/NAME for a hub id)");
+  app->add_option("--model-name", m->names,
+                  "Name reported as `model` (default: the folder's name, or ORG/NAME for a hub "
+                  "id); with several --model, once per --model in the same order");
   app->add_option("--listen", o->listen, "HTTP address host:port (port 0 picks one)")
       ->capture_default_str();
   app->add_option("--http-threads", o->http_threads, "HTTP I/O threads")
@@ -69,29 +77,13 @@ inline void AddGatewayFlags(CLI::App* app, gateway::GatewayOptions* o) {
       ->check(CLI::PositiveNumber);
 }
 
-// Logs the gateway's start and prints a curl of the model's own route (task_routes.h).
-inline void LogGatewayStarted(const gateway::GatewayOptions& o, uint16_t port, ModelTask task) {
-  std::string servers;
-  for (const auto& s : o.servers) servers += (servers.empty() ? "" : ",") + s;
-  Log("info", "gateway listening",
-      {{"listen", o.listen},
-       {"port", std::to_string(port)},
-       {"model", o.model_dir},
-       {"servers", servers},
-       {"chunk_max_sequences", std::to_string(o.chunk.max_seqs)},
-       {"chunk_max_tokens", std::to_string(o.chunk.max_tokens)},
-       {"reply_poll_us", std::to_string(o.reply_poll_us)}});
-  std::string host = o.listen.substr(0, o.listen.rfind(':'));
-  if (host.empty() || host == "0.0.0.0") host = "127.0.0.1";
-  const std::string url = "http://" + host + ":" + std::to_string(port);
-  const gateway::ExampleRequest ex = gateway::ExampleFor(task);
-  const std::string_view noun = gateway::TaskNoun(task);
-  std::fprintf(stderr,
-               "Petal is serving %s at %s\n  curl %s%.*s -H 'Content-Type: application/json' "
-               "-d '%.*s'\n",
-               std::string(noun.substr(0, noun.find(" ("))).c_str(), url.c_str(), url.c_str(),
-               static_cast<int>(ex.path.size()), ex.path.data(), static_cast<int>(ex.body.size()),
-               ex.body.data());
-}
+// Resolves each --model (hub ids through the cache: model_arg.h), pairs it with its --model-name
+// and returns the models, without servers. False after printing the error on stderr.
+bool ResolveModels(const char* command, const ModelFlags& flags,
+                   std::vector<gateway::ModelOptions>* out);
+
+// Logs the gateway's start and prints, for each model, a curl of its own route (task_routes.h;
+// with several models the body names the model).
+void LogGatewayStarted(const gateway::GatewayOptions& o, const gateway::Gateway& g);
 
 }  // namespace petal::cli

@@ -21,27 +21,27 @@
 
 namespace petal::gateway {
 
-void Gateway::TeiPredict(const HttpRequest& req, Reply reply) {
+void Gateway::TeiPredict(const HttpRequest& req, const ServedModel& m, Reply reply) {
   auto p = std::make_shared<ClassifyParams>();
   if (auto err = ParsePredict(req.body(), options_.max_inputs, p.get())) {
     return reply(ErrorResponse(*err));
   }
-  RunClassify(p, ClassifyShape::kTei, "inputs", std::move(reply));
+  RunClassify(p, m, ClassifyShape::kTei, "inputs", std::move(reply));
 }
 
-void Gateway::VllmClassify(const HttpRequest& req, Reply reply) {
+void Gateway::VllmClassify(const HttpRequest& req, const ServedModel& m, Reply reply) {
   auto p = std::make_shared<ClassifyParams>();
   if (auto err = ParseClassify(req.body(), options_.max_inputs, p.get())) {
     return reply(ErrorResponse(*err));
   }
-  RunClassify(p, ClassifyShape::kVllm, "input", std::move(reply));
+  RunClassify(p, m, ClassifyShape::kVllm, "input", std::move(reply));
 }
 
-std::optional<RequestError> Gateway::ToClassifyInputs(const ClassifyParams& p, const char* field,
+std::optional<RequestError> Gateway::ToClassifyInputs(const ClassifyParams& p, const ServedModel& m,
+                                                      const char* field,
                                                       std::vector<std::vector<int32_t>>* seqs,
                                                       std::vector<std::vector<int32_t>>* types) {
-  const int max_len =
-      config_.max_seq_length > 0 ? config_.max_seq_length : config_.max_position_embeddings;
+  const int max_len = m.MaxInputTokens();
   const std::string f = field;
   RankInputOptions ro;  // pairs: the tokenizer's pair template, longest_first truncation
   ro.max_length = max_len;
@@ -56,7 +56,7 @@ std::optional<RequestError> Gateway::ToClassifyInputs(const ClassifyParams& p, c
     for (size_t i = begin; i < end; ++i) {
       const std::string at = "'" + f + "[" + std::to_string(i) + "]'";
       if (p.has_pairs && p.is_pair[i]) {
-        auto e = EncodeRankPair(*tokenizer_, p.texts[i], p.second[i], ro, &scratch);
+        auto e = EncodeRankPair(*m.tokenizer, p.texts[i], p.second[i], ro, &scratch);
         if (!e.ok() && e.status().code() == StatusCode::kOutOfRange) {
           return RequestError{
               413, at + ": " + e.status().message() + " (send \"truncate\": true to cut it)", f};
@@ -66,7 +66,7 @@ std::optional<RequestError> Gateway::ToClassifyInputs(const ClassifyParams& p, c
         (*types)[i] = std::move(e->type_ids);
         continue;
       }
-      auto ids = tokenizer_->Encode(p.texts[i], eo);
+      auto ids = m.tokenizer->Encode(p.texts[i], eo);
       if (!ids.ok()) return RequestError{400, at + ": " + ids.status().message(), f};
       if (ids->empty()) return RequestError{400, at + " has no tokens", f};
       if (ids->size() > static_cast<size_t>(max_len)) {
@@ -168,37 +168,37 @@ std::string VllmJson(const std::vector<std::vector<double>>& rows,
 
 }  // namespace
 
-void Gateway::RunClassify(std::shared_ptr<ClassifyParams> p, ClassifyShape shape, const char* field,
-                          Reply reply) {
+void Gateway::RunClassify(std::shared_ptr<ClassifyParams> p, const ServedModel& m,
+                          ClassifyShape shape, const char* field, Reply reply) {
   auto seqs = std::make_shared<std::vector<std::vector<int32_t>>>();
   auto types = std::make_shared<std::vector<std::vector<int32_t>>>();
   const auto t0 = Clock::now();
-  if (auto err = ToClassifyInputs(*p, field, seqs.get(), types.get())) {
+  if (auto err = ToClassifyInputs(*p, m, field, seqs.get(), types.get())) {
     return reply(ErrorResponse(*err));
   }
   int64_t tokens = 0;
   for (const auto& s : *seqs) tokens += static_cast<int64_t>(s.size());
-  metrics_.Tokenized(Since(t0), static_cast<int64_t>(seqs->size()), tokens);
+  m.metrics.Tokenized(Since(t0), static_cast<int64_t>(seqs->size()), tokens);
   auto chunks = SplitChunks(*seqs, options_.chunk);
-  metrics_.Chunks(static_cast<int64_t>(chunks.size()));
+  m.metrics.Chunks(static_cast<int64_t>(chunks.size()));
   v1::EmbedOptions so;  // a classifier takes none: float32 logits
-  const std::string model = p->model.empty() ? options_.model_name : p->model;
+  const std::string model = p->model.empty() ? m.name() : p->model;
   const std::string id = NextRequestId();
   const auto t1 = Clock::now();
   EmbedChunks(
-      replicas_.get(), *seqs, std::move(chunks), so, id,
-      [this, p, shape, model, id, tokens, t1, types,
+      m.replicas.get(), *seqs, std::move(chunks), so, id,
+      [this, &m, p, shape, model, id, tokens, t1, types,
        reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
-        metrics_.Inference(Since(t1));
-        auto format = [this, p, shape, model, id, tokens, r = std::move(r),
+        m.metrics.Inference(Since(t1));
+        auto format = [this, &m, p, shape, model, id, tokens, r = std::move(r),
                        reply = std::move(reply)]() mutable {
-          if (!r.ok()) return reply(ServerError(r.status(), replicas_->RetryAfterSeconds()));
-          const bool sigmoid = config_.class_activation == ClassActivation::kSigmoid;
-          auto rows = ClassRows(*r, config_.labels.size(), sigmoid, p->raw_scores);
+          if (!r.ok()) return reply(ServerError(r.status(), m.replicas->RetryAfterSeconds()));
+          const bool sigmoid = m.config.class_activation == ClassActivation::kSigmoid;
+          auto rows = ClassRows(*r, m.config.labels.size(), sigmoid, p->raw_scores);
           if (!rows.ok()) return reply(ServerError(rows.status()));
           reply(MakeResponse(200, shape == ClassifyShape::kTei
-                                      ? TeiJson(*rows, config_.labels, p->single, p->raw_scores)
-                                      : VllmJson(*rows, config_.labels, "classify-" + id, model,
+                                      ? TeiJson(*rows, m.config.labels, p->single, p->raw_scores)
+                                      : VllmJson(*rows, m.config.labels, "classify-" + id, model,
                                                  tokens, p->raw_scores)));
         };
         // A few rows (or an error) are cheaper to format here than the hand-off to a worker.

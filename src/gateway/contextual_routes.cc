@@ -44,20 +44,20 @@ void WriteCombinedRow(JsonOut* o, const float* row, const wire::OutputFormat& f,
 
 }  // namespace
 
-void Gateway::RunSpanPlan(std::shared_ptr<SpanPlan> plan, v1::SpanPooling pooling,
-                          const trace::SpanContext& tc,
+void Gateway::RunSpanPlan(std::shared_ptr<SpanPlan> plan, const ServedModel& m,
+                          v1::SpanPooling pooling, const trace::SpanContext& tc,
                           std::function<void(StatusOr<std::vector<float>>)> done) {
   v1::EmbedOptions so;
   so.set_dtype(v1::DTYPE_FLOAT32);
   so.set_normalize(v1::NORMALIZE_FALSE);  // raw span states: combined before normalising
   auto chunks = SplitChunks(plan->seqs, options_.chunk);
-  metrics_.Chunks(static_cast<int64_t>(chunks.size()));
-  const int dim = config_.hidden_size;
+  m.metrics.Chunks(static_cast<int64_t>(chunks.size()));
+  const int dim = m.config.hidden_size;
   const auto t1 = Clock::now();
   EmbedChunks(
-      replicas_.get(), plan->seqs, std::move(chunks), so, NextRequestId(),
-      [this, plan, dim, t1, done = std::move(done)](StatusOr<ChunkedResult> r) mutable {
-        metrics_.Inference(Since(t1));
+      m.replicas.get(), plan->seqs, std::move(chunks), so, NextRequestId(),
+      [this, &m, plan, dim, t1, done = std::move(done)](StatusOr<ChunkedResult> r) mutable {
+        m.metrics.Inference(Since(t1));
         if (!r.ok()) return done(r.status());
         // Gather the span rows in plan order, checking each answer's shape.
         std::vector<float> rows(plan->target.size() * static_cast<size_t>(dim));
@@ -84,17 +84,18 @@ void Gateway::RunSpanPlan(std::shared_ptr<SpanPlan> plan, v1::SpanPooling poolin
       tc, nullptr, SpanInput{&plan->spans, pooling});
 }
 
-std::optional<RequestError> Gateway::PlanDocuments(const ContextualParams& p, SpanPlan* plan) {
-  const int max_len = MaxInputTokens();
+std::optional<RequestError> Gateway::PlanDocuments(const ContextualParams& p, const ServedModel& m,
+                                                   SpanPlan* plan) {
+  const int max_len = m.MaxInputTokens();
   std::vector<int32_t> prefix, suffix, prompt;
-  if (Status s = ModelSpecialTokens(*tokenizer_, &prefix, &suffix); !s.ok())
+  if (Status s = ModelSpecialTokens(*m.tokenizer, &prefix, &suffix); !s.ok())
     return RequestError{500, s.message(), ""};
-  auto prompt_text = prompts_.Prefix(p.prompt_name, p.input_type);
+  auto prompt_text = m.prompts.Prefix(p.prompt_name, p.input_type);
   if (!prompt_text.ok()) return RequestError{400, prompt_text.status().message(), "prompt_name"};
   EncodeOptions eo;
   eo.add_special_tokens = false;
   if (!prompt_text->empty()) {
-    auto ids = tokenizer_->Encode(*prompt_text, eo);
+    auto ids = m.tokenizer->Encode(*prompt_text, eo);
     if (!ids.ok()) return RequestError{400, ids.status().message(), "prompt_name"};
     prompt = std::move(ids).value();
   }
@@ -115,7 +116,7 @@ std::optional<RequestError> Gateway::PlanDocuments(const ContextualParams& p, Sp
     int64_t tokens = static_cast<int64_t>(prompt.size());
     for (size_t j = 0; j < chunks.size(); ++j) {
       const std::string where = "input[" + std::to_string(d) + "][" + std::to_string(j) + "]";
-      auto ids = tokenizer_->Encode(p.documents[d][j], eo);
+      auto ids = m.tokenizer->Encode(p.documents[d][j], eo);
       if (!ids.ok())
         return RequestError{400, "'" + where + "': " + ids.status().message(), "input"};
       if (ids->empty()) return RequestError{400, "'" + where + "' has no tokens", "input"};
@@ -133,31 +134,27 @@ std::optional<RequestError> Gateway::PlanDocuments(const ContextualParams& p, Sp
   return std::nullopt;
 }
 
-int Gateway::MaxInputTokens() const {
-  return config_.max_seq_length > 0 ? config_.max_seq_length : config_.max_position_embeddings;
-}
-
-void Gateway::ContextualEmbed(const HttpRequest& req, Reply reply) {
+void Gateway::ContextualEmbed(const HttpRequest& req, const ServedModel& m, Reply reply) {
   const trace::SpanContext tc = trace::Current();
   auto p = std::make_shared<ContextualParams>();
   if (auto err = ParseContextualEmbed(req.body(), p.get())) return reply(ErrorResponse(*err));
-  if (p->dimensions > static_cast<uint32_t>(config_.hidden_size)) {
+  if (p->dimensions > static_cast<uint32_t>(m.config.hidden_size)) {
     return reply(ErrorResponse({400,
                                 "'dimensions' is " + std::to_string(p->dimensions) +
-                                    "; the model has " + std::to_string(config_.hidden_size),
+                                    "; the model has " + std::to_string(m.config.hidden_size),
                                 "dimensions"}));
   }
-  auto format = CombinedFormat(config_, p->dimensions, p->output);
+  auto format = CombinedFormat(m.config, p->dimensions, p->output);
   if (!format.ok()) return reply(ErrorResponse({400, format.status().message(), "output_dtype"}));
   auto plan = std::make_shared<SpanPlan>();
   const auto t0 = Clock::now();
-  if (auto err = PlanDocuments(*p, plan.get())) return reply(ErrorResponse(*err));
-  metrics_.Tokenized(Since(t0), static_cast<int64_t>(plan->seqs.size()), plan->tokens);
-  RunSpanPlan(plan, v1::SPAN_POOLING_MEAN, tc,
-              [this, p, plan, f = *format,
+  if (auto err = PlanDocuments(*p, m, plan.get())) return reply(ErrorResponse(*err));
+  m.metrics.Tokenized(Since(t0), static_cast<int64_t>(plan->seqs.size()), plan->tokens);
+  RunSpanPlan(plan, m, v1::SPAN_POOLING_MEAN, tc,
+              [this, &m, p, plan, f = *format,
                reply = std::move(reply)](StatusOr<std::vector<float>> rows) mutable {
                 if (!rows.ok()) return reply(ServerError(rows.status()));
-                const int dim = config_.hidden_size;
+                const int dim = m.config.hidden_size;
                 JsonOut o(64 + static_cast<size_t>(plan->outputs) * 32);
                 o.Raw("{\"object\":\"list\",\"data\":[");
                 size_t row = 0;
@@ -173,18 +170,18 @@ void Gateway::ContextualEmbed(const HttpRequest& req, Reply reply) {
                   }
                   o.Raw("]}");
                 }
-                o.Raw("],\"model\":").Str(p->model.empty() ? options_.model_name : p->model);
+                o.Raw("],\"model\":").Str(p->model.empty() ? m.name() : p->model);
                 o.Raw(",\"usage\":{\"prompt_tokens\":").Int(plan->tokens);
                 o.Raw(",\"total_tokens\":").Int(plan->tokens).Raw("}}");
                 reply(MakeResponse(200, o.Take()));
               });
 }
 
-void Gateway::EmbedLongInputs(std::shared_ptr<EmbedParams> p, Reply reply) {
+void Gateway::EmbedLongInputs(std::shared_ptr<EmbedParams> p, const ServedModel& m, Reply reply) {
   const trace::SpanContext tc = trace::Current();
-  auto format = CombinedFormat(config_, p->dimensions, p->output);
+  auto format = CombinedFormat(m.config, p->dimensions, p->output);
   if (!format.ok()) return reply(ErrorResponse({400, format.status().message(), "output_dtype"}));
-  const int max_len = MaxInputTokens();
+  const int max_len = m.MaxInputTokens();
   std::vector<int32_t> prefix, suffix;
   auto plan = std::make_shared<SpanPlan>();
   const auto t0 = Clock::now();
@@ -193,9 +190,9 @@ void Gateway::EmbedLongInputs(std::shared_ptr<EmbedParams> p, Reply reply) {
     for (size_t i = 0; i < p->inputs.ids.size(); ++i)
       plan->Append(PlanLongInput(p->inputs.ids[i], {}, {}, max_len));
   } else {
-    if (Status s = ModelSpecialTokens(*tokenizer_, &prefix, &suffix); !s.ok())
+    if (Status s = ModelSpecialTokens(*m.tokenizer, &prefix, &suffix); !s.ok())
       return reply(ErrorResponse({500, s.message(), ""}));
-    auto prompt = prompts_.Prefix(p->prompt_name, p->input_type);
+    auto prompt = m.prompts.Prefix(p->prompt_name, p->input_type);
     if (!prompt.ok()) return reply(ErrorResponse({400, prompt.status().message(), "prompt_name"}));
     EncodeOptions eo;
     eo.add_special_tokens = false;
@@ -203,7 +200,7 @@ void Gateway::EmbedLongInputs(std::shared_ptr<EmbedParams> p, Reply reply) {
       const std::string where = "input[" + std::to_string(i) + "]";
       if (p->inputs.texts[i].empty())
         return reply(ErrorResponse({400, "'" + where + "' is an empty string", "input"}));
-      auto ids = tokenizer_->Encode(*prompt + p->inputs.texts[i], eo);
+      auto ids = m.tokenizer->Encode(*prompt + p->inputs.texts[i], eo);
       if (!ids.ok())
         return reply(ErrorResponse({400, "'" + where + "': " + ids.status().message(), "input"}));
       if (ids->empty())
@@ -218,12 +215,12 @@ void Gateway::EmbedLongInputs(std::shared_ptr<EmbedParams> p, Reply reply) {
       plan->Append(PlanLongInput(*ids, prefix, suffix, max_len));
     }
   }
-  metrics_.Tokenized(Since(t0), static_cast<int64_t>(plan->seqs.size()), plan->tokens);
-  RunSpanPlan(plan, v1::SPAN_POOLING_MODEL, tc,
-              [this, p, plan, f = *format,
+  m.metrics.Tokenized(Since(t0), static_cast<int64_t>(plan->seqs.size()), plan->tokens);
+  RunSpanPlan(plan, m, v1::SPAN_POOLING_MODEL, tc,
+              [this, &m, p, plan, f = *format,
                reply = std::move(reply)](StatusOr<std::vector<float>> rows) mutable {
                 if (!rows.ok()) return reply(ServerError(rows.status()));
-                const int dim = config_.hidden_size;
+                const int dim = m.config.hidden_size;
                 JsonOut o(64 + static_cast<size_t>(plan->outputs) * 32);
                 o.Raw("{\"object\":\"list\",\"data\":[");
                 for (int i = 0; i < plan->outputs; ++i) {
@@ -233,7 +230,7 @@ void Gateway::EmbedLongInputs(std::shared_ptr<EmbedParams> p, Reply reply) {
                                    p->base64);
                   o.Raw("}");
                 }
-                o.Raw("],\"model\":").Str(p->model.empty() ? options_.model_name : p->model);
+                o.Raw("],\"model\":").Str(p->model.empty() ? m.name() : p->model);
                 o.Raw(",\"usage\":{\"prompt_tokens\":").Int(plan->tokens);
                 o.Raw(",\"total_tokens\":").Int(plan->tokens).Raw("}}");
                 reply(MakeResponse(200, o.Take()));

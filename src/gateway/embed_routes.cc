@@ -53,17 +53,17 @@ StatusOr<std::string> ScoreJson(const ChunkedResult& r, const std::string& model
 
 }  // namespace
 
-std::optional<RequestError> Gateway::ServerOptions(const EmbedParams& p,
+std::optional<RequestError> Gateway::ServerOptions(const EmbedParams& p, const ServedModel& m,
                                                    v1::EmbedOptions* o) const {
-  if (p.dimensions > static_cast<uint32_t>(config_.hidden_size)) {
+  if (p.dimensions > static_cast<uint32_t>(m.config.hidden_size)) {
     return RequestError{400,
                         "'dimensions' is " + std::to_string(p.dimensions) + "; the model has " +
-                            std::to_string(config_.hidden_size),
+                            std::to_string(m.config.hidden_size),
                         "dimensions"};
   }
   o->set_dimensions(p.dimensions);
   if (p.normalize.has_value()) {
-    if (!*p.normalize && config_.normalize) {
+    if (!*p.normalize && m.config.normalize) {
       return RequestError{400, "'normalize': this model always returns normalised embeddings",
                           "normalize"};
     }
@@ -73,10 +73,10 @@ std::optional<RequestError> Gateway::ServerOptions(const EmbedParams& p,
   return std::nullopt;
 }
 
-std::optional<RequestError> Gateway::ToSequences(EmbedParams* p, const char* field,
+std::optional<RequestError> Gateway::ToSequences(EmbedParams* p, const ServedModel& m,
+                                                 const char* field,
                                                  std::vector<std::vector<int32_t>>* seqs) {
-  const int max_len =
-      config_.max_seq_length > 0 ? config_.max_seq_length : config_.max_position_embeddings;
+  const int max_len = m.MaxInputTokens();
   const std::string f = field;
   auto too_long = [&](size_t i, size_t n) {
     return RequestError{
@@ -88,7 +88,7 @@ std::optional<RequestError> Gateway::ToSequences(EmbedParams* p, const char* fie
         f};
   };
   if (p->inputs.pretokenized) {
-    const int32_t vocab = tokenizer_->vocab_size();
+    const int32_t vocab = m.tokenizer->vocab_size();
     for (size_t i = 0; i < p->inputs.ids.size(); ++i) {
       auto& s = p->inputs.ids[i];
       for (int32_t id : s) {
@@ -109,7 +109,7 @@ std::optional<RequestError> Gateway::ToSequences(EmbedParams* p, const char* fie
     *seqs = std::move(p->inputs.ids);
     return std::nullopt;
   }
-  auto prefix_or = prompts_.Prefix(p->prompt_name, p->input_type);
+  auto prefix_or = m.prompts.Prefix(p->prompt_name, p->input_type);
   if (!prefix_or.ok()) return RequestError{400, prefix_or.status().message(), "prompt_name"};
   const std::string prefix = std::move(prefix_or).value();
   EncodeOptions eo;
@@ -124,8 +124,8 @@ std::optional<RequestError> Gateway::ToSequences(EmbedParams* p, const char* fie
       if (p->inputs.texts[i].empty()) {
         return RequestError{400, "'" + f + "[" + std::to_string(i) + "]' is an empty string", f};
       }
-      auto ids = prefix.empty() ? tokenizer_->Encode(p->inputs.texts[i], eo)
-                                : tokenizer_->Encode(prefix + p->inputs.texts[i], eo);
+      auto ids = prefix.empty() ? m.tokenizer->Encode(p->inputs.texts[i], eo)
+                                : m.tokenizer->Encode(prefix + p->inputs.texts[i], eo);
       if (!ids.ok()) {
         return RequestError{400,
                             "'" + f + "[" + std::to_string(i) + "]': " + ids.status().message(), f};
@@ -161,7 +161,7 @@ std::optional<RequestError> Gateway::RunSliced(size_t n, const SliceFn& run) con
   return std::nullopt;
 }
 
-void Gateway::Embed(const HttpRequest& req, bool openai, Reply reply) {
+void Gateway::Embed(const HttpRequest& req, const ServedModel& m, bool openai, Reply reply) {
   const trace::SpanContext tc = trace::Current();  // invalid when the request is not traced
   const auto entry = Clock::now();
   auto p = std::make_shared<EmbedParams>();
@@ -170,31 +170,31 @@ void Gateway::Embed(const HttpRequest& req, bool openai, Reply reply) {
   auto err = openai ? ParseOpenAiEmbed(req.body(), options_.max_inputs, p.get())
                     : ParseTeiEmbed(req.body(), options_.max_inputs, p.get());
   v1::EmbedOptions so;
-  if (!err) err = ServerOptions(*p, &so);
+  if (!err) err = ServerOptions(*p, m, &so);
   parse.End();
-  if (!err && p->long_input_mean) return EmbedLongInputs(std::move(p), std::move(reply));
+  if (!err && p->long_input_mean) return EmbedLongInputs(std::move(p), m, std::move(reply));
   auto seqs = std::make_shared<std::vector<std::vector<int32_t>>>();
   const auto t0 = Clock::now();
   trace::Span tokenize = trace::Span::Child("tokenize", tc);
-  if (!err) err = ToSequences(p.get(), field, seqs.get());
+  if (!err) err = ToSequences(p.get(), m, field, seqs.get());
   tokenize.SetInt("petal.inputs", static_cast<int64_t>(seqs->size()));
   tokenize.End();
   if (err) return reply(ErrorResponse(*err));
   int64_t tokens = 0;
   for (const auto& s : *seqs) tokens += static_cast<int64_t>(s.size());
-  metrics_.Tokenized(Since(t0), static_cast<int64_t>(seqs->size()), tokens);
+  m.metrics.Tokenized(Since(t0), static_cast<int64_t>(seqs->size()), tokens);
   auto chunks = SplitChunks(*seqs, options_.chunk);
-  metrics_.Chunks(static_cast<int64_t>(chunks.size()));
+  m.metrics.Chunks(static_cast<int64_t>(chunks.size()));
   const auto t1 = Clock::now();
   auto timing = std::make_shared<ServerTiming>();
   timing->Add("parse", std::chrono::duration<double>(t0 - entry).count());
   timing->Add("tokenize", std::chrono::duration<double>(t1 - t0).count());
   EmbedChunks(
-      replicas_.get(), *seqs, std::move(chunks), so, NextRequestId(),
-      [this, p, openai, tokens, t1, tc, entry, timing,
+      m.replicas.get(), *seqs, std::move(chunks), so, NextRequestId(),
+      [this, &m, p, openai, tokens, t1, tc, entry, timing,
        reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
         const double replica_s = Since(t1);
-        metrics_.Inference(replica_s);
+        m.metrics.Inference(replica_s);
         timing->Add("replica", replica_s);
         size_t rows = 0;
         if (r.ok()) {
@@ -204,15 +204,15 @@ void Gateway::Embed(const HttpRequest& req, bool openai, Reply reply) {
             server_us = std::max(server_us, resp.total_us());
             rows += resp.shape_size() > 0 ? resp.shape(0) : 0;
           }
-          metrics_.Queue(static_cast<double>(queue_us) * 1e-6);
+          m.metrics.Queue(static_cast<double>(queue_us) * 1e-6);
           timing->Add("server", static_cast<double>(server_us) * 1e-6);
           timing->Add("queue", static_cast<double>(queue_us) * 1e-6);
         }
-        auto format = [this, p, openai, tokens, tc, entry, timing, r = std::move(r),
+        auto format = [this, &m, p, openai, tokens, tc, entry, timing, r = std::move(r),
                        reply = std::move(reply)]() mutable {
           const auto f0 = Clock::now();
           trace::Span format_span = trace::Span::Child("format", tc);
-          if (!r.ok()) return reply(ServerError(r.status(), replicas_->RetryAfterSeconds()));
+          if (!r.ok()) return reply(ServerError(r.status(), m.replicas->RetryAfterSeconds()));
           if (Status s = CheckChunks(*r); !s.ok()) return reply(ServerError(s));
           JsonOut o(64 + r->responses.size() * 16);
           size_t index = 0;
@@ -229,7 +229,7 @@ void Gateway::Embed(const HttpRequest& req, bool openai, Reply reply) {
               if (scaled && resp.dtype() == v1::DTYPE_INT8) o.Raw(",\"scale\":").Float(scale);
               o.Raw("}");
             });
-            o.Raw("],\"model\":").Str(p->model.empty() ? options_.model_name : p->model);
+            o.Raw("],\"model\":").Str(p->model.empty() ? m.name() : p->model);
             o.Raw(",\"usage\":{\"prompt_tokens\":").Int(tokens);
             o.Raw(",\"total_tokens\":").Int(tokens).Raw("}}");
           } else {
@@ -254,10 +254,10 @@ void Gateway::Embed(const HttpRequest& req, bool openai, Reply reply) {
       tc);
 }
 
-void Gateway::Score(const HttpRequest& req, Reply reply) {
+void Gateway::Score(const HttpRequest& req, const ServedModel& m, Reply reply) {
   const trace::SpanContext tc = trace::Current();
   ScoreParams sp;
-  if (config_.task == ModelTask::kScore) {
+  if (m.config.task == ModelTask::kScore) {
     // A ranking model scores each (query, document) pair itself.
     if (auto err = ParseScore(req.body(), options_.max_inputs, &sp)) {
       return reply(ErrorResponse(*err));
@@ -269,7 +269,7 @@ void Gateway::Score(const HttpRequest& req, Reply reply) {
     p->top_n = sp.top_k;
     p->truncate = sp.truncate;
     if (p->query.empty()) return reply(ErrorResponse({400, "'query' is an empty string", "query"}));
-    return RunRerank(p, RerankShape::kScore, "documents", std::move(reply));
+    return RunRerank(p, m, RerankShape::kScore, "documents", std::move(reply));
   }
   if (auto err = ParseScore(req.body(), options_.max_inputs - 1, &sp)) {
     return reply(ErrorResponse(*err));
@@ -282,27 +282,27 @@ void Gateway::Score(const HttpRequest& req, Reply reply) {
   auto seqs = std::make_shared<std::vector<std::vector<int32_t>>>();
   std::vector<std::vector<int32_t>> doc_seqs;
   const auto t0 = Clock::now();
-  if (auto err = ToSequences(&query, "query", seqs.get())) return reply(ErrorResponse(*err));
-  if (auto err = ToSequences(&docs, "documents", &doc_seqs)) return reply(ErrorResponse(*err));
+  if (auto err = ToSequences(&query, m, "query", seqs.get())) return reply(ErrorResponse(*err));
+  if (auto err = ToSequences(&docs, m, "documents", &doc_seqs)) return reply(ErrorResponse(*err));
   for (auto& d : doc_seqs) seqs->push_back(std::move(d));
   int64_t tokens = 0;
   for (const auto& s : *seqs) tokens += static_cast<int64_t>(s.size());
-  metrics_.Tokenized(Since(t0), static_cast<int64_t>(seqs->size()), tokens);
+  m.metrics.Tokenized(Since(t0), static_cast<int64_t>(seqs->size()), tokens);
   v1::EmbedOptions so;
   so.set_dtype(v1::DTYPE_FLOAT32);
-  const std::string model = sp.model.empty() ? options_.model_name : sp.model;
+  const std::string model = sp.model.empty() ? m.name() : sp.model;
   const size_t top_k = sp.top_k;
   auto chunks = SplitChunks(*seqs, options_.chunk);
-  metrics_.Chunks(static_cast<int64_t>(chunks.size()));
+  m.metrics.Chunks(static_cast<int64_t>(chunks.size()));
   const auto t1 = Clock::now();
   EmbedChunks(
-      replicas_.get(), *seqs, std::move(chunks), so, NextRequestId(),
-      [this, model, top_k, tokens, t1,
+      m.replicas.get(), *seqs, std::move(chunks), so, NextRequestId(),
+      [this, &m, model, top_k, tokens, t1,
        reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
-        metrics_.Inference(Since(t1));
+        m.metrics.Inference(Since(t1));
         PostWork(
-            [this, model, top_k, tokens, r = std::move(r), reply = std::move(reply)]() mutable {
-              if (!r.ok()) return reply(ServerError(r.status(), replicas_->RetryAfterSeconds()));
+            [this, &m, model, top_k, tokens, r = std::move(r), reply = std::move(reply)]() mutable {
+              if (!r.ok()) return reply(ServerError(r.status(), m.replicas->RetryAfterSeconds()));
               auto json = ScoreJson(*r, model, top_k, tokens);
               if (!json.ok()) return reply(ServerError(json.status()));
               reply(MakeResponse(200, std::move(json).value()));
@@ -311,7 +311,7 @@ void Gateway::Score(const HttpRequest& req, Reply reply) {
       tc);
 }
 
-void Gateway::Tokenize(const HttpRequest& req, Reply reply) {
+void Gateway::Tokenize(const HttpRequest& req, const ServedModel& m, Reply reply) {
   TokenizeParams tp;
   if (auto err = ParseTokenize(req.body(), options_.max_inputs, &tp)) {
     return reply(ErrorResponse(*err));
@@ -321,7 +321,7 @@ void Gateway::Tokenize(const HttpRequest& req, Reply reply) {
   JsonOut o;
   o.Raw("[");
   for (size_t i = 0; i < tp.texts.size(); ++i) {
-    auto ids = tokenizer_->Encode(tp.texts[i], eo);
+    auto ids = m.tokenizer->Encode(tp.texts[i], eo);
     if (!ids.ok()) {
       return reply(ErrorResponse(
           {400, "'inputs[" + std::to_string(i) + "]': " + ids.status().message(), "inputs"}));
@@ -330,7 +330,7 @@ void Gateway::Tokenize(const HttpRequest& req, Reply reply) {
     o.Raw("[");
     for (size_t j = 0; j < ids->size(); ++j) {
       if (j) o.Raw(",");
-      o.Raw("{\"id\":").Int((*ids)[j]).Raw(",\"text\":").Str(tokenizer_->IdToToken((*ids)[j]));
+      o.Raw("{\"id\":").Int((*ids)[j]).Raw(",\"text\":").Str(m.tokenizer->IdToToken((*ids)[j]));
       o.Raw("}");
     }
     o.Raw("]");

@@ -1,19 +1,19 @@
-// Gateway set-up, the route table and routing, and the small routes (health, readiness, models,
-// info, metrics, /openapi.json, /docs). The embedding routes are in embed_routes.cc.
+// Gateway set-up, the route table and routing (the request's model: model_select.h), and the
+// small static routes (health, /openapi.json, /docs). Readiness, models, info and metrics are in
+// info_routes.cc, the embedding routes in embed_routes.cc.
 #include "gateway/gateway.h"
 
 #include <algorithm>
-#include <filesystem>
+#include <cctype>
 #include <thread>
 
-#include "common/prometheus_text.h"
 #include "gateway/docs_page.h"
 #include "gateway/json_writer.h"
+#include "gateway/model_select.h"
 #include "gateway/openapi_doc.h"
 #include "gateway/route_errors.h"
 #include "gateway/task_routes.h"
 #include "trace/trace.h"
-#include "wire/stats_prometheus.h"
 
 namespace petal::gateway {
 namespace {
@@ -36,6 +36,31 @@ StatusOr<std::pair<std::string, uint16_t>> SplitHostPort(const std::string& list
   }
   if (port < 0 || port > 65535) return InvalidArgument("listen: bad port in '" + listen + "'");
   return std::make_pair(host, static_cast<uint16_t>(port));
+}
+
+// The value of `key` in the target's query string, percent-decoded ("" when absent).
+std::string QueryParam(std::string_view target, std::string_view key) {
+  const size_t q = target.find('?');
+  if (q == std::string_view::npos) return "";
+  std::string_view rest = target.substr(q + 1);
+  while (!rest.empty()) {
+    const std::string_view pair = rest.substr(0, rest.find('&'));
+    rest.remove_prefix(std::min(rest.size(), pair.size() + 1));
+    if (!pair.starts_with(key) || pair.size() <= key.size() || pair[key.size()] != '=') continue;
+    std::string out;
+    const std::string_view v = pair.substr(key.size() + 1);
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (v[i] == '%' && i + 2 < v.size() && std::isxdigit(static_cast<unsigned char>(v[i + 1])) &&
+          std::isxdigit(static_cast<unsigned char>(v[i + 2]))) {
+        out += static_cast<char>(std::stoi(std::string(v.substr(i + 1, 2)), nullptr, 16));
+        i += 2;
+      } else {
+        out += v[i] == '+' ? ' ' : v[i];
+      }
+    }
+    return out;
+  }
+  return "";
 }
 
 }  // namespace
@@ -64,11 +89,11 @@ const Route Gateway::kRouteTable[] = {
     {"/embed_sparse", http::verb::post, &Gateway::TeiEmbedSparse, T::kWorker, true, kSparse},
     {"/predict", http::verb::post, &Gateway::TeiPredict, T::kIoIfSmall, true, kClassify},
     {"/classify", http::verb::post, &Gateway::VllmClassify, T::kIoIfSmall, true, kClassify},
-    {"/tokenize", http::verb::post, &Gateway::Tokenize, T::kWorker, true},
+    {"/tokenize", http::verb::post, &Gateway::Tokenize, T::kWorker, true, kAnyTask, true},
     {"/health", http::verb::get, &Gateway::Health, T::kIo, false},
     {"/ready", http::verb::get, &Gateway::Ready, T::kIo, false},
     {"/v1/models", http::verb::get, &Gateway::Models, T::kIo, true},
-    {"/info", http::verb::get, &Gateway::Info, T::kIo, true},
+    {"/info", http::verb::get, &Gateway::Info, T::kIo, true, kAnyTask, true},
     {"/metrics", http::verb::get, &Gateway::Metrics, T::kWorker, false},
     // The API's description and the page that shows it: public like /health, so that a browser
     // can load them; the page's calls carry the key the user enters (Authorize).
@@ -102,24 +127,38 @@ unsigned HttpStatusFor(const Status& s) {
 StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayOptions options) {
   std::unique_ptr<Gateway> g(new Gateway(std::move(options)));
   GatewayOptions& o = g->options_;
-  if (o.servers.empty()) return InvalidArgument("servers: at least one --server is required");
-  if (o.max_inputs < 1) return InvalidArgument("max_inputs: must be at least 1");
-  PETAL_ASSIGN_OR_RETURN(g->config_, LoadModelConfig(o.model_dir));
-  PETAL_ASSIGN_OR_RETURN(g->tokenizer_, Tokenizer::FromModelDir(o.model_dir));
-  PETAL_ASSIGN_OR_RETURN(g->prompts_, Prompts::Load(o.model_dir));
-  if (o.model_name.empty()) {
-    std::filesystem::path p(o.model_dir);
-    while (p.has_parent_path() && p.filename().empty()) p = p.parent_path();
-    o.model_name = p.filename().string();
+  if (o.models.empty()) {
+    if (o.servers.empty()) return InvalidArgument("servers: at least one --server is required");
+    o.models.push_back({o.model_dir, o.model_name, {}, o.servers});
+  } else if (!o.model_dir.empty() || !o.servers.empty()) {
+    return InvalidArgument("give the models either as `models` or as model_dir and servers");
   }
+  if (o.max_inputs < 1) return InvalidArgument("max_inputs: must be at least 1");
+  ReplicaSettings rs{o.health_interval, o.request_timeout, o.flow,
+                     std::chrono::microseconds(o.reply_poll_us)};
+  // Each model holds its own tokens; the memory-sized default is shared out between them.
+  if (rs.flow.max_held_tokens <= 0 && o.models.size() > 1) {
+    rs.flow.max_held_tokens = DefaultMaxHeldTokens() / static_cast<int64_t>(o.models.size());
+  }
+  for (const ModelOptions& mo : o.models) {
+    PETAL_ASSIGN_OR_RETURN(auto m, LoadServedModel(mo, rs));
+    for (const auto& other : g->names_) {
+      if (other.name == m->name()) {
+        return InvalidArgument("two models are named '" + m->name() +
+                               "': give each its own --model-name");
+      }
+    }
+    g->names_.push_back(m->names);
+    g->models_.push_back(std::move(m));
+  }
+  o.model_dir = o.models[0].model_dir;
+  o.model_name = g->models_[0]->name();
   PETAL_ASSIGN_OR_RETURN(auto hp, SplitHostPort(o.listen));
   const unsigned threads =
       o.worker_threads > 0 ? o.worker_threads : std::max(2u, std::thread::hardware_concurrency());
   g->workers_ = std::make_unique<boost::asio::thread_pool>(threads);
   g->tokenizer_threads_ = threads;
   g->tokenizers_ = std::make_unique<boost::asio::thread_pool>(threads);
-  g->replicas_ = std::make_unique<ReplicaSet>(o.servers, o.health_interval, o.request_timeout,
-                                              o.flow, std::chrono::microseconds(o.reply_poll_us));
   HttpServerOptions ho;
   ho.host = hp.first;
   ho.port = hp.second;
@@ -176,9 +215,12 @@ void Gateway::Handle(HttpRequest&& req, Reply reply) {
     span->SetString("http.route", name);
     span_ctx = span->context();
   }
-  Reply done = [this, name, start, span, reply = std::move(reply)](HttpResponse res) {
-    metrics_.Request(name, res.result_int(),
-                     std::chrono::duration<double>(Clock::now() - start).count());
+  // The model's metrics once Run has picked it (set before the handler runs, read when it
+  // answers); requests that use no model count in the gateway's own.
+  auto metrics = std::make_shared<GatewayMetrics*>(&metrics_);
+  Reply done = [this, name, start, span, metrics, reply = std::move(reply)](HttpResponse res) {
+    (*metrics)->Request(name, res.result_int(),
+                        std::chrono::duration<double>(Clock::now() - start).count());
     if (span) {
       span->SetInt("http.response.status_code", res.result_int());
       if (res.result_int() >= 500) span->SetError(std::string(res.reason()));
@@ -212,10 +254,6 @@ void Gateway::Handle(HttpRequest&& req, Reply reply) {
                                         std::string(http::to_string(route->method)) + " only",
                                     "invalid_request_error", "")));
   }
-  // A route for another kind of model: 400 naming what this one serves (task_routes.h).
-  if (auto err = TaskRefusal(Routes(), *route, config_.task, options_.model_name)) {
-    return done(ErrorResponse(*err));
-  }
   const bool on_io =
       route->thread == Route::Thread::kIo ||
       (route->thread == Route::Thread::kIoIfSmall && req.body().size() <= kInlineBodyBytes);
@@ -223,17 +261,17 @@ void Gateway::Handle(HttpRequest&& req, Reply reply) {
     if (on_io) {
       // Handlers read the request's span as trace::Current() (null pointer: untraced, no-op).
       trace::ScopedContext scope(span ? &span_ctx : nullptr);
-      return (this->*(route->handler))(req, std::move(done));
+      return Run(*route, req, metrics.get(), std::move(done));
     }
-    PostWork([this, handler = route->handler, req = std::move(req), span_ctx,
-              done = std::move(done)]() mutable {
-      try {
-        trace::ScopedContext scope(span_ctx.valid() ? &span_ctx : nullptr);
-        (this->*handler)(req, std::move(done));
-      } catch (const std::exception& e) {
-        if (done) done(MakeResponse(500, ErrorJson(e.what(), "server_error", "")));
-      }
-    });
+    PostWork(
+        [this, route, req = std::move(req), span_ctx, metrics, done = std::move(done)]() mutable {
+          try {
+            trace::ScopedContext scope(span_ctx.valid() ? &span_ctx : nullptr);
+            Run(*route, req, metrics.get(), std::move(done));
+          } catch (const std::exception& e) {
+            if (done) done(MakeResponse(500, ErrorJson(e.what(), "server_error", "")));
+          }
+        });
   } catch (const std::exception& e) {
     // Nothing above is expected to throw; if it does, answer rather than drop the connection
     // (unless `done` was already handed on).
@@ -241,108 +279,43 @@ void Gateway::Handle(HttpRequest&& req, Reply reply) {
   }
 }
 
-void Gateway::Health(const HttpRequest&, Reply reply) {
+void Gateway::Run(const Route& route, const HttpRequest& req, GatewayMetrics** metrics,
+                  Reply reply) {
+  const bool per_model = route.per_model || route.tasks != kAnyTask;
+  if (!per_model) return (this->*(route.handler))(req, *models_[0], std::move(reply));
+  // Only with several models is the request's `model` read here: one model serves every
+  // request, whatever it names (model_select.h).
+  std::string requested;
+  if (models_.size() > 1) {
+    if (req.method() == http::verb::get) {
+      const std::string_view target(req.target().data(), req.target().size());
+      requested = QueryParam(target, "model");
+    } else {
+      requested = PeekModelField(req.body());
+    }
+  }
+  const ModelChoice c = SelectModel(names_, requested, route.path, route.tasks);
+  if (c.error) return reply(ErrorResponse(*c.error));
+  const ServedModel& m = *models_[c.index];
+  *metrics = &m.metrics;
+  // A route for another kind of model: 400 naming what this one serves (task_routes.h).
+  if (auto err = TaskRefusal(Routes(), route, m.config.task, m.name())) {
+    return reply(ErrorResponse(*err));
+  }
+  (this->*(route.handler))(req, m, std::move(reply));
+}
+
+void Gateway::Health(const HttpRequest&, const ServedModel&, Reply reply) {
   reply(MakeResponse(200, "{\"status\":\"ok\"}"));
 }
 
-void Gateway::Ready(const HttpRequest&, Reply reply) {
-  const bool up = replicas_->AnyUp();
-  reply(MakeResponse(up ? 200 : 503,
-                     up ? "{\"status\":\"ready\"}" : "{\"status\":\"no replica is serving\"}"));
-}
-
-void Gateway::Models(const HttpRequest&, Reply reply) {
-  JsonOut o;
-  o.Raw("{\"object\":\"list\",\"data\":[{\"id\":")
-      .Str(options_.model_name)
-      .Raw(",\"object\":\"model\",\"created\":0,\"owned_by\":\"petal\"}]}");
-  reply(MakeResponse(200, o.Take()));
-}
-
-void Gateway::Info(const HttpRequest&, Reply reply) {
-  JsonOut o;
-  o.Raw("{\"model_id\":").Str(options_.model_name);
-  o.Raw(",\"model_dir\":").Str(options_.model_dir);
-  o.Raw(",\"architecture\":").Str(config_.hf_architecture);
-  o.Raw(",\"hidden_size\":").Int(config_.hidden_size);
-  o.Raw(",\"max_input_length\":").Int(config_.max_seq_length);
-  o.Raw(",\"task\":").Str(ModelTaskName(config_.task));
-  if (config_.task == ModelTask::kClassify) {
-    o.Raw(",\"labels\":[");
-    for (size_t i = 0; i < config_.labels.size(); ++i) o.Raw(i ? "," : "").Str(config_.labels[i]);
-    o.Raw("],\"class_activation\":").Str(ClassActivationName(config_.class_activation));
-  }
-  o.Raw(",\"pooling\":").Str(PoolingModeName(config_.pooling));
-  o.Raw(",\"normalize\":").Raw(config_.normalize ? "true" : "false");
-  o.Raw(",\"max_client_batch_size\":").Int(static_cast<int64_t>(options_.max_inputs));
-  o.Raw(",\"chunk_max_sequences\":").Int(options_.chunk.max_seqs);
-  o.Raw(",\"chunk_max_tokens\":").Int(options_.chunk.max_tokens);
-  o.Raw(",\"prompts\":[");
-  bool first = true;
-  for (const auto& [name, text] : prompts_.by_name) {
-    if (!first) o.Raw(",");
-    first = false;
-    o.Str(name);
-  }
-  o.Raw("],\"output_dtypes\":[\"float32\",\"float16\",\"int8\",\"uint8\",\"binary\",\"ubinary\"]");
-  o.Raw(",\"replicas\":[");
-  first = true;
-  for (const auto& r : replicas_->Snapshot()) {
-    if (!first) o.Raw(",");
-    first = false;
-    o.Raw("{\"address\":").Str(r.address).Raw(",\"up\":").Raw(r.up ? "true" : "false");
-    o.Raw(",\"outstanding_tokens\":").Int(r.outstanding_tokens);
-    o.Raw(",\"calls\":").Int(static_cast<int64_t>(r.calls));
-    o.Raw(",\"failures\":").Int(static_cast<int64_t>(r.failures)).Raw("}");
-  }
-  o.Raw("]}");
-  reply(MakeResponse(200, o.Take()));
-}
-
-void Gateway::Metrics(const HttpRequest&, Reply reply) {
-  std::string out = metrics_.Render();
-  out += "# HELP petal_gateway_replica_up 1 if the replica answered SERVING at its last check.\n";
-  out += "# TYPE petal_gateway_replica_up gauge\n";
-  std::string outstanding =
-      "# HELP petal_gateway_replica_outstanding_tokens Tokens sent and not yet answered.\n"
-      "# TYPE petal_gateway_replica_outstanding_tokens gauge\n";
-  for (const auto& r : replicas_->Snapshot()) {
-    out += "petal_gateway_replica_up{replica=\"" + r.address + "\"} " + (r.up ? "1" : "0") + "\n";
-    outstanding += "petal_gateway_replica_outstanding_tokens{replica=\"" + r.address + "\"} " +
-                   std::to_string(r.outstanding_tokens) + "\n";
-  }
-  out += outstanding;
-  const auto gauge = [&out](const char* name, const char* help, const std::string& value) {
-    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n" + name +
-           " " + value + "\n";
-  };
-  gauge("petal_gateway_held_tokens",
-        "Tokens of accepted requests not yet answered (queued + sent).",
-        std::to_string(replicas_->held_tokens()));
-  gauge("petal_gateway_queued_tokens", "Tokens waiting in the gateway for room on a replica.",
-        std::to_string(replicas_->queued_tokens()));
-  gauge("petal_gateway_max_held_tokens", "The gateway's bound on held tokens (past it: 429).",
-        std::to_string(replicas_->max_held_tokens()));
-  gauge("petal_gateway_answer_rate_tokens_per_second",
-        "Recent tokens answered per second (what a 429's Retry-After is computed from).",
-        std::to_string(replicas_->answer_rate()));
-  // Each serving replica's own counters; the Stats RPCs are quick, but they are blocking calls,
-  // so this route is for scrapers, not for hot paths.
-  std::vector<std::string> pages;
-  for (auto& [address, stats] : replicas_->Stats()) {
-    if (stats.ok()) pages.push_back(wire::StatsToPrometheus(*stats, "server=\"" + address + "\""));
-  }
-  out += MergePrometheus(pages);
-  reply(MakeResponse(200, std::move(out), "text/plain; version=0.0.4"));
-}
-
-void Gateway::OpenApi(const HttpRequest&, Reply reply) {
+void Gateway::OpenApi(const HttpRequest&, const ServedModel&, Reply reply) {
   HttpResponse res = MakeResponse(200, std::string(OpenApiJson()));
   res.set(http::field::access_control_allow_origin, "*");  // for client generators and editors
   reply(std::move(res));
 }
 
-void Gateway::Docs(const HttpRequest& req, Reply reply) {
+void Gateway::Docs(const HttpRequest& req, const ServedModel&, Reply reply) {
   const std::string_view target(req.target().data(), req.target().size());
   const DocsFile f = FindDocsFile(target.substr(0, target.find('?')));
   HttpResponse res =

@@ -1,8 +1,9 @@
-// Gateway: the HTTP front of Petal. Owns the tokenizer and model config (the gateway tokenizes;
-// servers receive ids), the ReplicaSet of inference servers, the HTTP server and the metrics,
-// and routes each request (OpenAI /v1/embeddings, TEI-style /embed, /predict and /tokenize,
-// vLLM-style /classify, /v1/score,
-// health, readiness, info and metrics, the OpenAPI document and the /docs page; see docs/api.md).
+// Gateway: the HTTP front of Petal. Owns the served models (served_model.h: each one's tokenizer
+// and config, since the gateway tokenizes and servers receive ids, and its ReplicaSet of
+// inference servers), the HTTP server and the metrics; picks each request's model
+// (model_select.h) and routes the request (OpenAI /v1/embeddings, TEI-style /embed, /predict and
+// /tokenize, vLLM-style /classify, /v1/score, health, readiness, info and metrics, the OpenAPI
+// document and the /docs page; see docs/api.md).
 //
 // Thread-safety: handlers run concurrently on the HTTP I/O threads and on gRPC completion
 // threads; all shared state is immutable after Start or internally synchronised. Start and the
@@ -28,17 +29,21 @@
 #include "gateway/metrics.h"
 #include "gateway/replica_set.h"
 #include "gateway/request_parse.h"
+#include "gateway/served_model.h"
 #include "model/config.h"
-#include "tokenizer/prompts.h"
-#include "tokenizer/tokenizer.h"
 #include "trace/trace.h"
 
 namespace petal::gateway {
 
 struct GatewayOptions {
+  // The one model (the common case): as ModelOptions' fields (served_model.h).
   std::string model_dir;             // tokenizer.json + config.json (+ sentence-transformers files)
   std::string model_name;            // reported as `model`; default: model_dir's last component
   std::vector<std::string> servers;  // inference servers, host:port
+  // Several models, in order (the first that serves a route answers requests naming no model:
+  // model_select.h); when set, model_dir and servers must be empty. Each model gets its own
+  // replicas with `flow`; a default (0) max_held_tokens is the memory-sized bound split evenly.
+  std::vector<ModelOptions> models;
   std::string listen = "127.0.0.1:8080";
   int http_threads = 2;
   int worker_threads = 0;  // parsing, tokenization, formatting; 0 = hardware threads (at least 2)
@@ -79,10 +84,15 @@ struct Route {
   };
   std::string_view path;  // exact match on the target's path (query string ignored)
   boost::beast::http::verb method;
-  void (Gateway::*handler)(const HttpRequest& req, Reply reply);
+  // `model`: the request's model (model_select.h); routes that use none get the first.
+  void (Gateway::*handler)(const HttpRequest& req, const ServedModel& model, Reply reply);
   Thread thread;
   bool needs_auth;            // needs `Authorization: Bearer <key>` when the gateway has API keys
   unsigned tasks = kAnyTask;  // the models it serves (TaskBit of each task), or kAnyTask
+  // kAnyTask routes that still use one model (/tokenize: its tokenizer; /info): the request picks
+  // it, as task routes' requests do, and its metrics carry that model's label. Task routes always
+  // do.
+  bool per_model = false;
 };
 
 class Gateway {
@@ -100,64 +110,75 @@ class Gateway {
   ~Gateway();
 
   uint16_t port() const { return http_->port(); }
-  const ModelConfig& config() const { return config_; }
-  const ReplicaSet& replicas() const { return *replicas_; }
+  // The first (or only) model's config and replicas.
+  const ModelConfig& config() const { return models_[0]->config; }
+  const ReplicaSet& replicas() const { return *models_[0]->replicas; }
+  // Every served model, in order.
+  const std::vector<std::unique_ptr<ServedModel>>& models() const { return models_; }
+  // True when every model has a replica serving.
+  bool AllModelsUp() const;
 
  private:
   explicit Gateway(GatewayOptions options) : options_(std::move(options)) {}
   using Clock = std::chrono::steady_clock;
 
+  using M = const ServedModel&;
   void Handle(HttpRequest&& req, Reply reply);
+  // Picks the request's model (an error answers it), refuses a route the model cannot serve
+  // and runs the handler; on the thread the route runs on (the body is read to find `model`).
+  void Run(const Route& route, const HttpRequest& req, GatewayMetrics** metrics, Reply reply);
   // Route handlers (rows of the table in gateway.cc).
-  void OpenAiEmbed(const HttpRequest& req, Reply reply) { Embed(req, true, std::move(reply)); }
-  void TeiEmbed(const HttpRequest& req, Reply reply) { Embed(req, false, std::move(reply)); }
-  void Score(const HttpRequest& req, Reply reply);
-  void Tokenize(const HttpRequest& req, Reply reply);
-  void Health(const HttpRequest& req, Reply reply);
-  void Ready(const HttpRequest& req, Reply reply);
-  void Models(const HttpRequest& req, Reply reply);
-  void Info(const HttpRequest& req, Reply reply);
-  void Metrics(const HttpRequest& req, Reply reply);
-  void OpenApi(const HttpRequest& req, Reply reply);
-  void Docs(const HttpRequest& req, Reply reply);  // /docs and its files
-  void Embed(const HttpRequest& req, bool openai, Reply reply);
+  void OpenAiEmbed(const HttpRequest& req, M m, Reply reply) {
+    Embed(req, m, true, std::move(reply));
+  }
+  void TeiEmbed(const HttpRequest& req, M m, Reply reply) {
+    Embed(req, m, false, std::move(reply));
+  }
+  void Score(const HttpRequest& req, M m, Reply reply);
+  void Tokenize(const HttpRequest& req, M m, Reply reply);
+  void Health(const HttpRequest& req, M m, Reply reply);
+  void Ready(const HttpRequest& req, M m, Reply reply);
+  void Models(const HttpRequest& req, M m, Reply reply);
+  void Info(const HttpRequest& req, M m, Reply reply);
+  void Metrics(const HttpRequest& req, M m, Reply reply);
+  void OpenApi(const HttpRequest& req, M m, Reply reply);
+  void Docs(const HttpRequest& req, M m, Reply reply);  // /docs and its files
+  void Embed(const HttpRequest& req, M m, bool openai, Reply reply);
   // Pooling-span routes (contextual_routes.cc): late chunking, and /v1/embeddings' long_input.
-  void ContextualEmbed(const HttpRequest& req, Reply reply);
-  void EmbedLongInputs(std::shared_ptr<EmbedParams> p, Reply reply);
+  void ContextualEmbed(const HttpRequest& req, M m, Reply reply);
+  void EmbedLongInputs(std::shared_ptr<EmbedParams> p, M m, Reply reply);
   // Tokenizes the documents' chunks and plans their windows; an error names the field.
-  std::optional<RequestError> PlanDocuments(const ContextualParams& p, SpanPlan* plan);
+  std::optional<RequestError> PlanDocuments(const ContextualParams& p, M m, SpanPlan* plan);
   // Sends the plan's windows with their spans and gives `done` the combined raw rows
   // ([plan->outputs, hidden_size], not normalised), on a worker thread; or the first error.
-  void RunSpanPlan(std::shared_ptr<SpanPlan> plan, v1::SpanPooling pooling,
+  void RunSpanPlan(std::shared_ptr<SpanPlan> plan, M m, v1::SpanPooling pooling,
                    const trace::SpanContext& tc,
                    std::function<void(StatusOr<std::vector<float>>)> done);
-  // The longest input the gateway sends: max_seq_length, else max_position_embeddings.
-  int MaxInputTokens() const;
   // Ranking routes (rerank_routes.cc).
-  void TeiRerank(const HttpRequest& req, Reply reply);
-  void CohereRerank(const HttpRequest& req, Reply reply);
+  void TeiRerank(const HttpRequest& req, M m, Reply reply);
+  void CohereRerank(const HttpRequest& req, M m, Reply reply);
   enum class RerankShape { kTei, kCohere, kScore };
-  void RunRerank(std::shared_ptr<RerankParams> p, RerankShape shape, const char* field,
+  void RunRerank(std::shared_ptr<RerankParams> p, M m, RerankShape shape, const char* field,
                  Reply reply);
   // TEI's /embed_sparse on a sparse (SPLADE) model (sparse_routes.cc).
-  void TeiEmbedSparse(const HttpRequest& req, Reply reply);
+  void TeiEmbedSparse(const HttpRequest& req, M m, Reply reply);
   // Classification routes (classify_routes.cc): TEI's /predict and vLLM's /classify.
-  void TeiPredict(const HttpRequest& req, Reply reply);
-  void VllmClassify(const HttpRequest& req, Reply reply);
+  void TeiPredict(const HttpRequest& req, M m, Reply reply);
+  void VllmClassify(const HttpRequest& req, M m, Reply reply);
   enum class ClassifyShape { kTei, kVllm };
-  void RunClassify(std::shared_ptr<ClassifyParams> p, ClassifyShape shape, const char* field,
+  void RunClassify(std::shared_ptr<ClassifyParams> p, M m, ClassifyShape shape, const char* field,
                    Reply reply);
   // Each input's ids (and, when it has pairs, token types); errors name `field`[i].
-  std::optional<RequestError> ToClassifyInputs(const ClassifyParams& p, const char* field,
+  std::optional<RequestError> ToClassifyInputs(const ClassifyParams& p, M m, const char* field,
                                                std::vector<std::vector<int32_t>>* seqs,
                                                std::vector<std::vector<int32_t>>* types);
   // The query paired with every document (ids and token types); errors name `field`[i].
-  std::optional<RequestError> ToPairs(const RerankParams& p, const char* field,
+  std::optional<RequestError> ToPairs(const RerankParams& p, M m, const char* field,
                                       std::vector<std::vector<int32_t>>* seqs,
                                       std::vector<std::vector<int32_t>>* types);
   static const Route kRouteTable[];  // gateway.cc
   // Turns texts (or ids) into checked token sequences; an error is the HTTP answer to send.
-  std::optional<RequestError> ToSequences(EmbedParams* p, const char* field,
+  std::optional<RequestError> ToSequences(EmbedParams* p, M m, const char* field,
                                           std::vector<std::vector<int32_t>>* seqs);
   // Options for the servers from the request; an error names the field.
   // Runs run(begin, end) over [0, n): in slices on the tokenizer pool when n is large (this
@@ -165,7 +186,7 @@ class Gateway {
   // first error in input order.
   using SliceFn = std::function<std::optional<RequestError>(size_t, size_t)>;
   std::optional<RequestError> RunSliced(size_t n, const SliceFn& run) const;
-  std::optional<RequestError> ServerOptions(const EmbedParams& p, v1::EmbedOptions* o) const;
+  std::optional<RequestError> ServerOptions(const EmbedParams& p, M m, v1::EmbedOptions* o) const;
   std::string NextRequestId();
   // Posts fn to the worker pool. Holds an in-flight count across post(): a fast worker may
   // answer (and end) the request before post() returns on this thread, and the destructor must
@@ -178,10 +199,8 @@ class Gateway {
   }
 
   GatewayOptions options_;
-  ModelConfig config_;
-  std::unique_ptr<Tokenizer> tokenizer_;
-  Prompts prompts_;  // sentence-transformers prompts
-  std::unique_ptr<ReplicaSet> replicas_;
+  std::vector<std::unique_ptr<ServedModel>> models_;  // at least one, in the order given
+  std::vector<ModelNames> names_;                     // models_[i]->names, for SelectModel
   std::unique_ptr<boost::asio::thread_pool> workers_;
   // Slices of large requests' tokenization; its tasks never block.
   std::unique_ptr<boost::asio::thread_pool> tokenizers_;
@@ -189,7 +208,7 @@ class Gateway {
   static constexpr size_t kTextsPerSlice = 32;  // fewer texts per slice cost more than they save
   // Results of up to this many rows are formatted on the gRPC completion thread (no hand-off).
   static constexpr size_t kInlineFormatRows = 4;
-  GatewayMetrics metrics_;
+  GatewayMetrics metrics_;  // requests that use no model (health, docs, unknown names, ...)
   std::atomic<int64_t> inflight_{0};
   std::atomic<uint64_t> next_id_{0};
   std::unique_ptr<HttpServer> http_;  // last: destroyed (stopped) first

@@ -14,8 +14,8 @@ void LatencyHistogram::Observe(double seconds) {
   count_++;
 }
 
-void LatencyHistogram::Render(std::string* out, std::string_view name,
-                              std::string_view help) const {
+void LatencyHistogram::Render(std::string* out, std::string_view name, std::string_view help,
+                              std::string_view labels) const {
   std::array<uint64_t, kBounds.size() + 1> cumulative{};
   double sum = 0;
   uint64_t count = 0;
@@ -26,7 +26,7 @@ void LatencyHistogram::Render(std::string* out, std::string_view name,
     sum = sum_;
     count = count_;
   }
-  PrometheusText text;
+  PrometheusText text{std::string(labels)};
   text.Histogram(name, help, kBounds, cumulative, sum, count);
   *out += text.Take();
 }
@@ -45,34 +45,36 @@ void GatewayMetrics::Tokenized(double seconds, int64_t inputs, int64_t tokens) {
   tokens_ += tokens;
 }
 
-std::string GatewayMetrics::Render() const {
+std::string GatewayMetrics::Render(std::string_view labels, bool model_families) const {
+  const std::string prefix = labels.empty() ? "" : std::string(labels) + ",";
   std::string out;
   out += "# HELP petal_gateway_requests_total HTTP requests answered, by route and status.\n";
   out += "# TYPE petal_gateway_requests_total counter\n";
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [key, n] : requests_) {
-      out += "petal_gateway_requests_total{route=\"" + key.first + "\",status=\"" +
+      out += "petal_gateway_requests_total{" + prefix + "route=\"" + key.first + "\",status=\"" +
              std::to_string(key.second) + "\"} " + std::to_string(n) + "\n";
     }
   }
   request_.Render(&out, "petal_gateway_request_seconds",
-                  "Time from a complete request to its response.");
-  tokenize_.Render(&out, "petal_gateway_tokenize_seconds", "Tokenization time per request.");
+                  "Time from a complete request to its response.", labels);
+  if (!model_families) return out;
+  tokenize_.Render(&out, "petal_gateway_tokenize_seconds", "Tokenization time per request.",
+                   labels);
   inference_.Render(&out, "petal_gateway_inference_seconds",
-                    "Time from sending a request's chunks to the last answer.");
+                    "Time from sending a request's chunks to the last answer.", labels);
   queue_.Render(&out, "petal_gateway_queue_seconds",
-                "Longest server queue wait (admission to first batch) among a request's chunks.");
-  out += "# HELP petal_gateway_inputs_total Inputs (texts or token sequences) embedded.\n";
-  out += "# TYPE petal_gateway_inputs_total counter\npetal_gateway_inputs_total " +
-         std::to_string(inputs_.load()) + "\n";
-  out += "# HELP petal_gateway_tokens_total Tokens sent to the servers.\n";
-  out += "# TYPE petal_gateway_tokens_total counter\npetal_gateway_tokens_total " +
-         std::to_string(tokens_.load()) + "\n";
-  out += "# HELP petal_gateway_chunks_total Chunks sent to the servers.\n";
-  out += "# TYPE petal_gateway_chunks_total counter\npetal_gateway_chunks_total " +
-         std::to_string(chunks_.load()) + "\n";
-  return out;
+                "Longest server queue wait (admission to first batch) among a request's chunks.",
+                labels);
+  PrometheusText t{std::string(labels)};
+  t.Scalar("petal_gateway_inputs_total", "counter", "Inputs (texts or token sequences) embedded.",
+           static_cast<double>(inputs_.load()));
+  t.Scalar("petal_gateway_tokens_total", "counter", "Tokens sent to the servers.",
+           static_cast<double>(tokens_.load()));
+  t.Scalar("petal_gateway_chunks_total", "counter", "Chunks sent to the servers.",
+           static_cast<double>(chunks_.load()));
+  return out + t.Take();
 }
 
 }  // namespace petal::gateway

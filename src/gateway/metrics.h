@@ -1,7 +1,9 @@
 // The gateway's own Prometheus metrics: requests by route and status, latency histograms for the
 // whole request, tokenization and inference (all chunks on the servers), and input/token counts.
-// Rendered in the text exposition format (0.0.4) together with replica health and each replica's
-// server stats (wire::StatsToPrometheus); the text is written with common/prometheus_text.h.
+// Each served model has its own (rendered with its model="<name>" label), and the gateway one
+// more for requests that use no model (health, docs, unknown names). Rendered in the text
+// exposition format (0.0.4) together with replica health and each replica's server stats
+// (wire::StatsToPrometheus); the text is written with common/prometheus_text.h.
 // Thread-safety: all methods may be called concurrently.
 #pragma once
 
@@ -23,7 +25,9 @@ class LatencyHistogram {
       0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
   void Observe(double seconds);
   // Appends the histogram's samples named `name` (HELP/TYPE lines included).
-  void Render(std::string* out, std::string_view name, std::string_view help) const;
+  // `labels` (without braces, may be empty) goes on every sample.
+  void Render(std::string* out, std::string_view name, std::string_view help,
+              std::string_view labels = "") const;
 
  private:
   mutable std::mutex mu_;
@@ -40,8 +44,10 @@ class GatewayMetrics {
   // The longest server-side queue wait among a request's chunks.
   void Queue(double seconds) { queue_.Observe(seconds); }
   void Chunks(int64_t n) { chunks_ += n; }
-  // The gateway's families (petal_gateway_*).
-  std::string Render() const;
+  // The gateway's families (petal_gateway_*), every sample labelled `labels` (e.g.
+  // `model="minilm"`; may be empty). !model_families: only the requests' count and latency (the
+  // page of requests that use no model).
+  std::string Render(std::string_view labels = "", bool model_families = true) const;
 
  private:
   mutable std::mutex mu_;

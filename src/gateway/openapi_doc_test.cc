@@ -1,6 +1,7 @@
 // The OpenAPI document against the route table: every row of Gateway::kRouteTable has its
 // operation (same path and method) or is a listed /docs asset, every operation has its row, and
-// an operation asks for the API key exactly when its row needs it. The document's validity
+// an operation asks for the API key exactly when its row needs it, and documents the unknown
+// model's 404 exactly when its row picks a model. The document's validity
 // against the OpenAPI 3.1 schema and its examples against a running gateway are checked by
 // tests/e2e/openapi_test.py.
 #include "gateway/openapi_doc.h"
@@ -69,6 +70,8 @@ TEST_F(OpenApiDoc, EveryRouteHasItsOperationWithItsAuth) {
     ASSERT_EQ(op["responses"].get_object().get(responses), simdjson::SUCCESS) << path;
     EXPECT_EQ(responses["401"].error() == simdjson::SUCCESS, r.needs_auth)
         << path << ": 401 is documented exactly for the routes that need a key";
+    EXPECT_EQ(responses["404"].error() == simdjson::SUCCESS, r.tasks != kAnyTask || r.per_model)
+        << path << ": 404 (unknown model) is documented exactly for the routes that pick a model";
   }
 }
 

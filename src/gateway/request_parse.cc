@@ -234,4 +234,22 @@ std::optional<RequestError> ParseTokenize(std::string_view body, size_t max_inpu
   return std::nullopt;
 }
 
+std::string PeekModelField(std::string_view body) {
+  thread_local simdjson::ondemand::parser parser;
+  const simdjson::padded_string padded(body);
+  simdjson::ondemand::document doc;
+  simdjson::ondemand::object obj;
+  if (parser.iterate(padded).get(doc) || doc.get_object().get(obj)) return "";
+  // Field by field with unescaped keys: what the DOM's at_key matches (the first such key).
+  for (auto field : obj) {
+    std::string_view key;
+    if (field.unescaped_key().get(key)) return "";
+    if (key != "model") continue;
+    std::string_view model;
+    if (field.value().get_string().get(model)) return "";
+    return std::string(model);
+  }
+  return "";
+}
+
 }  // namespace petal::gateway

@@ -47,6 +47,13 @@ struct EmbedParams {
   bool long_input_mean = false;
 };
 
+// The top-level "model" string of a request body, as every route's parser reads it (the first
+// "model" key, unescaped); empty when the body has none, is not a JSON object, or its "model" is
+// not a string (the route's own parser reports those). For a gateway serving several models,
+// which must know the model before the route's parser runs: cheaper than that parse (the body is
+// indexed, not built into a document).
+std::string PeekModelField(std::string_view body);
+
 // OpenAI's POST /v1/embeddings body. `max_inputs` bounds the array (beyond: 413).
 std::optional<RequestError> ParseOpenAiEmbed(std::string_view body, size_t max_inputs,
                                              EmbedParams* out);

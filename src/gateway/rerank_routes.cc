@@ -18,14 +18,14 @@
 
 namespace petal::gateway {
 
-std::optional<RequestError> Gateway::ToPairs(const RerankParams& p, const char* field,
+std::optional<RequestError> Gateway::ToPairs(const RerankParams& p, const ServedModel& m,
+                                             const char* field,
                                              std::vector<std::vector<int32_t>>* seqs,
                                              std::vector<std::vector<int32_t>>* types) {
   RankInputOptions ro;
-  ro.templ = config_.score_head == ScoreHead::kLmYesNo ? RankTemplate::kQwen3Reranker
-                                                       : RankTemplate::kPair;
-  ro.max_length =
-      config_.max_seq_length > 0 ? config_.max_seq_length : config_.max_position_embeddings;
+  ro.templ = m.config.score_head == ScoreHead::kLmYesNo ? RankTemplate::kQwen3Reranker
+                                                        : RankTemplate::kPair;
+  ro.max_length = m.MaxInputTokens();
   ro.truncate = p.truncate;
   ro.instruction = p.instruction;
   const std::string f = field;
@@ -35,7 +35,7 @@ std::optional<RequestError> Gateway::ToPairs(const RerankParams& p, const char* 
   auto run = [&](size_t begin, size_t end) -> std::optional<RequestError> {
     EncodeScratch scratch;
     for (size_t i = begin; i < end; ++i) {
-      auto e = EncodeRankPair(*tokenizer_, p.query, p.documents[i], ro, &scratch);
+      auto e = EncodeRankPair(*m.tokenizer, p.query, p.documents[i], ro, &scratch);
       const std::string at = "'" + f + "[" + std::to_string(i) + "]'";
       if (!e.ok() && e.status().code() == StatusCode::kOutOfRange) {
         return RequestError{
@@ -78,45 +78,45 @@ void SortByScore(std::vector<Scored>* s) {
 
 }  // namespace
 
-void Gateway::TeiRerank(const HttpRequest& req, Reply reply) {
+void Gateway::TeiRerank(const HttpRequest& req, const ServedModel& m, Reply reply) {
   auto p = std::make_shared<RerankParams>();
   if (auto err = ParseTeiRerank(req.body(), options_.max_inputs, p.get())) {
     return reply(ErrorResponse(*err));
   }
-  RunRerank(p, RerankShape::kTei, "texts", std::move(reply));
+  RunRerank(p, m, RerankShape::kTei, "texts", std::move(reply));
 }
 
-void Gateway::CohereRerank(const HttpRequest& req, Reply reply) {
+void Gateway::CohereRerank(const HttpRequest& req, const ServedModel& m, Reply reply) {
   auto p = std::make_shared<RerankParams>();
   if (auto err = ParseCohereRerank(req.body(), options_.max_inputs, p.get())) {
     return reply(ErrorResponse(*err));
   }
-  RunRerank(p, RerankShape::kCohere, "documents", std::move(reply));
+  RunRerank(p, m, RerankShape::kCohere, "documents", std::move(reply));
 }
 
-void Gateway::RunRerank(std::shared_ptr<RerankParams> p, RerankShape shape, const char* field,
-                        Reply reply) {
+void Gateway::RunRerank(std::shared_ptr<RerankParams> p, const ServedModel& m, RerankShape shape,
+                        const char* field, Reply reply) {
   auto seqs = std::make_shared<std::vector<std::vector<int32_t>>>();
   auto types = std::make_shared<std::vector<std::vector<int32_t>>>();
   const auto t0 = Clock::now();
-  if (auto err = ToPairs(*p, field, seqs.get(), types.get())) return reply(ErrorResponse(*err));
+  if (auto err = ToPairs(*p, m, field, seqs.get(), types.get())) return reply(ErrorResponse(*err));
   int64_t tokens = 0;
   for (const auto& s : *seqs) tokens += static_cast<int64_t>(s.size());
-  metrics_.Tokenized(Since(t0), static_cast<int64_t>(seqs->size()), tokens);
+  m.metrics.Tokenized(Since(t0), static_cast<int64_t>(seqs->size()), tokens);
   auto chunks = SplitChunks(*seqs, options_.chunk);
-  metrics_.Chunks(static_cast<int64_t>(chunks.size()));
+  m.metrics.Chunks(static_cast<int64_t>(chunks.size()));
   v1::EmbedOptions so;  // a ranking model takes none: float32 logits
-  const bool identity = config_.score_activation == ScoreActivation::kIdentity;
-  const std::string model = p->model.empty() ? options_.model_name : p->model;
+  const bool identity = m.config.score_activation == ScoreActivation::kIdentity;
+  const std::string model = p->model.empty() ? m.name() : p->model;
   const auto t1 = Clock::now();
   EmbedChunks(
-      replicas_.get(), *seqs, std::move(chunks), so, NextRequestId(),
-      [this, p, shape, identity, model, tokens, t1, types,
+      m.replicas.get(), *seqs, std::move(chunks), so, NextRequestId(),
+      [this, &m, p, shape, identity, model, tokens, t1, types,
        reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
-        metrics_.Inference(Since(t1));
-        PostWork([this, p, shape, identity, model, tokens, r = std::move(r),
+        m.metrics.Inference(Since(t1));
+        PostWork([this, &m, p, shape, identity, model, tokens, r = std::move(r),
                   reply = std::move(reply)]() mutable {
-          if (!r.ok()) return reply(ServerError(r.status(), replicas_->RetryAfterSeconds()));
+          if (!r.ok()) return reply(ServerError(r.status(), m.replicas->RetryAfterSeconds()));
           auto scores = Scores(*r, p->raw_scores, identity);
           if (!scores.ok()) return reply(ServerError(scores.status()));
           JsonOut o(64 + scores->size() * 48);

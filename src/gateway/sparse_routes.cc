@@ -14,7 +14,7 @@
 
 namespace petal::gateway {
 
-void Gateway::TeiEmbedSparse(const HttpRequest& req, Reply reply) {
+void Gateway::TeiEmbedSparse(const HttpRequest& req, const ServedModel& m, Reply reply) {
   auto p = std::make_shared<EmbedParams>();
   if (auto err = ParseTeiEmbed(req.body(), options_.max_inputs, p.get())) {
     return reply(ErrorResponse(*err));
@@ -26,21 +26,21 @@ void Gateway::TeiEmbedSparse(const HttpRequest& req, Reply reply) {
   }
   auto seqs = std::make_shared<std::vector<std::vector<int32_t>>>();
   const auto t0 = Clock::now();
-  if (auto err = ToSequences(p.get(), "inputs", seqs.get())) return reply(ErrorResponse(*err));
+  if (auto err = ToSequences(p.get(), m, "inputs", seqs.get())) return reply(ErrorResponse(*err));
   int64_t tokens = 0;
   for (const auto& s : *seqs) tokens += static_cast<int64_t>(s.size());
-  metrics_.Tokenized(Since(t0), static_cast<int64_t>(seqs->size()), tokens);
+  m.metrics.Tokenized(Since(t0), static_cast<int64_t>(seqs->size()), tokens);
   auto chunks = SplitChunks(*seqs, options_.chunk);
-  metrics_.Chunks(static_cast<int64_t>(chunks.size()));
+  m.metrics.Chunks(static_cast<int64_t>(chunks.size()));
   v1::EmbedOptions so;  // a sparse model takes none: float32 rows of vocab_size
-  const size_t vocab = static_cast<size_t>(config_.vocab_size);
+  const size_t vocab = static_cast<size_t>(m.config.vocab_size);
   const auto t1 = Clock::now();
   EmbedChunks(
-      replicas_.get(), *seqs, std::move(chunks), so, NextRequestId(),
-      [this, vocab, t1, reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
-        metrics_.Inference(Since(t1));
-        PostWork([this, vocab, r = std::move(r), reply = std::move(reply)]() mutable {
-          if (!r.ok()) return reply(ServerError(r.status(), replicas_->RetryAfterSeconds()));
+      m.replicas.get(), *seqs, std::move(chunks), so, NextRequestId(),
+      [this, &m, vocab, t1, reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
+        m.metrics.Inference(Since(t1));
+        PostWork([this, &m, vocab, r = std::move(r), reply = std::move(reply)]() mutable {
+          if (!r.ok()) return reply(ServerError(r.status(), m.replicas->RetryAfterSeconds()));
           Status st = CheckChunks(*r);
           auto rows = st.ok() ? DecodeRows(*r) : StatusOr<std::vector<std::vector<float>>>(st);
           if (!rows.ok()) return reply(ServerError(rows.status()));

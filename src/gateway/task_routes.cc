@@ -49,6 +49,17 @@ std::string_view TaskNoun(ModelTask task) { return Row(task).noun; }
 
 ExampleRequest ExampleFor(ModelTask task) { return Row(task).example; }
 
+std::string ExampleBody(ModelTask task, std::string_view model) {
+  const std::string_view body = Row(task).example.body;
+  if (model.empty()) return std::string(body);
+  std::string quoted;  // a JSON string; names are paths or hub ids, so only \ and " matter
+  for (char c : model) {
+    if (c == '"' || c == '\\') quoted += '\\';
+    quoted += c;
+  }
+  return "{\"model\": \"" + quoted + "\", " + std::string(body.substr(1));
+}
+
 std::string ServedRoutes(std::span<const Route> routes, ModelTask task) {
   std::vector<std::string_view> paths;
   for (const Route& r : routes) {

@@ -36,5 +36,8 @@ struct ExampleRequest {
   std::string_view body;
 };
 ExampleRequest ExampleFor(ModelTask task);
+// ExampleFor(task)'s body, naming `model` first when it is not empty (a gateway serving several
+// models: each model's hint names it).
+std::string ExampleBody(ModelTask task, std::string_view model);
 
 }  // namespace petal::gateway

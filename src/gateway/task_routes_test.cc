@@ -26,6 +26,14 @@ TEST(TaskRoutes, EveryTaskHasRoutesAndItsExampleRouteServesIt) {
             "/v1/score, /rerank and /v1/rerank");
 }
 
+TEST(TaskRoutes, ExampleBodiesNameTheModelWhenAsked) {
+  EXPECT_EQ(ExampleBody(ModelTask::kEmbed, ""), R"({"input": "Hello, world"})");
+  EXPECT_EQ(ExampleBody(ModelTask::kEmbed, "minilm"),
+            R"({"model": "minilm", "input": "Hello, world"})");
+  EXPECT_EQ(ExampleBody(ModelTask::kClassify, "org/a\"b"),
+            R"({"model": "org/a\"b", "inputs": "I loved this film!"})");
+}
+
 TEST(TaskRoutes, RefusalsNameWhatTheModelServesAndWhatTheRouteNeeds) {
   auto e = TaskRefusal(Gateway::Routes(), *Gateway::FindRoute("/v1/embeddings"),
                        ModelTask::kClassify, "sst2");

@@ -258,8 +258,11 @@ TEST_F(GatewayMiniLm, OtherRoutes) {
   EXPECT_EQ(r.body.find("\"index\":0"), std::string::npos) << r.body;
   r = client_->Get("/metrics");
   EXPECT_EQ(r.status, 200u);
-  EXPECT_NE(r.body.find("petal_gateway_requests_total{route=\"/v1/embeddings\",status=\"200\"}"),
-            std::string::npos);
+  // A model's samples carry its name (several models can share a gateway).
+  EXPECT_NE(r.body.find("petal_gateway_requests_total{model=\"all-MiniLM-L6-v2\",route=\"/v1/"
+                        "embeddings\",status=\"200\"}"),
+            std::string::npos)
+      << r.body;
   EXPECT_NE(r.body.find("petal_gateway_replica_up{"), std::string::npos);
   EXPECT_NE(r.body.find("petal_server_"), std::string::npos);
 }

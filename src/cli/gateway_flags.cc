@@ -1,0 +1,80 @@
+// The models of `petal gateway` / `petal serve` and the start-up hint (see gateway_flags.h).
+#include "cli/gateway_flags.h"
+
+#include <cstdio>
+
+#include "cli/model_arg.h"
+#include "common/log.h"
+#include "gateway/task_routes.h"
+
+namespace petal::cli {
+
+bool ResolveModels(const char* command, const ModelFlags& flags,
+                   std::vector<gateway::ModelOptions>* out) {
+  if (flags.models.empty()) {
+    std::fprintf(stderr, "%s: --model is required\n", command);
+    return false;
+  }
+  if (!flags.names.empty() && flags.names.size() != flags.models.size()) {
+    std::fprintf(stderr, "%s: %zu --model-name for %zu --model: give one per --model, in order\n",
+                 command, flags.names.size(), flags.models.size());
+    return false;
+  }
+  out->clear();
+  for (size_t i = 0; i < flags.models.size(); ++i) {
+    gateway::ModelOptions m;
+    m.model_dir = flags.models[i];
+    if (!flags.names.empty()) m.model_name = flags.names[i];
+    std::string hub_name;  // ORG/NAME when the value was a hub id
+    if (!ResolveModelFlag(command, &m.model_dir, &hub_name)) return false;
+    if (m.model_name.empty()) {
+      m.model_name = hub_name;
+    } else if (!hub_name.empty()) {
+      m.aliases.push_back(hub_name);  // a request may still name it by its hub id
+    }
+    out->push_back(std::move(m));
+  }
+  return true;
+}
+
+void LogGatewayStarted(const gateway::GatewayOptions& o, const gateway::Gateway& g) {
+  std::string servers, models;
+  for (const auto& m : o.models) {
+    models += (models.empty() ? "" : ",") + m.model_dir;
+    for (const auto& s : m.servers) servers += (servers.empty() ? "" : ",") + s;
+  }
+  if (o.models.empty()) {  // the single-model fields
+    models = o.model_dir;
+    for (const auto& s : o.servers) servers += (servers.empty() ? "" : ",") + s;
+  }
+  Log("info", "gateway listening",
+      {{"listen", o.listen},
+       {"port", std::to_string(g.port())},
+       {"model", models},
+       {"servers", servers},
+       {"chunk_max_sequences", std::to_string(o.chunk.max_seqs)},
+       {"chunk_max_tokens", std::to_string(o.chunk.max_tokens)},
+       {"reply_poll_us", std::to_string(o.reply_poll_us)}});
+  std::string host = o.listen.substr(0, o.listen.rfind(':'));
+  if (host.empty() || host == "0.0.0.0") host = "127.0.0.1";
+  const std::string url = "http://" + host + ":" + std::to_string(g.port());
+  const bool several = g.models().size() > 1;
+  if (several)
+    std::fprintf(stderr, "Petal is serving %zu models at %s\n", g.models().size(), url.c_str());
+  for (const auto& m : g.models()) {
+    const ModelTask task = m->config.task;
+    const std::string_view noun = gateway::TaskNoun(task);
+    const std::string what(noun.substr(0, noun.find(" (")));
+    const std::string path(gateway::ExampleFor(task).path);
+    const std::string body = gateway::ExampleBody(task, several ? m->name() : "");
+    if (several) {
+      std::fprintf(stderr, "  %s, %s:\n  ", m->name().c_str(), what.c_str());
+    } else {
+      std::fprintf(stderr, "Petal is serving %s at %s\n", what.c_str(), url.c_str());
+    }
+    std::fprintf(stderr, "  curl %s%s -H 'Content-Type: application/json' -d '%s'\n", url.c_str(),
+                 path.c_str(), body.c_str());
+  }
+}
+
+}  // namespace petal::cli

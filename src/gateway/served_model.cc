@@ -1,0 +1,39 @@
+// Loading one served model (see served_model.h).
+#include "gateway/served_model.h"
+
+#include <filesystem>
+
+namespace petal::gateway {
+
+StatusOr<ModelNames> NamesOf(const ModelOptions& o) {
+  PETAL_ASSIGN_OR_RETURN(const ModelConfig config, LoadModelConfig(o.model_dir));
+  std::filesystem::path p(o.model_dir);
+  while (p.has_parent_path() && p.filename().empty()) p = p.parent_path();
+  const std::string folder = p.filename().string();
+  ModelNames n;
+  n.name = o.model_name.empty() ? folder : o.model_name;
+  n.task = config.task;
+  for (const std::string& a : o.aliases) {
+    if (!a.empty() && a != n.name) n.aliases.push_back(a);
+  }
+  if (folder != n.name) n.aliases.push_back(folder);
+  return n;
+}
+
+StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const ModelOptions& o,
+                                                       const ReplicaSettings& rs) {
+  if (o.servers.empty()) {
+    return InvalidArgument("servers: model '" + o.model_dir + "' needs at least one --server");
+  }
+  auto m = std::make_unique<ServedModel>();
+  m->dir = o.model_dir;
+  PETAL_ASSIGN_OR_RETURN(m->names, NamesOf(o));
+  PETAL_ASSIGN_OR_RETURN(m->config, LoadModelConfig(o.model_dir));
+  PETAL_ASSIGN_OR_RETURN(m->tokenizer, Tokenizer::FromModelDir(o.model_dir));
+  PETAL_ASSIGN_OR_RETURN(m->prompts, Prompts::Load(o.model_dir));
+  m->replicas = std::make_unique<ReplicaSet>(o.servers, rs.health_interval, rs.request_timeout,
+                                             rs.flow, rs.reply_poll);
+  return m;
+}
+
+}  // namespace petal::gateway
