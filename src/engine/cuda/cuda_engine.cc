@@ -74,6 +74,11 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
     return Unimplemented(model_dir +
                          ": sparse (SPLADE) models run on the CPU engine only (--backend cpu)");
   }
+  if (config_.task == ModelTask::kMultiVector) {
+    return Unimplemented(model_dir +
+                         ": multi-vector (ColBERT / PyLate) models run on the CPU engine only for "
+                         "now (--backend cpu)");
+  }
   PETAL_ASSIGN_OR_RETURN(auto store, WeightStore::Open(model_dir));
   PETAL_RETURN_IF_ERROR(
       CheckCuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream"));
