@@ -271,6 +271,13 @@ void Gateway::Score(const HttpRequest& req, Reply reply) {
     if (p->query.empty()) return reply(ErrorResponse({400, "'query' is an empty string", "query"}));
     return RunRerank(p, RerankShape::kScore, "documents", std::move(reply));
   }
+  if (config_.task == ModelTask::kMultiVector) {
+    // A multi-vector model ranks by MaxSim over the query's and each document's token vectors.
+    if (auto err = ParseScore(req.body(), options_.max_inputs - 1, &sp)) {
+      return reply(ErrorResponse(*err));
+    }
+    return MaxSimScore(std::move(sp), std::move(reply));
+  }
   if (auto err = ParseScore(req.body(), options_.max_inputs - 1, &sp)) {
     return reply(ErrorResponse(*err));
   }
