@@ -67,12 +67,7 @@ StatusOr<DenseModule> ReadDense(const std::string& dir, const std::string& path)
   }
   PETAL_ASSIGN_OR_RETURN(bool residual, f.StrictBoolOr("use_residual", false));
   if (residual) return f.Unsupported("use_residual", "is not served");
-  const std::string dir_path = JoinPath(dir, path);
-  if (!FileExists(JoinPath(dir_path, "model.safetensors"))) {
-    return NotFound(JoinPath(dir_path, "model.safetensors") +
-                    " is missing (Petal reads Dense weights from safetensors only)");
-  }
-  return d;
+  return d;  // weights: <path>/model.safetensors, read by the engine (model/multivector.h)
 }
 
 // Token ids through dir/tokenizer.json, as transformers' convert_tokens_to_ids: added tokens,
