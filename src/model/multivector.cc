@@ -22,7 +22,9 @@ StatusOr<TokenProjection> TokenProjection::Load(const ModelConfig& config) {
     l.in = d.in_features;
     l.out = d.out_features;
     PETAL_ASSIGN_OR_RETURN(l.weight, store->ReadF32("linear.weight", {l.out, l.in}));
-    if (d.bias) PETAL_ASSIGN_OR_RETURN(l.bias, store->ReadF32("linear.bias", {l.out}));
+    if (d.bias) {
+      PETAL_ASSIGN_OR_RETURN(l.bias, store->ReadF32("linear.bias", {l.out}));
+    }
     p.layers_.push_back(std::move(l));
   }
   return p;
