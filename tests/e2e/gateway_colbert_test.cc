@@ -108,7 +108,8 @@ void CheckEmbedAll(const std::string& body, const std::vector<petal::testing::Co
       const auto& ref = want[i].vecs[t++];
       double ab = 0, aa = 0, bb = 0;
       size_t k = 0;
-      for (auto x : tok.get_array().value()) {
+      simdjson::dom::array values = tok.get_array().value();
+      for (auto x : values) {
         const double v = x.get_double().value();
         ab += v * ref[k], aa += v * v, bb += ref[k] * ref[k];
         ++k;
@@ -160,7 +161,8 @@ TEST_P(GatewayColbert, RoutesAnswerLikeTheReference) {
     simdjson::dom::element doc;
     ASSERT_FALSE(parser.parse(r.body).get(doc)) << r.body;
     size_t n = 0;
-    for (auto item : doc["data"].get_array().value()) {
+    simdjson::dom::array items = doc["data"].get_array().value();
+    for (auto item : items) {
       const size_t index = static_cast<size_t>(item["index"].get_int64().value());
       ASSERT_LT(index, g.documents.size());
       EXPECT_NEAR(item["score"].get_double().value(), g.maxsim[q][index], 1e-5)
