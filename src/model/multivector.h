@@ -24,11 +24,14 @@ class TokenProjection {
   void Apply(const float* hidden, int tokens, float* out) const;
   int out_dim() const { return layers_.empty() ? 0 : layers_.back().out; }
 
- private:
   struct Layer {
     int in = 0, out = 0;
-    std::vector<float> weight, bias;  // bias empty: none
+    std::vector<float> weight, bias;  // [out, in], [out] (empty: no bias)
   };
+  // The modules in order (the CUDA forward uploads them).
+  const std::vector<Layer>& layers() const { return layers_; }
+
+ private:
   std::vector<Layer> layers_;
 };
 

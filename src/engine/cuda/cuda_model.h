@@ -61,6 +61,9 @@ struct DeviceBatch {
   // sequence). With spans, Forward writes [num_spans_host, hidden] rows (LaunchPoolSpans).
   const int32_t* pool_spans = nullptr;
   int num_spans_host = 0;
+  // Multi-vector models only: [max_seqs] key lengths (Batch::key_lengths; 0 = every key), at a
+  // fixed address; Forward then writes [num_tokens, OutputDim()] rows, one per token.
+  const int32_t* key_lengths = nullptr;
 };
 
 class CudaModel {
