@@ -54,8 +54,8 @@ Status Batch::Validate(int vocab_size, int max_len) const {
       return InvalidArgument("key_lengths must hold one entry per sequence");
     for (int s = 0; s < num_seqs(); ++s) {
       if (key_lengths[s] < 1 || key_lengths[s] > seq_len(s))
-        return InvalidArgument("key_lengths[" + std::to_string(s) + "] = " +
-                               std::to_string(key_lengths[s]) + " is outside [1, " +
+        return InvalidArgument("key_lengths[" + std::to_string(s) +
+                               "] = " + std::to_string(key_lengths[s]) + " is outside [1, " +
                                std::to_string(seq_len(s)) + "]");
     }
   }

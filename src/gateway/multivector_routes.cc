@@ -224,8 +224,8 @@ void Gateway::MaxSimScore(ScoreParams sp, Reply reply) {
           for (size_t s = 1; s < seqs->size(); ++s) {
             const std::vector<float> d = kept(s, row, false);
             row += (*seqs)[s].size();
-            scores.emplace_back(s - 1, MaxSim(q.data(), q.size() / dim, d.data(), d.size() / dim,
-                                              dim));
+            scores.emplace_back(s - 1,
+                                MaxSim(q.data(), q.size() / dim, d.data(), d.size() / dim, dim));
           }
           if (top_k > 0) {
             std::stable_sort(scores.begin(), scores.end(),

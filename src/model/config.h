@@ -72,8 +72,8 @@ struct DenseModule {
 // (docs/models.md "Multi-vector models"). A prefix id is inserted after the first token;
 // queries are padded with mask tokens up to query_length when do_query_expansion is on.
 struct MultiVectorConfig {
-  std::vector<DenseModule> dense;  // modules.json order; at least one
-  std::string query_prefix, document_prefix;  // "" = none
+  std::vector<DenseModule> dense;                     // modules.json order; at least one
+  std::string query_prefix, document_prefix;          // "" = none
   int query_prefix_id = -1, document_prefix_id = -1;  // -1 = none
   int query_length = 32;      // tokens of a query, prefix included (expansion pads to it)
   int document_length = 180;  // longest document, prefix included

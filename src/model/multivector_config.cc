@@ -37,7 +37,7 @@ StatusOr<DenseModule> ReadDense(const std::string& dir, const std::string& path)
   PETAL_ASSIGN_OR_RETURN(object obj, ReadObject(parser, p, &text));
   ConfigFields f(obj, p);
   for (auto [key, value] : obj) {
-    static const char* kKnown[] = {"in_features",       "out_features",      "bias",
+    static const char* kKnown[] = {"in_features",         "out_features",      "bias",
                                    "activation_function", "module_input_name", "module_output_name",
                                    "use_residual"};
     if (std::none_of(std::begin(kKnown), std::end(kKnown),
@@ -77,8 +77,9 @@ class TokenLookup {
   Status Open(const std::string& dir) {
     path_ = JoinPath(dir, "tokenizer.json");
     if (!FileExists(path_)) {
-      return NotFound(path_ + " is missing: a multi-vector model needs it for its prefix, mask "
-                              "and skiplist token ids");
+      return NotFound(path_ +
+                      " is missing: a multi-vector model needs it for its prefix, mask "
+                      "and skiplist token ids");
     }
     PETAL_ASSIGN_OR_RETURN(text_, ReadFile(path_));
     if (parser_.parse(text_).get(doc_) != simdjson::SUCCESS) {
@@ -179,8 +180,9 @@ Status ReadMultiVector(const std::string& dir, const std::vector<std::string>& d
                        ModelConfig& c) {
   const std::string modules = JoinPath(dir, "modules.json");
   if (c.architecture != Architecture::kBert || c.task != ModelTask::kEmbed) {
-    return InvalidArgument(modules + ": a Dense module without pooling (a ColBERT / PyLate "
-                                     "multi-vector model) is served for BERT / XLM-R encoders only; " +
+    return InvalidArgument(modules +
+                           ": a Dense module without pooling (a ColBERT / PyLate "
+                           "multi-vector model) is served for BERT / XLM-R encoders only; " +
                            JoinPath(dir, "config.json") + " 'architectures' = \"" +
                            c.hf_architecture + "\"");
   }
@@ -209,8 +211,9 @@ Status ReadMultiVector(const std::string& dir, const std::vector<std::string>& d
   ConfigFields f(obj, st);
   const std::string sim = f.StrOr("similarity_fn_name", "MaxSim");
   if (sim != "MaxSim") {
-    return f.Unsupported("similarity_fn_name", "is not served (multi-vector models score by "
-                                               "MaxSim)");
+    return f.Unsupported("similarity_fn_name",
+                         "is not served (multi-vector models score by "
+                         "MaxSim)");
   }
   const std::string type = f.StrOr("model_type", "ColBERT");
   if (type != "ColBERT") {
@@ -228,8 +231,8 @@ Status ReadMultiVector(const std::string& dir, const std::vector<std::string>& d
   for (const char* key : {"query_length", "document_length"}) {
     const int v = key[0] == 'q' ? mv.query_length : mv.document_length;
     if (v < 3 || v > positions) {
-      return f.Unsupported(key, "is outside [3, " + std::to_string(positions) +
-                                    "] (the encoder's positions)");
+      return f.Unsupported(
+          key, "is outside [3, " + std::to_string(positions) + "] (the encoder's positions)");
     }
   }
   TokenLookup tok;

@@ -144,9 +144,9 @@ StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig
     job.format.dims =
         opts.dimensions() == 0 ? config.hidden_size : static_cast<int>(opts.dimensions());
   }
-  if (job.per_token) {
-    // options checked above
-  } else switch (config.HasHead() ? static_cast<int>(v1::NORMALIZE_FALSE)
+  // A ranking model, classifier or multi-vector model takes the NORMALIZE_FALSE path: its rows
+  // leave the codec as the engine wrote them.
+  switch (config.HasHead() ? static_cast<int>(v1::NORMALIZE_FALSE)
                            : static_cast<int>(opts.normalize())) {
     case v1::NORMALIZE_DEFAULT:
     case v1::NORMALIZE_TRUE:

@@ -22,8 +22,8 @@
 namespace petal::gateway {
 namespace {
 
-using testing::HttpClient;
 using petal::testing::ColbertGolden;
+using testing::HttpClient;
 
 struct Stack {
   std::vector<server::EmbedServer*> servers;
@@ -210,8 +210,8 @@ TEST_P(GatewayColbert, BadOptionsAndOtherRoutesAreRefused) {
   for (const Case& k : cases) {
     auto r = c.Post(k.route, k.body);
     EXPECT_EQ(r.status, k.status) << k.route << " " << k.body << ": " << r.body;
-    EXPECT_NE(r.body.find(k.message), std::string::npos) << k.route << " " << k.body << ": "
-                                                         << r.body;
+    EXPECT_NE(r.body.find(k.message), std::string::npos)
+        << k.route << " " << k.body << ": " << r.body;
   }
   auto info = c.Get("/info");
   EXPECT_NE(info.body.find("\"task\":\"multivector\""), std::string::npos) << info.body;

@@ -55,7 +55,8 @@ TEST_P(ColbertGpuTest, CudaTokenVectorsMatchTheReference) {
         const float* row = out->row(batch.cu_seqlens[i] + static_cast<int>(t));
         const auto& ref = all[i]->vecs[k++];
         double ab = 0, aa = 0, bb = 0;
-        for (size_t j = 0; j < dim; ++j) ab += row[j] * ref[j], aa += double{row[j]} * row[j], bb += ref[j] * ref[j];
+        for (size_t j = 0; j < dim; ++j)
+          ab += row[j] * ref[j], aa += double{row[j]} * row[j], bb += ref[j] * ref[j];
         worst = std::min(worst, ab / std::sqrt(aa * bb));
         kept[i].insert(kept[i].end(), row, row + dim);
       }

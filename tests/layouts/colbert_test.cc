@@ -11,10 +11,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "colbert_fixture.h"
 #include "common/file_util.h"
 #include "engine/cpu_engine.h"
 #include "gateway/multivector.h"
-#include "colbert_fixture.h"
 #include "tokenizer/tokenizer.h"
 
 namespace petal::testing {
@@ -26,7 +26,8 @@ constexpr const char* kDir = kColbertDir;
 
 double Cos(const float* a, const std::vector<double>& b) {
   double ab = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < b.size(); ++i) ab += a[i] * b[i], aa += double{a[i]} * a[i], bb += b[i] * b[i];
+  for (size_t i = 0; i < b.size(); ++i)
+    ab += a[i] * b[i], aa += double{a[i]} * a[i], bb += b[i] * b[i];
   return ab / std::sqrt(aa * bb);
 }
 
