@@ -143,7 +143,8 @@ TEST_P(GatewayColbert, RoutesAnswerLikeTheReference) {
   // int8 token vectors: same shape, ints.
   r = c.Post("/embed_all", "{\"inputs\":" + Json(g.documents[0].text) +
                                ",\"input_type\":\"document\",\"output_dtype\":\"int8\"}");
-  if (r.status == 200u) {
+  ASSERT_EQ(r.status, 200u) << r.body.substr(0, 300);
+  {
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
     ASSERT_FALSE(parser.parse(r.body).get(doc)) << r.body.substr(0, 200);
