@@ -76,6 +76,9 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
                          ": sparse (SPLADE) models run on the CPU engine only (--backend cpu)");
   }
   multivector_ = config_.task == ModelTask::kMultiVector;
+  // Key lengths only where expansion tokens must not be attended to: they keep cuDNN out.
+  multivector_keys_ = multivector_ && !config_.multivector.attend_to_expansion_tokens &&
+                      config_.multivector.mask_token_id >= 0;
   PETAL_ASSIGN_OR_RETURN(auto store, WeightStore::Open(model_dir));
   PETAL_RETURN_IF_ERROR(
       CheckCuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream"));
@@ -251,7 +254,7 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch
   // Multi-vector models: key lengths per sequence (0 = every key; padding sequences 0), always
   // passed so that every captured graph reads them.
   int32_t* h_keys = h_spans + static_cast<size_t>(Batch::kSpanInts) * buckets_.max_rows;
-  if (multivector_) {
+  if (multivector_keys_) {
     const std::vector<int32_t> keys = MultiVectorKeyLengths(config_, batch);
     std::memset(h_keys, 0, S_pad * sizeof(int32_t));
     if (!keys.empty()) std::memcpy(h_keys, keys.data(), S * sizeof(int32_t));
@@ -272,9 +275,9 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch
   if (s.ok()) s = copy(d_cu, h_cu, S_pad + 1);
   if (s.ok()) s = copy(d_num, h_num, 1);
   if (s.ok() && P > 0) s = copy(d_spans, h_spans, span_ints);
-  if (s.ok() && multivector_) s = copy(d_keys, h_keys, S_pad);
+  if (s.ok() && multivector_keys_) s = copy(d_keys, h_keys, S_pad);
   DeviceBatch db{d, d_types, d_cu, d_num, T_pad, S_pad, L_pad, d_spans, P_pad};
-  if (multivector_) db.key_lengths = d_keys;
+  if (multivector_keys_) db.key_lengths = d_keys;
   if (s.ok()) {
     s = graphs_->Run({S_pad, T_pad, L_pad, P_pad}, stream_,
                      [&] { return model_->Forward(db, dev_pooled_, stream_); });
