@@ -1,9 +1,9 @@
 // The CUDA engine (bf16) on the multi-vector fixtures (tests/fixtures/colbert/) against the float64
 // numpy reference (scripts/ref/colbert_numpy.py): queries and documents in one ragged batch, with
-// each attention backend asked for (flash, cudnn: key lengths always run on flash; a batch of
-// documents only, without expansion, may use cuDNN), eager then replayed (a second pass of the same
-// buckets). Token vectors cosine >= 0.999, MaxSim within 5e-3 relative, and the same best document
-// per query wherever the reference's two best differ by more than twice that. Label gpu.
+// each attention backend asked for (flash, cudnn: bert-colbert's key lengths always run on
+// flash; bert-colbert-attend passes none, so cudnn runs it), eager then replayed (a second pass of
+// the same buckets). Token vectors cosine >= 0.999, MaxSim within 5e-3 relative, and the same best
+// document per query wherever the reference's two best differ by more than twice that. Label gpu.
 // Thread-safety: single-threaded test.
 #include <gtest/gtest.h>
 
