@@ -74,7 +74,9 @@ std::optional<RequestError> Gateway::ToTokenSequences(EmbedParams* p, const char
     *seqs = std::move(p->inputs.ids);
     return std::nullopt;
   }
-  auto prefix_or = prompts_.Prefix(p->prompt_name, is_query ? "query" : "document");
+  // PyLate applies a prompt only when named (or the model's default one); "input_type" picks the
+  // query / document shaping here, not a prompt.
+  auto prefix_or = prompts_.Prefix(p->prompt_name, "");
   if (!prefix_or.ok()) return RequestError{400, prefix_or.status().message(), "prompt_name"};
   const std::string prompt = std::move(prefix_or).value();
   EncodeOptions eo;
