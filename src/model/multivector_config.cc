@@ -228,6 +228,9 @@ Status ReadMultiVector(const std::string& dir, const std::vector<std::string>& d
                          f.StrictBoolOr("attend_to_expansion_tokens", false));
   if (!mv.do_query_expansion) mv.attend_to_expansion_tokens = false;  // as PyLate
   const int positions = c.max_position_embeddings - c.position_offset;
+  // PyLate's defaults (32, 180) are cut to a small encoder's positions; explicit values must fit.
+  if (!f.Has("query_length")) mv.query_length = std::min(mv.query_length, positions);
+  if (!f.Has("document_length")) mv.document_length = std::min(mv.document_length, positions);
   for (const char* key : {"query_length", "document_length"}) {
     const int v = key[0] == 'q' ? mv.query_length : mv.document_length;
     if (v < 3 || v > positions) {
