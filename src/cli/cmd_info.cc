@@ -113,6 +113,18 @@ int RunInfo(const InfoOptions& opts) {
     fields.push_back({"labels", opts.json ? labels_json + "]" : labels_text, false});
     fields.push_back({"class_activation", ClassActivationName(c.class_activation), true});
   }
+  if (c.task == ModelTask::kMultiVector) {
+    const MultiVectorConfig& mv = c.multivector;
+    fields.push_back({"token_dim", num(c.score_outputs), false});
+    fields.push_back({"query_prefix", mv.query_prefix, true});
+    fields.push_back({"document_prefix", mv.document_prefix, true});
+    fields.push_back({"query_length", num(mv.query_length), false});
+    fields.push_back({"document_length", num(mv.document_length), false});
+    fields.push_back({"do_query_expansion", mv.do_query_expansion ? "true" : "false", false});
+    fields.push_back(
+        {"attend_to_expansion_tokens", mv.attend_to_expansion_tokens ? "true" : "false", false});
+    fields.push_back({"skiplist_tokens", num(static_cast<int>(mv.skiplist_ids.size())), false});
+  }
   if (opts.json) {
     std::string out = "{";
     for (size_t i = 0; i < fields.size(); ++i) {

@@ -49,6 +49,16 @@ Status Batch::Validate(int vocab_size, int max_len) const {
                              std::to_string(vocab_size) + ")");
     }
   }
+  if (!key_lengths.empty()) {
+    if (static_cast<int>(key_lengths.size()) != num_seqs())
+      return InvalidArgument("key_lengths must hold one entry per sequence");
+    for (int s = 0; s < num_seqs(); ++s) {
+      if (key_lengths[s] < 1 || key_lengths[s] > seq_len(s))
+        return InvalidArgument("key_lengths[" + std::to_string(s) +
+                               "] = " + std::to_string(key_lengths[s]) + " is outside [1, " +
+                               std::to_string(seq_len(s)) + "]");
+    }
+  }
   if (pool_spans.size() % kSpanInts != 0)
     return InvalidArgument("pool_spans must hold " + std::to_string(kSpanInts) + " ints per span");
   int seq = 0;  // spans come in sequence order: walk the sequences alongside

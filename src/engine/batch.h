@@ -20,6 +20,10 @@ struct Batch {
   // and flags = pooling (cpu::Pooling value: mean / first token / last token of the span) |
   // kSpanNormalize. Spans of one sequence are contiguous in this list, in sequence order.
   std::vector<int32_t> pool_spans;
+  // Optional per-sequence key lengths (BERT family only): sequence i's tokens attend only to its
+  // first key_lengths[i] tokens (1..its length), while every token is computed. Empty: all.
+  // Multi-vector models' query expansion tokens (MultiVectorKeyLengths, engine.h).
+  std::vector<int32_t> key_lengths;
 
   int num_seqs() const { return cu_seqlens.empty() ? 0 : static_cast<int>(cu_seqlens.size()) - 1; }
   int num_tokens() const { return static_cast<int>(token_ids.size()); }

@@ -85,6 +85,10 @@ StatusOr<std::unique_ptr<CpuEngine>> CpuEngine::Load(const std::string& model_di
     e->describe_ = "cpu path: fast " + want + " (oneDNN " + std::to_string(v->major) + "." +
                    std::to_string(v->minor) + "." + std::to_string(v->patch) + " GEMMs)" + note;
   }
+  if (e->config_.task == ModelTask::kMultiVector) {
+    PETAL_ASSIGN_OR_RETURN(TokenProjection p, TokenProjection::Load(e->config_));
+    e->projection_ = std::move(p);
+  }
   e->describe_ += "; threads: " + threads + "; cpu: " + f.Describe();
   return e;
 }
@@ -97,8 +101,28 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CpuEngine::Step(const Batch& batch)
         "pool spans are for embedding models, not ranking models or classifiers");
   cpu::EnterCpuThreads(threads_);  // OpenMP's count is per thread: Step may run on another one
   std::vector<float> hidden;
-  PETAL_RETURN_IF_ERROR(model_->ForwardObserved(batch, &hidden, observer_));
   Embeddings out;
+  if (config_.task == ModelTask::kMultiVector) {
+    // One row per token: the Dense projection of its final state, L2-normalised. Query
+    // expansion tokens (a trailing run of mask tokens) are no token's keys unless the model
+    // attends to them.
+    if (!batch.pool_spans.empty())
+      return InvalidArgument("pool spans are for embedding models, not multi-vector models");
+    std::vector<int32_t> keys = MultiVectorKeyLengths(config_, batch);
+    if (keys.empty()) {
+      PETAL_RETURN_IF_ERROR(model_->ForwardObserved(batch, &hidden, observer_));
+    } else {
+      Batch b = batch;
+      b.key_lengths = std::move(keys);
+      PETAL_RETURN_IF_ERROR(model_->ForwardObserved(b, &hidden, observer_));
+    }
+    out.rows = batch.num_tokens();
+    out.dim = projection_->out_dim();
+    out.data.resize(static_cast<size_t>(out.rows) * out.dim);
+    projection_->Apply(hidden.data(), out.rows, out.data.data());
+    return std::unique_ptr<PendingEmbeddings>(new ReadyEmbeddings(std::move(out)));
+  }
+  PETAL_RETURN_IF_ERROR(model_->ForwardObserved(batch, &hidden, observer_));
   if (config_.task == ModelTask::kSparse) {
     // SPLADE: one vocabulary-sized row per sequence, max-pooled over its tokens.
     out.rows = batch.num_seqs();

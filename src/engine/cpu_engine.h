@@ -6,11 +6,13 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "engine/cpu_precision_gate.h"
 #include "engine/engine.h"
 #include "model/model.h"
+#include "model/multivector.h"
 
 namespace petal {
 
@@ -51,6 +53,8 @@ class CpuEngine final : public Engine {
   ModelConfig config_;
   std::unique_ptr<WeightStore> weights_;
   std::unique_ptr<CpuModel> model_;
+  // Multi-vector models: the Dense projection applied to every token (model/multivector.h).
+  std::optional<TokenProjection> projection_;
   ActivationObserver* observer_ = nullptr;
   std::string path_, describe_;
   CpuGateResult gate_;

@@ -271,6 +271,13 @@ void Gateway::Score(const HttpRequest& req, const ServedModel& m, Reply reply) {
     if (p->query.empty()) return reply(ErrorResponse({400, "'query' is an empty string", "query"}));
     return RunRerank(p, m, RerankShape::kScore, "documents", std::move(reply));
   }
+  if (m.config.task == ModelTask::kMultiVector) {
+    // A multi-vector model ranks by MaxSim over the query's and each document's token vectors.
+    if (auto err = ParseScore(req.body(), options_.max_inputs - 1, &sp)) {
+      return reply(ErrorResponse(*err));
+    }
+    return MaxSimScore(std::move(sp), m, std::move(reply));
+  }
   if (auto err = ParseScore(req.body(), options_.max_inputs - 1, &sp)) {
     return reply(ErrorResponse(*err));
   }

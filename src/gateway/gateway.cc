@@ -78,15 +78,18 @@ constexpr unsigned kEmbed = TaskBit(ModelTask::kEmbed);
 constexpr unsigned kScore = TaskBit(ModelTask::kScore);
 constexpr unsigned kClassify = TaskBit(ModelTask::kClassify);
 constexpr unsigned kSparse = TaskBit(ModelTask::kSparse);
+constexpr unsigned kMultiVector = TaskBit(ModelTask::kMultiVector);
 const Route Gateway::kRouteTable[] = {
     {"/v1/embeddings", http::verb::post, &Gateway::OpenAiEmbed, T::kIoIfSmall, true, kEmbed},
     {"/embed", http::verb::post, &Gateway::TeiEmbed, T::kIoIfSmall, true, kEmbed},
     {"/v1/contextualizedembeddings", http::verb::post, &Gateway::ContextualEmbed, T::kWorker, true,
      kEmbed},
-    {"/v1/score", http::verb::post, &Gateway::Score, T::kWorker, true, kEmbed | kScore},
+    {"/v1/score", http::verb::post, &Gateway::Score, T::kWorker, true,
+     kEmbed | kScore | kMultiVector},
     {"/rerank", http::verb::post, &Gateway::TeiRerank, T::kWorker, true, kScore},
     {"/v1/rerank", http::verb::post, &Gateway::CohereRerank, T::kWorker, true, kScore},
     {"/embed_sparse", http::verb::post, &Gateway::TeiEmbedSparse, T::kWorker, true, kSparse},
+    {"/embed_all", http::verb::post, &Gateway::TeiEmbedAll, T::kWorker, true, kMultiVector},
     {"/predict", http::verb::post, &Gateway::TeiPredict, T::kIoIfSmall, true, kClassify},
     {"/classify", http::verb::post, &Gateway::VllmClassify, T::kIoIfSmall, true, kClassify},
     {"/tokenize", http::verb::post, &Gateway::Tokenize, T::kWorker, true, kAnyTask, true},

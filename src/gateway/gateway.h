@@ -162,6 +162,13 @@ class Gateway {
                  Reply reply);
   // TEI's /embed_sparse on a sparse (SPLADE) model (sparse_routes.cc).
   void TeiEmbedSparse(const HttpRequest& req, M m, Reply reply);
+  // Multi-vector (ColBERT) models (multivector_routes.cc): TEI's /embed_all, and /v1/score by
+  // MaxSim; texts shaped as PyLate does, queries or documents; errors name `field`[i].
+  void TeiEmbedAll(const HttpRequest& req, M m, Reply reply);
+  void MaxSimScore(ScoreParams sp, M m, Reply reply);
+  std::optional<RequestError> ToTokenSequences(EmbedParams* p, M m, const char* field,
+                                               bool is_query,
+                                               std::vector<std::vector<int32_t>>* seqs);
   // Classification routes (classify_routes.cc): TEI's /predict and vLLM's /classify.
   void TeiPredict(const HttpRequest& req, M m, Reply reply);
   void VllmClassify(const HttpRequest& req, M m, Reply reply);

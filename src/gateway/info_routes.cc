@@ -72,6 +72,13 @@ void Gateway::Info(const HttpRequest&, const ServedModel& m, Reply reply) {
     for (size_t i = 0; i < c.labels.size(); ++i) o.Raw(i ? "," : "").Str(c.labels[i]);
     o.Raw("],\"class_activation\":").Str(ClassActivationName(c.class_activation));
   }
+  if (c.task == ModelTask::kMultiVector) {
+    const MultiVectorConfig& mv = c.multivector;
+    o.Raw(",\"token_dim\":").Int(c.score_outputs);
+    o.Raw(",\"query_length\":").Int(mv.query_length);
+    o.Raw(",\"document_length\":").Int(mv.document_length);
+    o.Raw(",\"do_query_expansion\":").Raw(mv.do_query_expansion ? "true" : "false");
+  }
   o.Raw(",\"pooling\":").Str(PoolingModeName(c.pooling));
   o.Raw(",\"normalize\":").Raw(c.normalize ? "true" : "false");
   o.Raw(",\"max_client_batch_size\":").Int(static_cast<int64_t>(options_.max_inputs));

@@ -25,6 +25,9 @@ constexpr TaskText kTaskTable[] = {
     {ModelTask::kSparse,
      "a sparse embedding model (SPLADE)",
      {"/embed_sparse", R"({"inputs": "What is Petal?"})"}},
+    {ModelTask::kMultiVector,
+     "a multi-vector model (ColBERT: one vector per token)",
+     {"/embed_all", R"({"inputs": "What is Petal?", "input_type": "query"})"}},
 };
 
 const TaskText& Row(ModelTask task) {

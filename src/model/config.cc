@@ -8,6 +8,7 @@
 
 #include "common/file_util.h"
 #include "model/config_fields.h"
+#include "model/multivector_config.h"
 #include "model/registry.h"
 #include "model/task_config.h"
 
@@ -51,6 +52,8 @@ const char* ModelTaskName(ModelTask t) {
       return "classify";
     case ModelTask::kSparse:
       return "sparse";
+    case ModelTask::kMultiVector:
+      return "multivector";
   }
   return "?";
 }
@@ -227,6 +230,7 @@ Status ApplySentenceTransformers(const std::string& dir, ModelConfig& c, bool* h
   simdjson::dom::parser parser;
   const std::string modules_path = JoinPath(dir, "modules.json");
   std::string pooling_dir;
+  std::vector<std::string> dense_paths;  // Dense modules: a multi-vector model's projection
   if (FileExists(modules_path)) {
     PETAL_ASSIGN_OR_RETURN(std::string text, ReadFile(modules_path));
     simdjson::dom::array mods;
@@ -245,10 +249,16 @@ Status ApplySentenceTransformers(const std::string& dir, ModelConfig& c, bool* h
         continue;
       }
       if (type.find("Pooling") != std::string_view::npos) pooling_dir = std::string(path);
+      if (type.find("Dense") != std::string_view::npos) dense_paths.emplace_back(path);
       if (type.find("Normalize") != std::string_view::npos) c.normalize = true;
     }
   }
   *has_pooling = !pooling_dir.empty();
+  if (!dense_paths.empty() && !pooling_dir.empty()) {
+    // A Dense layer on the pooled vector changes every embedding; Petal does not run it.
+    return Unimplemented(modules_path + ": a Dense module ('" + dense_paths[0] +
+                         "') after pooling is not served");
+  }
   if (!pooling_dir.empty()) {
     if (pooling_dir.find("..") != std::string::npos) {
       return InvalidArgument(modules_path + ": pooling path '" + pooling_dir +
@@ -308,6 +318,8 @@ Status ApplySentenceTransformers(const std::string& dir, ModelConfig& c, bool* h
       return f.Unsupported("default_prompt_name", "names no entry of 'prompts'");
     }
   }
+  // Dense modules without pooling: a ColBERT / PyLate late-interaction model.
+  if (!dense_paths.empty()) PETAL_RETURN_IF_ERROR(internal::ReadMultiVector(dir, dense_paths, c));
   return Status::Ok();
 }
 
@@ -335,6 +347,9 @@ Status ApplyPetalConfig(const std::string& dir, ModelConfig& c) {
   if (f.Has("max_seq_length")) {
     PETAL_ASSIGN_OR_RETURN(int m, f.Int("max_seq_length"));
     if (m > 0) c.max_seq_length = std::min(m, c.max_position_embeddings - c.position_offset);
+  }
+  if (f.Has("task") && c.task == ModelTask::kMultiVector) {
+    return f.Unsupported("task", "does not apply: modules.json makes this a multi-vector model");
   }
   if (f.Has("task")) {
     const std::string t = f.StrOr("task", "");

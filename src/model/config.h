@@ -25,8 +25,10 @@ enum class Int8Mode { kLinear, kTanh };
 // (rankers: cross-encoders and LM rerankers; docs/models.md "Ranking models"), or one logit per
 // class (sequence classifiers with num_labels > 1: sentiment, NLI, ...; "Sequence classifiers"),
 // or a vocabulary-sized sparse vector (SPLADE: a BERT masked-LM head, max over tokens of
-// log(1 + relu(logits)); "Sparse embeddings").
-enum class ModelTask { kEmbed, kScore, kClassify, kSparse };
+// log(1 + relu(logits)); "Sparse embeddings"), or one vector per token (late interaction:
+// ColBERT / PyLate, the encoder's token states through the model's Dense projection,
+// L2-normalised per token; "Multi-vector models").
+enum class ModelTask { kEmbed, kScore, kClassify, kSparse, kMultiVector };
 // How a classifier's class probabilities are made from its logits: softmax over the classes
 // (config.json problem_type single_label_classification, or none), or an independent sigmoid per
 // class (multi_label_classification).
@@ -51,9 +53,41 @@ const char* ArchitectureName(Architecture a);
 const char* PoolingModeName(PoolingMode p);
 const char* AttentionMaskName(AttentionMask m);
 const char* Int8ModeName(Int8Mode m);
-const char* ModelTaskName(ModelTask t);              // "embed", "score", "classify", "sparse"
+// "embed", "score", "classify", "sparse", "multivector"
+const char* ModelTaskName(ModelTask t);
 const char* ClassActivationName(ClassActivation a);  // "softmax", "sigmoid"
 const char* ScoreHeadName(ScoreHead h);
+
+// One sentence-transformers Dense module of a multi-vector model (its folder's config.json and
+// model.safetensors): out = x W^T (+ b), identity activation, applied to every token's state.
+struct DenseModule {
+  std::string path;  // the module's folder, relative to the model folder (e.g. "1_Dense")
+  int in_features = 0;
+  int out_features = 0;
+  bool bias = false;
+};
+
+// A late-interaction (ColBERT / PyLate) model's input and output rules, from
+// config_sentence_transformers.json (PyLate's keys; defaults are PyLate's) and the tokenizer
+// (docs/models.md "Multi-vector models"). A prefix id is inserted after the first token;
+// queries are padded with mask tokens up to query_length when do_query_expansion is on.
+struct MultiVectorConfig {
+  std::vector<DenseModule> dense;                     // modules.json order; at least one
+  std::string query_prefix, document_prefix;          // "" = none
+  int query_prefix_id = -1, document_prefix_id = -1;  // -1 = none
+  int query_length = 32;      // tokens of a query, prefix included (expansion pads to it)
+  int document_length = 180;  // longest document, prefix included
+  bool do_query_expansion = true;
+  // false (PyLate's default): expansion tokens attend to the text, but no token attends to them
+  // (their keys are masked); the engine treats a sequence's trailing run of mask_token_id as
+  // expansion tokens.
+  bool attend_to_expansion_tokens = false;
+  int mask_token_id = -1;
+  // Token ids left out of a document's vectors (PyLate's skiplist_words, by default every
+  // ASCII punctuation character, through the tokenizer's vocabulary; a word outside it maps to
+  // the unknown token, as transformers' convert_tokens_to_ids does). Sorted, unique.
+  std::vector<int32_t> skiplist_ids;
+};
 
 struct ModelConfig {
   std::string model_dir;
@@ -108,6 +142,8 @@ struct ModelConfig {
   // made (problem_type).
   std::vector<std::string> labels;
   ClassActivation class_activation = ClassActivation::kSoftmax;
+  // Multi-vector models (task kMultiVector); score_outputs is then the projection's output size.
+  MultiVectorConfig multivector;
   // Where the task came from, for `petal info` and logs (e.g. "config.json 'architectures'",
   // "folder name contains 'reranker'", "petal_config.json 'task'").
   std::string task_source;
@@ -115,8 +151,8 @@ struct ModelConfig {
   // Whether the engine runs a head after pooling (rankers and classifiers): its rows are then
   // score_outputs float32 logits, unnormalised, and the embedding options do not apply.
   bool HasHead() const { return task != ModelTask::kEmbed; }
-  // Values per sequence the engine returns: hidden_size for embedders, score_outputs for rankers
-  // and classifiers.
+  // Values per row the engine returns: hidden_size for embedders, score_outputs for rankers,
+  // classifiers and sparse models, and per token for multi-vector models.
   int OutputDim() const { return HasHead() ? score_outputs : hidden_size; }
 
   // Parameter count implied by the shapes (embeddings included).

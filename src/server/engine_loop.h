@@ -49,16 +49,22 @@ struct EmbedJob {
   // span: start, end relative to its sequence, and Batch::pool_spans flags; one row per span.
   std::vector<int32_t> cu_spans;
   std::vector<int32_t> spans;
+  // A multi-vector model's request: one output row per token (the engine's per-token vectors),
+  // no spans.
+  bool per_token = false;
   wire::OutputFormat format;
   Clock::time_point deadline = Clock::time_point::max();
   // The request's server span (invalid: not traced); the loop records its "queue wait" and
   // "engine step" spans as children.
   trace::SpanContext trace;
   int num_seqs() const { return static_cast<int>(cu_seqlens.size()) - 1; }
-  // Output rows: one per span, or one per sequence without spans.
-  int num_rows() const { return cu_spans.empty() ? num_seqs() : cu_spans.back(); }
-  int rows_of(int seq) const { return cu_spans.empty() ? 1 : cu_spans[seq + 1] - cu_spans[seq]; }
-  int first_row(int seq) const { return cu_spans.empty() ? seq : cu_spans[seq]; }
+  // Output rows: one per token (per_token), one per span, or one per sequence without spans.
+  const std::vector<int32_t>& row_offsets() const { return per_token ? cu_seqlens : cu_spans; }
+  int num_rows() const { return row_offsets().empty() ? num_seqs() : row_offsets().back(); }
+  int rows_of(int seq) const {
+    return row_offsets().empty() ? 1 : row_offsets()[seq + 1] - row_offsets()[seq];
+  }
+  int first_row(int seq) const { return row_offsets().empty() ? seq : row_offsets()[seq]; }
 };
 
 struct EmbedResult {

@@ -22,8 +22,8 @@ Status ParseSpans(const v1::EmbedRequest& req, const ModelConfig& config,
   }
   if (config.HasHead())
     return InvalidArgument(
-        "span_counts: pooling spans are for embedding models, not ranking models or "
-        "classifiers");
+        "span_counts: pooling spans are for embedding models, not ranking models, classifiers "
+        "or multi-vector models");
   const int n = static_cast<int>(cu.size()) - 1;
   if (req.span_counts_size() != n) {
     return InvalidArgument("span_counts: " + Num(req.span_counts_size()) + " entries for " +
@@ -101,7 +101,21 @@ StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig
   if (job.format.dtype == wire::OutputDType::kInt8 && config.int8_mode == Int8Mode::kTanh) {
     job.format.dtype = wire::OutputDType::kInt8Tanh;
   }
-  if (config.HasHead()) {
+  if (config.task == ModelTask::kMultiVector) {
+    // One L2-normalised vector per token (normalised by the engine): any output type, full
+    // dimensions only.
+    if (opts.dimensions() != 0 || opts.normalize() == v1::NORMALIZE_FALSE ||
+        job.format.dtype == wire::OutputDType::kInt8Tanh) {
+      return InvalidArgument(
+          "options: this model is a multi-vector (ColBERT) model (it returns one L2-normalised "
+          "vector of " +
+          std::to_string(config.score_outputs) +
+          " values per token); dimensions, NORMALIZE_FALSE and INT8_TANH do not apply");
+    }
+    job.format.dims = config.score_outputs;
+    job.format.normalize = false;
+    job.per_token = true;
+  } else if (config.HasHead()) {
     // A ranking model or classifier returns its logits as float32; the embedding options do not
     // apply.
     if (job.format.dtype != wire::OutputDType::kFloat32 || opts.dimensions() != 0 ||
@@ -130,6 +144,8 @@ StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig
     job.format.dims =
         opts.dimensions() == 0 ? config.hidden_size : static_cast<int>(opts.dimensions());
   }
+  // A ranking model, classifier or multi-vector model takes the NORMALIZE_FALSE path: its rows
+  // leave the codec as the engine wrote them.
   switch (config.HasHead() ? static_cast<int>(v1::NORMALIZE_FALSE)
                            : static_cast<int>(opts.normalize())) {
     case v1::NORMALIZE_DEFAULT:

@@ -184,3 +184,39 @@ TEST(JobFromRequest, PoolingSpans) {
 
 }  // namespace
 }  // namespace petal::server
+
+namespace petal::server {
+namespace {
+
+// A multi-vector (ColBERT) model's job: one row per token, any dtype, full dimensions only.
+TEST(JobFromRequest, MultiVectorJobsHaveOneRowPerToken) {
+  ModelConfig c = CrossEncoder();
+  c.task = ModelTask::kMultiVector;
+  c.score_head = ScoreHead::kNone;
+  c.score_outputs = 24;
+  auto job = JobFromRequest(wire::MakeEmbedRequest({{1, 2, 3}, {4, 5}}), c);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_TRUE(job->per_token);
+  EXPECT_EQ(job->num_rows(), 5);
+  EXPECT_EQ(job->rows_of(0), 3);
+  EXPECT_EQ(job->first_row(1), 3);
+  EXPECT_EQ(job->format.dims, 24);
+  EXPECT_FALSE(job->format.normalize);
+  v1::EmbedOptions o;
+  o.set_dtype(v1::DTYPE_BINARY);
+  auto binary = JobFromRequest(wire::MakeEmbedRequest({{1, 2}}, o), c);
+  ASSERT_TRUE(binary.ok()) << binary.status().ToString();
+  EXPECT_EQ(binary->format.dtype, wire::OutputDType::kBinary);
+  o.Clear();
+  o.set_dimensions(8);
+  auto dims = JobFromRequest(wire::MakeEmbedRequest({{1, 2}}, o), c);
+  ASSERT_FALSE(dims.ok());
+  EXPECT_EQ(dims.status().message().rfind("options: this model is a multi-vector", 0), 0u)
+      << dims.status().message();
+  o.Clear();
+  o.set_normalize(v1::NORMALIZE_FALSE);
+  EXPECT_FALSE(JobFromRequest(wire::MakeEmbedRequest({{1, 2}}, o), c).ok());
+}
+
+}  // namespace
+}  // namespace petal::server

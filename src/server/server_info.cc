@@ -37,7 +37,13 @@ void FillModelInfo(const Engine& engine, const EngineLoopOptions& loop,
   resp->set_max_queue_tokens(loop.max_queue_tokens);
   resp->set_max_queue_requests(loop.max_queue_requests);
   resp->set_task(ModelTaskName(c.task));
-  if (c.task == ModelTask::kSparse) {
+  if (c.task == ModelTask::kMultiVector) {
+    resp->set_score_outputs(static_cast<uint32_t>(c.score_outputs));
+    for (auto t : {v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT16, v1::DTYPE_INT8, v1::DTYPE_BINARY,
+                   v1::DTYPE_UBINARY}) {
+      resp->add_dtypes(t);
+    }
+  } else if (c.task == ModelTask::kSparse) {
     resp->set_score_outputs(static_cast<uint32_t>(c.score_outputs));
     resp->set_score_head(ScoreHeadName(c.score_head));
     resp->add_dtypes(v1::DTYPE_FLOAT32);

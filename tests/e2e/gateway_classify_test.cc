@@ -271,7 +271,7 @@ TEST_P(GatewayClassify, BadBodiesNameTheFieldAndOtherRoutesAreRefused) {
       {"/rerank", "{\"query\":\"q\",\"texts\":[\"a\"]}", 400, "/rerank needs a ranking model",
        "model"},
       {"/v1/score", "{\"query\":\"q\",\"documents\":[\"a\"]}", 400,
-       "/v1/score needs an embedding model or a ranking model", "model"},
+       "/v1/score needs an embedding model, a ranking model or a multi-vector model", "model"},
   };
   for (const auto& k : cases) {
     auto r = c.Post(k.route, k.body);

@@ -41,6 +41,8 @@ struct Case {
   bool causal;
   std::vector<int> lens;
   int max_tokens, max_seqs;
+  // Per-sequence key lengths (AttentionParams::kv_lens; 0 = every key); empty: none.
+  std::vector<int32_t> kv = {};
 };
 
 // Runs the plan kernel on the emulator into `ws` and checks the work list: every query tile of
@@ -104,6 +106,7 @@ std::vector<uint16_t> Emulate(const Case& c, const std::vector<uint16_t>& qkv,
   p.head_dim = c.d;
   p.causal = kCausal;
   p.scale = 1.0f / std::sqrt(static_cast<float>(c.d));
+  p.kv_lens = c.kv.empty() ? nullptr : c.kv.data();
 
   auto* wsb = reinterpret_cast<char*>(ws.data());
   EmulatePlan(cu, num_seqs, c.max_seqs, c.max_tokens, Cfg::kBlockM, kCausal, wsb);
@@ -127,8 +130,9 @@ std::string CfgName() {
 }
 
 template <int D>
-void RunAllVariants(bool causal) {
-  Case c{4, 2, D, causal, {1, 17, 0, 64, 129, 3, 128}, 360, 9};
+void RunAllVariants(bool causal, std::vector<int32_t> kv = {}) {
+  Case c{4, 2, D, causal, {1, 17, 0, 64, 129, 3, 128}, 360, 9, kv};
+  if (!kv.empty()) c.kv.resize(c.max_seqs, 0);
   int tokens = 0;
   for (int l : c.lens) tokens += l;
   std::mt19937 rng(D + causal);
@@ -145,9 +149,14 @@ void RunAllVariants(bool causal) {
   std::vector<float> f(qkv.size());
   for (size_t i = 0; i < f.size(); ++i) f[i] = FromBf16(qkv[i]);
   std::vector<float> ref(static_cast<size_t>(tokens) * c.hq * c.d);
+  std::vector<int32_t> keys(c.lens.begin(), c.lens.end());  // the reference's: 0 means all
+  for (size_t s = 0; s < keys.size() && !c.kv.empty(); ++s) {
+    if (c.kv[s] > 0) keys[s] = std::min(keys[s], c.kv[s]);
+  }
   petal::cpu::Attention(f.data(), row, f.data() + c.hq * c.d, row, f.data() + (c.hq + c.hkv) * c.d,
                         row, ref.data(), cu.data(), static_cast<int>(c.lens.size()), c.hq, c.hkv,
-                        c.d, causal, 1.0f / std::sqrt(static_cast<float>(c.d)));
+                        c.d, causal, 1.0f / std::sqrt(static_cast<float>(c.d)),
+                        c.kv.empty() ? nullptr : keys.data());
 
   auto check = [&](auto cfg) {
     using Cfg = decltype(cfg);
@@ -156,7 +165,8 @@ void RunAllVariants(bool causal) {
     const std::vector<uint16_t> out =
         causal ? Emulate<Cfg, true>(c, qkv, cu, static_cast<int32_t>(c.lens.size()))
                : Emulate<Cfg, false>(c, qkv, cu, static_cast<int32_t>(c.lens.size()));
-    const std::string what = CfgName<Cfg>() + (causal ? " causal" : " bidir");
+    const std::string what =
+        CfgName<Cfg>() + (causal ? " causal" : " bidir") + (c.kv.empty() ? "" : " kv_lens");
     ASSERT_TRUE(emu::M().error.empty()) << what << ": " << emu::M().error;
     double err = 0.0, ref_max = 0.0, cos_min = 1.0;
     for (int64_t r = 0; r < static_cast<int64_t>(tokens) * c.hq; ++r) {
@@ -208,6 +218,14 @@ TEST(AttentionEmulation, HeadDim64) {
 TEST(AttentionEmulation, HeadDim128) {
   RunAllVariants<128>(false);
   RunAllVariants<128>(true);
+}
+// Key lengths (multi-vector query expansion): keys stop inside a tile, at a tile edge, at the
+// first token, or not at all (0); every query row is still computed.
+TEST(AttentionEmulation, KeyLengths) {
+  const std::vector<int32_t> kv = {1, 9, 0, 64, 100, 0, 65};
+  RunAllVariants<32>(false, kv);
+  RunAllVariants<64>(false, kv);
+  RunAllVariants<128>(false, kv);
 }
 
 }  // namespace

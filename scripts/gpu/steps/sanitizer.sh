@@ -14,7 +14,7 @@ run() {  # name binary filter [tools]
     [ "$rc" -eq 0 ] || status=1
   done
 }
-run ops ops_gpu_test 'OpsGpuTest.*:OpsGpuTest2.*:GemmGpuTest.UnalignedPointersAndGraphReplay'
+run ops ops_gpu_test 'OpsGpuTest.*:OpsGpuTest2.*:OpsGpuTest3.*:GemmGpuTest.UnalignedPointersAndGraphReplay'
 run attention attention_gpu_test 'ReferenceAttention.*:FlashAttention.SmallBatchUnderLargeCapacity:FlashAttention.CudaGraphReplayWithDifferentBatches:All/FlashVsCpu.MixedRaggedBatch/0'
 # cuDNN's kernels and the whole engine (graphs, ring slots, attention choice): memcheck only
 # (racecheck on NVIDIA's own kernels is not ours to fix and takes long).

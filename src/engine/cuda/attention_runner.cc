@@ -62,6 +62,7 @@ AttentionRunner::ShapeKey AttentionRunner::KeyOf(const AttentionParams& p) {
 
 Status AttentionRunner::Plan(const AttentionParams& p, cudaStream_t stream) {
   if (!flash_) return Status::Ok();
+  if (p.kv_lens != nullptr) return PlanRaggedAttention(p, workspace_.get(), stream);  // flash only
   auto it = choices_.find(KeyOf(p));
   const bool known = it != choices_.end();
   if (!known || it->second.backend == Backend::kFlash) {
@@ -152,6 +153,8 @@ StatusOr<AttentionRunner::Choice> AttentionRunner::Choose(const AttentionParams&
 
 Status AttentionRunner::Run(const AttentionParams& p, cudaStream_t stream) {
   if (!flash_) return LaunchReferenceAttention(p, stream);
+  // Key lengths (multi-vector query expansion): cuDNN's call does not take them.
+  if (p.kv_lens != nullptr) return RunWith(Backend::kFlash, p, stream);
   const ShapeKey key = KeyOf(p);
   auto it = choices_.find(key);
   if (it == choices_.end()) {

@@ -8,6 +8,7 @@
 
 #include "kernels/cuda/gemm.h"
 #include "model/fp8_scales.h"
+#include "model/multivector.h"
 
 namespace petal {
 namespace cuda {
@@ -74,6 +75,10 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
     return Unimplemented(model_dir +
                          ": sparse (SPLADE) models run on the CPU engine only (--backend cpu)");
   }
+  multivector_ = config_.task == ModelTask::kMultiVector;
+  // Key lengths only where expansion tokens must not be attended to: they keep cuDNN out.
+  multivector_keys_ = multivector_ && !config_.multivector.attend_to_expansion_tokens &&
+                      config_.multivector.mask_token_id >= 0;
   PETAL_ASSIGN_OR_RETURN(auto store, WeightStore::Open(model_dir));
   PETAL_RETURN_IF_ERROR(
       CheckCuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream"));
@@ -153,8 +158,10 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
   PETAL_RETURN_IF_ERROR(CheckCuda(cudaMemset(dev_inputs_, 0, in_ints * sizeof(int32_t)), "memset"));
   // Rows of hidden_size floats (embedders) or of OutputDim() logits (a classifier may have more
   // labels than hidden dimensions).
-  const size_t out_floats = static_cast<size_t>(std::max(seq_cap, row_cap)) *
-                            std::max(config_.hidden_size, config_.OutputDim());
+  // Multi-vector models: one row per token.
+  const int out_rows = std::max({seq_cap, row_cap, multivector_ ? opt.max_tokens : 0});
+  const size_t out_floats =
+      static_cast<size_t>(out_rows) * std::max(config_.hidden_size, config_.OutputDim());
   PETAL_RETURN_IF_ERROR(
       CheckCuda(cudaMalloc(&dev_pooled_, out_floats * sizeof(float)), "cudaMalloc pooled"));
   slots_ = std::vector<RingSlot>(std::max(1, opt.ring_slots));
@@ -172,9 +179,9 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
 }
 
 size_t CudaEngine::InputInts() const {
-  // token ids + token type ids + cu_seqlens + num_seqs + pooling spans
+  // token ids + token type ids + cu_seqlens + num_seqs + pooling spans + key lengths
   return 2 * static_cast<size_t>(options_.max_tokens) + buckets_.max_seqs + 1 + 1 +
-         static_cast<size_t>(Batch::kSpanInts) * buckets_.max_rows;
+         static_cast<size_t>(Batch::kSpanInts) * buckets_.max_rows + buckets_.max_seqs;
 }
 
 StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch) {
@@ -244,11 +251,21 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch
                 (span_ints - batch.pool_spans.size()) * sizeof(int32_t));
   }
 
+  // Multi-vector models: key lengths per sequence (0 = every key; padding sequences 0), always
+  // passed so that every captured graph reads them.
+  int32_t* h_keys = h_spans + static_cast<size_t>(Batch::kSpanInts) * buckets_.max_rows;
+  if (multivector_keys_) {
+    const std::vector<int32_t> keys = MultiVectorKeyLengths(config_, batch);
+    std::memset(h_keys, 0, S_pad * sizeof(int32_t));
+    if (!keys.empty()) std::memcpy(h_keys, keys.data(), S * sizeof(int32_t));
+  }
+
   int32_t* d = dev_inputs_;
   int32_t* d_types = d + options_.max_tokens;
   int32_t* d_cu = d_types + options_.max_tokens;
   int32_t* d_num = d_cu + buckets_.max_seqs + 1;
   int32_t* d_spans = d_num + 1;
+  int32_t* d_keys = d_spans + static_cast<size_t>(Batch::kSpanInts) * buckets_.max_rows;
   auto copy = [&](int32_t* dst, const int32_t* src, size_t n) {
     return CheckCuda(
         cudaMemcpyAsync(dst, src, n * sizeof(int32_t), cudaMemcpyHostToDevice, stream_), "H2D");
@@ -258,14 +275,17 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch
   if (s.ok()) s = copy(d_cu, h_cu, S_pad + 1);
   if (s.ok()) s = copy(d_num, h_num, 1);
   if (s.ok() && P > 0) s = copy(d_spans, h_spans, span_ints);
+  if (s.ok() && multivector_keys_) s = copy(d_keys, h_keys, S_pad);
   DeviceBatch db{d, d_types, d_cu, d_num, T_pad, S_pad, L_pad, d_spans, P_pad};
+  if (multivector_keys_) db.key_lengths = d_keys;
   if (s.ok()) {
     s = graphs_->Run({S_pad, T_pad, L_pad, P_pad}, stream_,
                      [&] { return model_->Forward(db, dev_pooled_, stream_); });
   }
   // Embedders return [S, hidden] pooled rows (with spans: [P, hidden]); ranking models and
   // classifiers [S, score_outputs] logits.
-  const int rows = batch.num_rows();
+  // Multi-vector models: [T, OutputDim()], one row per real token (padding tokens come last).
+  const int rows = multivector_ ? T : batch.num_rows();
   const size_t out_n = static_cast<size_t>(rows) * config_.OutputDim();
   if (s.ok()) {
     s = CheckCuda(cudaMemcpyAsync(slot.host_out, dev_pooled_, out_n * sizeof(float),

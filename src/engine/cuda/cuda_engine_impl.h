@@ -55,6 +55,9 @@ class CudaEngine final : public Engine {
   BucketPolicy buckets_;
   std::unique_ptr<GraphCache> graphs_;
   int64_t batches_ = 0, padded_tokens_ = 0, real_tokens_ = 0;
+  // A multi-vector (ColBERT) model: one output row per token, key lengths staged per batch.
+  bool multivector_ = false;
+  bool multivector_keys_ = false;  // ... whose expansion tokens are no token's keys
 };
 
 }  // namespace petal::cuda

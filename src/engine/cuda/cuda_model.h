@@ -61,6 +61,9 @@ struct DeviceBatch {
   // sequence). With spans, Forward writes [num_spans_host, hidden] rows (LaunchPoolSpans).
   const int32_t* pool_spans = nullptr;
   int num_spans_host = 0;
+  // Multi-vector models only: [max_seqs] key lengths (Batch::key_lengths; 0 = every key), at a
+  // fixed address; Forward then writes [num_tokens, OutputDim()] rows, one per token.
+  const int32_t* key_lengths = nullptr;
 };
 
 class CudaModel {
@@ -69,8 +72,8 @@ class CudaModel {
   virtual const ModelConfig& config() const = 0;
   // Enqueues the forward pass and pooling; writes [num_seqs_host, hidden] fp32 pooled (and, per
   // config, L2-normalised) embeddings to `pooled` (with pooling spans: [num_spans_host, hidden],
-  // each span pooled and normalised per its flags; embedding models only), or, for a ranking model, its score head's
-  // [num_seqs_host, score_outputs] fp32 logits (config().OutputDim() per row).
+  // each span pooled and normalised per its flags; embedding models only), or, for a ranking model,
+  // its score head's [num_seqs_host, score_outputs] fp32 logits (config().OutputDim() per row).
   virtual Status Forward(const DeviceBatch& batch, float* pooled, cudaStream_t stream) = 0;
   // Bytes of device memory held (weights + scratch), for stats.
   virtual size_t DeviceBytes() const = 0;

@@ -284,7 +284,8 @@ void RunItemScalar(const float* q, int q_stride, KeysT keys, const float* v, int
 
 void BlockedAttention(const float* q, int q_stride, const float* k, int k_stride, const float* v,
                       int v_stride, float* out, const int32_t* cu_seqlens, int num_seqs,
-                      int num_heads, int num_kv_heads, int head_dim, bool causal, float scale) {
+                      int num_heads, int num_kv_heads, int head_dim, bool causal, float scale,
+                      const int32_t* kv_lens) {
   const int group = num_heads / num_kv_heads, d = head_dim, out_stride = num_heads * d;
   // Work items: (sequence, kv head, query range). Each packs the keys and values its queries
   // see into its thread's buffers (kept hot in L2 for every query head of the group), so a
@@ -314,7 +315,9 @@ void BlockedAttention(const float* q, int q_stride, const float* k, int k_stride
 #pragma omp for schedule(dynamic, 1)
     for (int64_t it = 0; it < n_items; ++it) {
       const Item& w = items[it];
-      const int begin = cu_seqlens[w.seq], len = cu_seqlens[w.seq + 1] - begin;
+      const int begin = cu_seqlens[w.seq], seq_len = cu_seqlens[w.seq + 1] - begin;
+      // Keys: the first kv_lens[seq] tokens when given (queries are still all seq_len tokens).
+      const int len = kv_lens ? std::min(seq_len, kv_lens[w.seq]) : seq_len;
       const int kend = causal ? w.q1 : len, ld = (kend + 15) / 16 * 16;
       if (kt.size() < static_cast<size_t>(ld) * d) {
         kt.resize(static_cast<size_t>(ld) * d);

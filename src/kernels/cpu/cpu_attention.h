@@ -14,6 +14,7 @@ namespace petal::cpu {
 // differently): |difference| <= 1e-5 * max|v| in the tests.
 void BlockedAttention(const float* q, int q_stride, const float* k, int k_stride, const float* v,
                       int v_stride, float* out, const int32_t* cu_seqlens, int num_seqs,
-                      int num_heads, int num_kv_heads, int head_dim, bool causal, float scale);
+                      int num_heads, int num_kv_heads, int head_dim, bool causal, float scale,
+                      const int32_t* kv_lens = nullptr);
 
 }  // namespace petal::cpu

@@ -128,7 +128,7 @@ void WeightedRows(const float* p, int n, const float* v, int v_stride, int dim, 
 
 void Attention(const float* q, int q_stride, const float* k, int k_stride, const float* v,
                int v_stride, float* out, const int32_t* cu_seqlens, int num_seqs, int num_heads,
-               int num_kv_heads, int head_dim, bool causal, float scale) {
+               int num_kv_heads, int head_dim, bool causal, float scale, const int32_t* kv_lens) {
   const int group = num_heads / num_kv_heads;
   const int64_t items = static_cast<int64_t>(num_seqs) * num_heads;
   // One parallel region over every (sequence, head) pair: a region per sequence cost more in
@@ -154,7 +154,7 @@ void Attention(const float* q, int q_stride, const float* k, int k_stride, const
       }
       for (int i = 0; i < len; ++i) {
         const float* qi = q + static_cast<int64_t>(begin + i) * q_stride + h * head_dim;
-        const int kmax = causal ? i + 1 : len;
+        const int kmax = causal ? i + 1 : kv_lens ? std::min(len, kv_lens[s]) : len;
         std::fill(scores.begin(), scores.begin() + kmax, 0.0f);
         for (int d = 0; d < head_dim; ++d) {
           const float qd = qi[d];

@@ -38,10 +38,14 @@ void Rope(float* x, int row_stride, int heads, int head_dim, const int32_t* cu_s
 // Ragged multi-head attention with grouped-query heads (num_heads % num_kv_heads == 0).
 // q: [T, num_heads, d] with row stride q_stride; k, v: [T, num_kv_heads, d] with strides
 // k_stride / v_stride; out: [T, num_heads, d] contiguous. Each sequence attends only within
-// itself; causal restricts key j <= query i. softmax(q k^T * scale) v in fp32.
+// itself; causal restricts key j <= query i. softmax(q k^T * scale) v in fp32. kv_lens (null =
+// whole sequences; only without causal): per sequence, how many of its first tokens are keys
+// (1..length); every token is still a query (a multi-vector model's query expansion tokens,
+// which attend to the text while no token attends to them).
 void Attention(const float* q, int q_stride, const float* k, int k_stride, const float* v,
                int v_stride, float* out, const int32_t* cu_seqlens, int num_seqs, int num_heads,
-               int num_kv_heads, int head_dim, bool causal, float scale);
+               int num_kv_heads, int head_dim, bool causal, float scale,
+               const int32_t* kv_lens = nullptr);
 
 enum class Pooling { kMean = 0, kCls = 1, kLastToken = 2 };
 // out[s,:] = pool(hidden[cu_seqlens[s]:cu_seqlens[s+1], :]); optionally L2-normalised

@@ -14,6 +14,17 @@ int Clamp(int v, int n) { return std::min(std::max(v, 0), n - 1); }
 
 }  // namespace
 
+void L2NormalizeRows(const float* x, int rows, int dim, float* out) {
+  for (int r = 0; r < rows; ++r) {
+    const float* xr = x + static_cast<int64_t>(r) * dim;
+    float ss = 0.0f;
+    for (int j = 0; j < dim; ++j) ss += xr[j] * xr[j];
+    const float inv = 1.0f / std::max(std::sqrt(ss), 1e-12f);
+    float* o = out + static_cast<int64_t>(r) * dim;
+    for (int j = 0; j < dim; ++j) o[j] = xr[j] * inv;
+  }
+}
+
 void SeqInfo(const int32_t* cu_seqlens, int num_seqs, int rows, int32_t* seq_ids,
              int32_t* positions) {
   for (int t = 0; t < rows; ++t) {

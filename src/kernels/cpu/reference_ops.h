@@ -21,6 +21,10 @@ using RoundFn = float (*)(float);
 void SeqInfo(const int32_t* cu_seqlens, int num_seqs, int rows, int32_t* seq_ids,
              int32_t* positions);
 
+// cuda::LaunchNormalizeRows: out[r,:] = x[r,:] / max(||x[r,:]||, 1e-12) (the norm in fp32;
+// a multi-vector model's per-token normalisation, TokenProjection::Apply's last step).
+void L2NormalizeRows(const float* x, int rows, int dim, float* out);
+
 // cuda::LaunchEmbedding: out[t,:] = table[ids[t],:]; an id outside [0, vocab) gives zeros.
 void Embedding(const int32_t* ids, const float* table, int vocab, float* out, int rows, int dim);
 

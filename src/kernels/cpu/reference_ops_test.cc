@@ -277,3 +277,25 @@ TEST(ReferenceOps, DenseRowsMatchesFloat64WithAndWithoutTanh) {
 
 }  // namespace
 }  // namespace petal::cpu
+
+namespace petal::cpu {
+namespace {
+
+TEST(ReferenceOps, L2NormalizeRowsMatchesDoubleLoopAndKeepsZeroRows) {
+  const int rows = 5, dim = 24;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-3.f, 3.f);
+  std::vector<float> x(rows * dim), out(rows * dim);
+  for (float& v : x) v = u(rng);
+  std::fill(x.begin() + 2 * dim, x.begin() + 3 * dim, 0.0f);  // a zero row stays zero
+  L2NormalizeRows(x.data(), rows, dim, out.data());
+  for (int r = 0; r < rows; ++r) {
+    double ss = 0;
+    for (int j = 0; j < dim; ++j) ss += double{x[r * dim + j]} * x[r * dim + j];
+    const double norm = std::max(std::sqrt(ss), 1e-12);
+    for (int j = 0; j < dim; ++j) EXPECT_NEAR(out[r * dim + j], x[r * dim + j] / norm, 1e-6);
+  }
+}
+
+}  // namespace
+}  // namespace petal::cpu

@@ -54,6 +54,11 @@ struct AttentionParams {
   // backends whose launch is sized by the longest sequence (cuDNN) use it, so it is a capacity
   // field too: a graph captured with one value serves only batches within it.
   int max_seqlen = 0;
+  // DEVICE memory or nullptr (all keys): max_seqs entries, sequence s attends only to its first
+  // kv_lens[s] tokens (0: all of them) while every token is still a query; not with causal.
+  // A multi-vector model's query expansion tokens (cpu::Attention's kv_lens). Petal's flash and
+  // reference kernels take it; cuDNN does not (AttentionRunner then runs flash).
+  const int32_t* kv_lens = nullptr;
 };
 
 // Bytes of device workspace the plan needs for this capacity (any head_dim, causal or not).

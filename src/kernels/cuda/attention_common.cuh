@@ -35,7 +35,7 @@ struct WorkItem {
   int seq_begin;  // first token of the sequence in the packed batch
   int seq_len;    // tokens in the sequence (> 0)
   int q_row0;     // first query row of the tile, relative to seq_begin
-  int seq;        // sequence index (diagnostics only)
+  int seq;        // sequence index (AttentionParams::kv_lens; diagnostics)
 };
 static_assert(sizeof(WorkItem) == 16);
 
@@ -106,6 +106,7 @@ struct FlashArgs {
   bf16* out;
   const int* work_count;
   const WorkItem* work_items;
+  const int32_t* kv_lens;  // AttentionParams::kv_lens (nullptr: every key)
   int num_heads;
   int group;         // num_heads / num_kv_heads
   float scale_log2;  // softmax scale * log2(e): scores go through exp2
@@ -124,6 +125,7 @@ inline FlashArgs MakeFlashArgs(const AttentionParams& p, const void* workspace) 
   args.out = p.out;
   args.work_count = reinterpret_cast<const int*>(ws);
   args.work_items = reinterpret_cast<const WorkItem*>(ws + kItemsOffset);
+  args.kv_lens = p.kv_lens;
   args.num_heads = p.num_heads;
   args.group = p.num_heads / p.num_kv_heads;
   args.scale_log2 = p.scale * 1.4426950408889634f;  // log2(e): scores go through exp2

@@ -67,6 +67,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   const int head0 = (blockIdx.x - item_idx * head_groups) * Cfg::kHeadsPerCta;
   const int4 raw = reinterpret_cast<const int4*>(args.work_items)[item_idx];
   const int seq_begin = raw.x, len = raw.y, q0 = raw.z;
+  // Keys: the sequence's first kv_lens[s] tokens when given (0: all); queries: all len tokens.
+  int klen = len;
+  if (args.kv_lens != nullptr) {
+    const int kl = args.kv_lens[raw.w];
+    if (kl > 0) klen = min(kl, len);
+  }
   const int kv_head = head0 / args.group;  // the same for all heads of the CTA (group % kHPC == 0)
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -86,15 +92,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   bf16* sv = sk + 2 * Cfg::kKVElems;             // stage s at sv + s * kKVElems
 
   // Causal: keys past the tile's last query row are never visible to it.
-  const int kv_end = kCausal ? min(len, q0 + BM) : len;
+  const int kv_end = kCausal ? min(klen, q0 + BM) : klen;
   const int num_kv_tiles = (kv_end + BN - 1) / BN;  // >= 1 because q0 < len
 
 #pragma unroll
   for (int h = 0; h < Cfg::kHeadsPerCta; ++h) {
     LoadRows<Cfg, BM>(sq + h * BM * kStride, gq + h * D, args.q_stride, min(BM, len - q0), tid);
   }
-  LoadRows<Cfg, BN>(sk, gk, args.k_stride, min(BN, len), tid);
-  LoadRows<Cfg, BN>(sv, gv, args.v_stride, min(BN, len), tid);
+  LoadRows<Cfg, BN>(sk, gk, args.k_stride, min(BN, klen), tid);
+  LoadRows<Cfg, BN>(sv, gv, args.v_stride, min(BN, klen), tid);
   CpAsyncCommit();
 
   // This warp's kMT * 16 query rows, rows warp_row0 + 16 * mt + {g, g + 8} for m-tile mt (each
@@ -129,9 +135,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     if (j + 1 < num_kv_tiles) {  // prefetch the next K/V tile into the other stage
       const int next0 = (j + 1) * BN;
       LoadRows<Cfg, BN>(sk + (stage ^ 1) * Cfg::kKVElems, gk + next0 * args.k_stride, args.k_stride,
-                        min(BN, len - next0), tid);
+                        min(BN, klen - next0), tid);
       LoadRows<Cfg, BN>(sv + (stage ^ 1) * Cfg::kKVElems, gv + next0 * args.v_stride, args.v_stride,
-                        min(BN, len - next0), tid);
+                        min(BN, klen - next0), tid);
     }
     CpAsyncCommit();  // possibly empty, so the wait below always means "tile j has landed"
     CpAsyncWait<1>();
@@ -182,7 +188,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
       // Mask keys past the sequence end and, if causal, after the row (raw scores; the scale is
       // positive, so it commutes with max and is folded into the exp2 argument below).
-      const bool need_mask = (k0 + BN > len) || (kCausal && k0 + BN - 1 > warp_row0);
+      const bool need_mask = (k0 + BN > klen) || (kCausal && k0 + BN - 1 > warp_row0);
       if (need_mask) {
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt) {
@@ -192,7 +198,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
             for (int e = 0; e < 4; ++e) {
               const int col = k0 + nb * 8 + AccumCoord(lane, e).col;
               const int row = warp_row0 + mt * 16 + AccumCoord(lane, e).row;
-              if (col >= len || (kCausal && col > row)) s[mt][nb][e] = -INFINITY;
+              if (col >= klen || (kCausal && col > row)) s[mt][nb][e] = -INFINITY;
             }
           }
         }

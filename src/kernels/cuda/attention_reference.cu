@@ -44,7 +44,10 @@ __global__ void __launch_bounds__(kRefThreads)
       hi = mid;
   }
   const int begin = p.cu_seqlens[lo];
-  const int end = p.causal ? token + 1 : p.cu_seqlens[lo + 1];
+  int end = p.causal ? token + 1 : p.cu_seqlens[lo + 1];
+  if (p.kv_lens != nullptr && !p.causal && p.kv_lens[lo] > 0) {
+    end = min(end, begin + p.kv_lens[lo]);  // keys: the sequence's first kv_lens[lo] tokens
+  }
   const int d = p.head_dim, kvh = head / group;
 
   __shared__ float q[128];

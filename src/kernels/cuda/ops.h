@@ -193,6 +193,17 @@ struct GeluParams {
 };
 Status LaunchGelu(const GeluParams& p, cudaStream_t stream);
 
+// Multi-vector (ColBERT) token vectors: out[r, :] = x[r, :] / max(||x[r, :]||, 1e-12), fp32 math
+// and output from bf16 rows (cpu::L2NormalizeRows on the bf16 values). One warp per row; `rows`
+// sizes the grid (pass the bucket's token count under graph capture).
+struct NormalizeRowsParams {
+  const bf16* x = nullptr;  // [rows, dim]
+  float* out = nullptr;     // [rows, dim]
+  int rows = 0;
+  int dim = 0;
+};
+Status LaunchNormalizeRows(const NormalizeRowsParams& p, cudaStream_t stream);
+
 // ---- Pooling -----------------------------------------------------------------------------------
 // out[s, 0:out_dims] = pool(hidden[cu_seqlens[s]:cu_seqlens[s+1], 0:out_dims]) in fp32, then
 // optionally L2-normalised over those out_dims (x / max(||x||, 1e-12)): cpu::Pool on the

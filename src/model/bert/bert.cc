@@ -286,7 +286,8 @@ Status BertCpuModel::Forward(const Batch& batch, std::vector<float>* hidden) con
     cpu::Gemm(x.data(), lw.qkv_weight.data(), lw.qkv_bias.data(), qkv.data(), T, 3 * H, H);
     cpu::Attention(qkv.data(), 3 * H, qkv.data() + H, 3 * H, qkv.data() + 2 * H, 3 * H, ctx.data(),
                    batch.cu_seqlens.data(), S, c.num_heads, c.num_heads, d,
-                   /*causal=*/false, scale);
+                   /*causal=*/false, scale,
+                   batch.key_lengths.empty() ? nullptr : batch.key_lengths.data());
     cpu::Gemm(ctx.data(), lw.attn_out_weight.data(), lw.attn_out_bias.data(), proj.data(), T, H, H);
     // Post-norm residuals: x = LN(x + sublayer(x)).
     cpu::AddInPlace(x.data(), proj.data(), int64_t{T} * H);

@@ -101,7 +101,8 @@ class BertFastCpuModel final : public CpuModel {
       }
       cpu::BlockedAttention(qkv, 3 * H, qkv + H, 3 * H, qkv + 2 * H, 3 * H, ctx,
                             batch.cu_seqlens.data(), S, c.num_heads, c.num_heads, d,
-                            /*causal=*/false, scale);
+                            /*causal=*/false, scale,
+                            batch.key_lengths.empty() ? nullptr : batch.key_lengths.data());
       p.attn_out.Forward(ctx, T, proj);
       cpu::AddLayerNorm(x, proj, lw.attn_norm_gamma.data(), lw.attn_norm_beta.data(), c.norm_eps, T,
                         H, xb);

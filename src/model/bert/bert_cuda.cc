@@ -2,7 +2,11 @@
 // and Petal's kernels. Post-LN: h = LN(h + attn(h)); h = LN(h + ffn(h)). The residual add is
 // folded into the output GEMMs (their addend), and exact (erf) GELU runs as its own kernel
 // because cuBLASLt's GELU epilogue is the tanh approximation. Cross-encoders end in their
-// classification head (LaunchDenseRows on the pooled first token) instead of the pooled vector.
+// classification head (LaunchDenseRows on the pooled first token) instead of the pooled vector;
+// multi-vector (ColBERT) models end in their Dense projection on every token (GEMMs) and a
+// per-token L2 normalisation to fp32 (LaunchNormalizeRows), one row per token, and their query
+// expansion tokens reach attention as key lengths (DeviceBatch::key_lengths).
+#include <algorithm>
 #include <cmath>
 
 #include "engine/cuda/attention_runner.h"
@@ -13,6 +17,7 @@
 #include "kernels/cuda/score_ops.h"
 #include "model/bert/bert.h"
 #include "model/bert/bert_arch.h"
+#include "model/multivector.h"
 
 namespace petal::cuda {
 namespace {
@@ -28,6 +33,28 @@ class BertCudaModel final : public CudaModel {
   size_t DeviceBytes() const override { return bytes_; }
   std::map<std::string, double> Stats() const override { return KernelStats(*gemm_, attention_); }
   std::string Describe() const override { return DescribeKernels(*gemm_, attention_); }
+
+  // Multi-vector models: the Dense modules (bf16) and their bf16 outputs, [max_tokens, out] each.
+  Status InitProjection(const TokenProjection& proj) {
+    int widest = 0;
+    for (const TokenProjection::Layer& l : proj.layers()) {
+      ProjLayer d;
+      d.in = l.in;
+      d.out = l.out;
+      PETAL_ASSIGN_OR_RETURN(d.w, UploadBf16(l.weight));
+      if (!l.bias.empty()) {
+        PETAL_ASSIGN_OR_RETURN(d.b, UploadBf16(l.bias));
+      }
+      bytes_ += d.w.bytes() + d.b.bytes();
+      widest = std::max(widest, l.out);
+      proj_.push_back(std::move(d));
+    }
+    const size_t n = static_cast<size_t>(cap_.max_tokens) * widest;
+    PETAL_RETURN_IF_ERROR(proj_a_.Allocate(n));
+    PETAL_RETURN_IF_ERROR(proj_b_.Allocate(n));
+    bytes_ += TotalBytes(proj_a_, proj_b_);
+    return Status::Ok();
+  }
 
   Status Init(const BertWeights& w) {
     auto up = [&](DeviceBuffer<bf16>* dst, const std::vector<float>& src) -> Status {
@@ -121,6 +148,7 @@ class BertCudaModel final : public CudaModel {
     ap.causal = false;
     ap.max_seqlen = b.max_seq_len;
     ap.scale = 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
+    ap.kv_lens = b.key_lengths;  // multi-vector query expansion; null otherwise
     PETAL_RETURN_IF_ERROR(attention_.Plan(ap, stream));
 
     for (const auto& L : layers_) {
@@ -142,6 +170,7 @@ class BertCudaModel final : public CudaModel {
           {tmp_.get(), nullptr, L.ln2_g.get(), L.ln2_b.get(), config_.norm_eps, x_.get(), T, H},
           stream));
     }
+    if (!proj_.empty()) return ProjectTokens(T, pooled, stream);
     return Pool(b, x_.get(), pooled, stream);
   }
 
@@ -187,6 +216,19 @@ class BertCudaModel final : public CudaModel {
     out.out = config_.score_outputs;
     return LaunchDenseRows(out, stream);
   }
+  // Multi-vector models: every token's state through the Dense modules (bf16 GEMMs, fp32
+  // accumulation), then L2-normalised per token into `out` as fp32, [T, OutputDim()].
+  Status ProjectTokens(int T, float* out, cudaStream_t stream) {
+    const bf16* in = x_.get();
+    for (size_t i = 0; i < proj_.size(); ++i) {
+      const ProjLayer& l = proj_[i];
+      bf16* y = i % 2 == 0 ? proj_a_.get() : proj_b_.get();
+      PETAL_RETURN_IF_ERROR(gemm_->Run(
+          {in, l.w.get(), l.b.size() ? l.b.get() : nullptr, nullptr, y, T, l.out, l.in}, stream));
+      in = y;
+    }
+    return LaunchNormalizeRows({in, out, T, proj_.back().out}, stream);
+  }
   // A batch of only empty sequences: zeros, as the CPU engine gives.
   Status LaunchPoolOnly(const DeviceBatch& b, float* pooled, cudaStream_t stream) {
     PETAL_CUDA_CHECK(
@@ -201,6 +243,12 @@ class BertCudaModel final : public CudaModel {
   // Cross-encoders: the head's weights and its fp32 scratch, [max_seqs, H] each.
   DeviceBuffer<bf16> head_dense_w_, head_dense_b_, head_out_w_, head_out_b_;
   DeviceBuffer<float> cls_, mid_;
+  struct ProjLayer {
+    int in = 0, out = 0;
+    DeviceBuffer<bf16> w, b;
+  };
+  std::vector<ProjLayer> proj_;  // multi-vector models: the Dense modules
+  DeviceBuffer<bf16> proj_a_, proj_b_;
   std::vector<BertLayerDev> layers_;
   DeviceBuffer<bf16> x_, tmp_, qkv_, attn_, inter_;
   DeviceBuffer<int32_t> positions_;
@@ -215,6 +263,10 @@ StatusOr<std::unique_ptr<CudaModel>> CreateBertCudaModel(const ModelConfig& conf
   PETAL_ASSIGN_OR_RETURN(BertWeights w, LoadBertWeights(config, store));
   auto m = std::make_unique<BertCudaModel>(config, cap);
   PETAL_RETURN_IF_ERROR(m->Init(w));
+  if (config.task == ModelTask::kMultiVector) {
+    PETAL_ASSIGN_OR_RETURN(TokenProjection proj, TokenProjection::Load(config));
+    PETAL_RETURN_IF_ERROR(m->InitProjection(proj));
+  }
   return std::unique_ptr<CudaModel>(std::move(m));
 }
 

@@ -1,0 +1,226 @@
+// End-to-end test of the multi-vector routes on the ColBERT fixtures (tests/fixtures/colbert/):
+// two in-process CPU inference servers, a gateway with small chunks so that a request spreads
+// over both, real HTTP. /embed_all (queries and documents: every kept token's vector) and
+// /v1/score's MaxSim mode must give the float64 numpy reference's values (scripts/ref/
+// colbert_numpy.py): token cosine >= 0.99999, MaxSim within 1e-5; int8 token vectors keep the
+// shapes; bad options get 400 naming the field; other models' routes get 400 naming what the
+// model serves. Thread-safety: single-threaded test (the servers and gateway run their own
+// threads).
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <cmath>
+#include <thread>
+
+#include "../layouts/colbert_fixture.h"
+#include "common/file_util.h"
+#include "engine/engine_factory.h"
+#include "gateway/gateway.h"
+#include "gateway_test_util.h"
+#include "server/server.h"
+
+namespace petal::gateway {
+namespace {
+
+using petal::testing::ColbertGolden;
+using testing::HttpClient;
+
+struct Stack {
+  std::vector<server::EmbedServer*> servers;
+  Gateway* gateway = nullptr;
+  ColbertGolden golden;
+  ~Stack() {
+    delete gateway;
+    for (auto* s : servers) {
+      s->Shutdown(std::chrono::milliseconds(1000));
+      delete s;
+    }
+  }
+};
+
+std::unique_ptr<Stack> Start(const std::string& name) {
+  auto st = std::make_unique<Stack>();
+  st->golden = petal::testing::LoadColbertGolden(name);
+  const std::string dir = petal::testing::BuildColbertFolder(name, st->golden);
+  if (!FileExists(dir + "/tokenizer.json")) return nullptr;
+  GatewayOptions go;
+  for (int r = 0; r < 2; ++r) {
+    EngineOptions eo;
+    eo.backend = "cpu";
+    eo.cpu.precision = "fp32";
+    auto engine = CreateEngine(dir, eo);
+    EXPECT_TRUE(engine.ok()) << engine.status().ToString();
+    if (!engine.ok()) return nullptr;
+    server::ServerOptions so;
+    so.listen = "127.0.0.1:0";
+    auto srv = server::EmbedServer::Start(so);
+    EXPECT_TRUE(srv.ok());
+    if (!srv.ok()) return nullptr;
+    st->servers.push_back(std::move(srv).value().release());
+    st->servers.back()->AttachEngine(std::move(engine).value());
+    go.servers.push_back("127.0.0.1:" + std::to_string(st->servers.back()->port()));
+  }
+  go.model_dir = dir;
+  go.model_name = name;
+  go.listen = "127.0.0.1:0";
+  go.chunk = {2, 4096};  // two inputs per chunk: requests spread over both replicas
+  go.max_inputs = 9;
+  auto gw = Gateway::Start(go);
+  EXPECT_TRUE(gw.ok()) << gw.status().ToString();
+  if (!gw.ok()) return nullptr;
+  st->gateway = std::move(gw).value().release();
+  for (int i = 0; i < 200 && !st->gateway->replicas().AnyUp(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return st;
+}
+
+std::string Json(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+std::string Texts(const std::vector<petal::testing::ColbertSeq>& seqs) {
+  std::string out = "[";
+  for (size_t i = 0; i < seqs.size(); ++i) out += (i ? "," : "") + Json(seqs[i].text);
+  return out + "]";
+}
+
+// Checks an /embed_all answer against the golden sequences: one list per input, each token's
+// vector the reference's within cosine 0.99999.
+void CheckEmbedAll(const std::string& body, const std::vector<petal::testing::ColbertSeq>& want) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_FALSE(parser.parse(body).get(doc)) << body.substr(0, 200);
+  simdjson::dom::array inputs = doc.get_array().value();
+  ASSERT_EQ(inputs.size(), want.size());
+  double worst = 1;
+  size_t i = 0;
+  for (auto input : inputs) {
+    simdjson::dom::array tokens = input.get_array().value();
+    ASSERT_EQ(tokens.size(), want[i].vecs.size()) << "input " << i;
+    size_t t = 0;
+    for (auto tok : tokens) {
+      const auto& ref = want[i].vecs[t++];
+      double ab = 0, aa = 0, bb = 0;
+      size_t k = 0;
+      simdjson::dom::array values = tok.get_array().value();
+      for (auto x : values) {
+        const double v = x.get_double().value();
+        ab += v * ref[k], aa += v * v, bb += ref[k] * ref[k];
+        ++k;
+      }
+      ASSERT_EQ(k, ref.size());
+      worst = std::min(worst, ab / std::sqrt(aa * bb));
+    }
+    ++i;
+  }
+  EXPECT_GE(worst, 0.99999);
+}
+
+class GatewayColbert : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GatewayColbert, RoutesAnswerLikeTheReference) {
+  auto st = Start(GetParam());
+  if (!st) GTEST_SKIP() << "fixture or tokenizer unavailable";
+  HttpClient c(st->gateway->port());
+  const ColbertGolden& g = st->golden;
+  // Queries: the default input type (PyLate's encode default).
+  auto r = c.Post("/embed_all", "{\"inputs\":" + Texts(g.queries) + "}");
+  ASSERT_EQ(r.status, 200u) << r.body.substr(0, 300);
+  CheckEmbedAll(r.body, g.queries);
+  r = c.Post("/embed_all", "{\"inputs\":" + Texts(g.documents) + ",\"input_type\":\"document\"}");
+  ASSERT_EQ(r.status, 200u) << r.body.substr(0, 300);
+  CheckEmbedAll(r.body, g.documents);
+  // One text, not a list: still a list of inputs (TEI).
+  r = c.Post("/embed_all", "{\"inputs\":" + Json(g.queries[0].text) + "}");
+  ASSERT_EQ(r.status, 200u) << r.body.substr(0, 300);
+  CheckEmbedAll(r.body, {g.queries[0]});
+  // int8 token vectors: same shape, ints.
+  r = c.Post("/embed_all", "{\"inputs\":" + Json(g.documents[0].text) +
+                               ",\"input_type\":\"document\",\"output_dtype\":\"int8\"}");
+  ASSERT_EQ(r.status, 200u) << r.body.substr(0, 300);
+  {
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    ASSERT_FALSE(parser.parse(r.body).get(doc)) << r.body.substr(0, 200);
+    auto tokens = doc.at(0).get_array().value();
+    EXPECT_EQ(tokens.size(), g.documents[0].vecs.size());
+    int64_t v = 0;
+    EXPECT_FALSE(tokens.at(0).at(0).get_int64().get(v)) << r.body.substr(0, 200);
+  }
+  // MaxSim through /v1/score: every query against every document.
+  for (size_t q = 0; q < g.queries.size(); ++q) {
+    r = c.Post("/v1/score", "{\"query\":" + Json(g.queries[q].text) +
+                                ",\"documents\":" + Texts(g.documents) + "}");
+    ASSERT_EQ(r.status, 200u) << r.body;
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    ASSERT_FALSE(parser.parse(r.body).get(doc)) << r.body;
+    size_t n = 0;
+    simdjson::dom::array items = doc["data"].get_array().value();
+    for (auto item : items) {
+      const size_t index = static_cast<size_t>(item["index"].get_int64().value());
+      ASSERT_LT(index, g.documents.size());
+      EXPECT_NEAR(item["score"].get_double().value(), g.maxsim[q][index], 1e-5)
+          << "query " << q << " document " << index;
+      ++n;
+    }
+    EXPECT_EQ(n, g.documents.size());
+  }
+  // top_k: the best documents first.
+  r = c.Post("/v1/score", "{\"query\":" + Json(g.queries[0].text) +
+                              ",\"documents\":" + Texts(g.documents) + ",\"top_k\":2}");
+  ASSERT_EQ(r.status, 200u) << r.body;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_FALSE(parser.parse(r.body).get(doc));
+  auto data = doc["data"].get_array().value();
+  ASSERT_EQ(data.size(), 2u);
+  size_t best = 0;
+  for (size_t d = 1; d < g.documents.size(); ++d) {
+    if (g.maxsim[0][d] > g.maxsim[0][best]) best = d;
+  }
+  EXPECT_EQ(static_cast<size_t>(data.at(0)["index"].get_int64().value()), best);
+}
+
+TEST_P(GatewayColbert, BadOptionsAndOtherRoutesAreRefused) {
+  auto st = Start(GetParam());
+  if (!st) GTEST_SKIP() << "fixture or tokenizer unavailable";
+  HttpClient c(st->gateway->port());
+  struct Case {
+    std::string route, body;
+    unsigned status;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"/embed_all", R"({"inputs": "a", "dimensions": 8})", 400, "'dimensions' does not apply"},
+      {"/embed_all", R"({"inputs": "a", "normalize": false})", 400, "L2-normalised token"},
+      {"/embed_all", R"({"inputs": "a", "input_type": "passage"})", 400, "input_type"},
+      {"/embed_all", R"({"inputs": ""})", 400, "empty string"},
+      {"/embed_all", R"({"nope": 1})", 400, "'inputs' is required"},
+      {"/v1/score", R"({"query": "", "documents": ["a"]})", 400, "'query' is an empty string"},
+      {"/v1/embeddings", R"({"input": "a"})", 400, "is a multi-vector model"},
+      {"/embed", R"({"inputs": "a"})", 400, "/v1/score and /embed_all"},
+      {"/rerank", R"({"query": "a", "texts": ["b"]})", 400, "is a multi-vector model"},
+  };
+  for (const Case& k : cases) {
+    auto r = c.Post(k.route, k.body);
+    EXPECT_EQ(r.status, k.status) << k.route << " " << k.body << ": " << r.body;
+    EXPECT_NE(r.body.find(k.message), std::string::npos)
+        << k.route << " " << k.body << ": " << r.body;
+  }
+  auto info = c.Get("/info");
+  EXPECT_NE(info.body.find("\"task\":\"multivector\""), std::string::npos) << info.body;
+  EXPECT_NE(info.body.find("\"token_dim\":24"), std::string::npos) << info.body;
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, GatewayColbert,
+                         ::testing::Values("bert-colbert", "bert-colbert-attend"));
+
+}  // namespace
+}  // namespace petal::gateway

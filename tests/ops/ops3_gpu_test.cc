@@ -1,0 +1,117 @@
+// GPU op tests, part 3: the multi-vector (ColBERT) ops as harness cases (op_harness.h): per-row
+// L2 normalisation to fp32 (LaunchNormalizeRows against cpu::L2NormalizeRows) and ragged
+// attention with per-sequence key lengths (AttentionParams::kv_lens: query expansion tokens that
+// no token attends to), flash and reference kernels against cpu::Attention with kv_lens on the
+// same bf16 values. Tolerances: NormalizeRows as Pool (max_rel <= 1e-4, cosine >= 0.999999);
+// attention as part 1's attention cases (max_rel <= 2e-2, cosine >= 0.9999: bf16 P and output).
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/ops.h"
+#include "kernels/cpu/reference_ops.h"
+#include "kernels/cuda/attention.h"
+#include "kernels/cuda/ops.h"
+#include "op_harness.h"
+
+namespace petal::cuda::test {
+namespace {
+
+class OpsGpuTest3 : public GpuTest {};
+
+constexpr Tolerance kNormTol{1e-4, 0.999999};
+constexpr Tolerance kAttnTol{2e-2, 0.9999};
+
+TEST_F(OpsGpuTest3, NormalizeRows) {
+  uint64_t seed = 9100;
+  const std::pair<int, int> shapes[] = {{1, 24}, {16, 128}, {300, 128}, {77, 96}, {5, 1000}};
+  for (auto [rows, dim] : shapes) {
+    const auto x = RandomBf16(static_cast<size_t>(rows) * dim, seed++, -2.f, 2.f);
+    OpCase c;
+    c.op = "NormalizeRows";
+    c.shape = "rows=" + std::to_string(rows) + " dim=" + std::to_string(dim);
+    OpOutput o;
+    o.elem = Elem::kF32, o.rows = rows, o.cols = dim, o.tol = kNormTol;
+    c.outputs = {o};
+    c.gpu = [=](const std::vector<void*>& out) -> Status {
+      PETAL_ASSIGN_OR_RETURN(auto d_x, UploadBf16(x));
+      PETAL_RETURN_IF_ERROR(
+          LaunchNormalizeRows({d_x.get(), static_cast<float*>(out[0]), rows, dim}, 0));
+      return SyncDevice();
+    };
+    c.reference = [=] {
+      std::vector<float> ref(x.size());
+      cpu::L2NormalizeRows(x.data(), rows, dim, ref.data());
+      return std::vector<std::vector<float>>{ref};
+    };
+    EXPECT_TRUE(RunOpCase(c));
+  }
+}
+
+// Queries padded with expansion tokens: sequence s attends to its first kv[s] tokens (0: all).
+void RunKeyLengths(const std::vector<int>& lens, const std::vector<int32_t>& kv, int heads, int d,
+                   bool reference_kernel, uint64_t seed) {
+  const auto cu = CuSeqlens(lens);
+  const int tokens = cu.back(), seqs = static_cast<int>(lens.size());
+  const int stride = 3 * heads * d;
+  const auto qkv = RandomBf16(static_cast<size_t>(tokens) * stride, seed, -2.f, 2.f);
+  OpCase c;
+  c.op = reference_kernel ? "ReferenceAttention.kv_lens" : "RaggedAttention.kv_lens";
+  c.shape = Describe(lens) + " H" + std::to_string(heads) + " d" + std::to_string(d);
+  OpOutput o;
+  o.rows = tokens, o.cols = heads * d, o.tol = kAttnTol;
+  c.outputs = {o};
+  c.gpu = [=](const std::vector<void*>& out) -> Status {
+    PETAL_ASSIGN_OR_RETURN(auto d_qkv, UploadBf16(qkv));
+    PETAL_ASSIGN_OR_RETURN(auto d_cu, UploadInts(cu));
+    PETAL_ASSIGN_OR_RETURN(auto d_kv, UploadInts(kv));
+    AttentionParams p;
+    p.q = d_qkv.get();
+    p.k = d_qkv.get() + heads * d;
+    p.v = d_qkv.get() + 2 * heads * d;
+    p.q_stride = p.k_stride = p.v_stride = stride;
+    p.out = static_cast<bf16*>(out[0]);
+    p.cu_seqlens = d_cu.get();
+    p.max_tokens = tokens;
+    p.max_seqs = seqs;
+    p.num_heads = p.num_kv_heads = heads;
+    p.head_dim = d;
+    p.scale = 1.0f / std::sqrt(static_cast<float>(d));
+    p.kv_lens = d_kv.get();
+    if (reference_kernel) {
+      PETAL_RETURN_IF_ERROR(LaunchReferenceAttention(p, 0));
+    } else {
+      DeviceBuffer<uint8_t> ws;
+      PETAL_RETURN_IF_ERROR(ws.Allocate(AttentionWorkspaceBytes(tokens, seqs)));
+      PETAL_RETURN_IF_ERROR(LaunchRaggedAttention(p, ws.get(), 0));
+    }
+    return SyncDevice();
+  };
+  c.reference = [=] {
+    std::vector<float> ref(static_cast<size_t>(tokens) * heads * d);
+    std::vector<int32_t> keys(seqs);
+    for (int s = 0; s < seqs; ++s) keys[s] = kv[s] > 0 ? kv[s] : lens[s];
+    cpu::Attention(qkv.data(), stride, qkv.data() + heads * d, stride, qkv.data() + 2 * heads * d,
+                   stride, ref.data(), cu.data(), seqs, heads, heads, d, /*causal=*/false,
+                   1.0f / std::sqrt(static_cast<float>(d)), keys.data());
+    return std::vector<std::vector<float>>{ref};
+  };
+  EXPECT_TRUE(RunOpCase(c));
+}
+
+TEST_F(OpsGpuTest3, AttentionKeyLengths) {
+  uint64_t seed = 9300;
+  // ColBERT shapes: 32-token queries with 5..30 text tokens, documents (0: every key), a long
+  // sequence whose keys stop inside a tile and one whose keys stop at a tile edge.
+  const std::vector<int> lens = {32, 32, 180, 32, 300, 7, 64};
+  const std::vector<int32_t> kv = {9, 30, 0, 5, 200, 0, 64};
+  for (auto [heads, d] : {std::pair{12, 32}, std::pair{12, 64}, std::pair{16, 128}}) {
+    for (bool reference_kernel : {false, true}) {
+      RunKeyLengths(lens, kv, heads, d, reference_kernel, seed++);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace petal::cuda::test
