@@ -331,8 +331,7 @@ StatusOr<std::shared_ptr<server::LocalReplica>> StartLocalReplica(
     PETAL_RETURN_IF_ERROR(ResetCudaDevice(a.engine.cuda.device));
     return BuildEngine(a);
   };
-  return std::make_shared<server::LocalReplica>(std::move(engine), LoopOptions(a),
-                                                std::move(rebuild));
+  return server::LocalReplica::Create(std::move(engine), LoopOptions(a), std::move(rebuild));
 }
 
 }  // namespace petal::cli

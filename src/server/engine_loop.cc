@@ -6,6 +6,12 @@
 #include "common/log.h"
 
 namespace petal::server {
+namespace {
+thread_local bool t_on_loop_thread = false;  // set by the loop's own threads
+}  // namespace
+
+bool OnEngineLoopThread() { return t_on_loop_thread; }
+
 
 struct LoopRequest {
   EmbedJob job;
@@ -26,8 +32,14 @@ int64_t MicrosSince(Clock::time_point t, Clock::time_point now) {
 
 EngineLoop::EngineLoop(Engine* engine, EngineLoopOptions options, ServerMetrics* metrics)
     : engine_(engine), options_(options), metrics_(metrics) {
-  scheduler_ = std::thread([this] { SchedulerMain(); });
-  completer_ = std::thread([this] { CompletionMain(); });
+  scheduler_ = std::thread([this] {
+    t_on_loop_thread = true;
+    SchedulerMain();
+  });
+  completer_ = std::thread([this] {
+    t_on_loop_thread = true;
+    CompletionMain();
+  });
 }
 
 EngineLoop::~EngineLoop() { Shutdown(); }

@@ -106,6 +106,11 @@ struct QueueGauges {
   int inflight_batches = 0;
 };
 
+// True on the scheduler and completion threads of any EngineLoop (where callbacks run): code that
+// may drop the last reference to a loop's owner there must not destroy it in place (a thread
+// cannot join itself); LocalReplica::Create defers that to another thread.
+bool OnEngineLoopThread();
+
 class EngineLoop {
  public:
   // Starts the threads. `engine` and `metrics` must outlive the loop.

@@ -26,6 +26,20 @@ LocalReplica::LocalReplica(std::unique_ptr<Engine> engine, EngineLoopOptions opt
   core_ = MakeCore(std::move(engine));
 }
 
+std::shared_ptr<LocalReplica> LocalReplica::Create(std::unique_ptr<Engine> engine,
+                                                   EngineLoopOptions options,
+                                                   EngineBuilder rebuild) {
+  return std::shared_ptr<LocalReplica>(
+      new LocalReplica(std::move(engine), std::move(options), std::move(rebuild)),
+      [](LocalReplica* r) {
+        if (OnEngineLoopThread()) {
+          std::thread([r] { delete r; }).detach();
+        } else {
+          delete r;
+        }
+      });
+}
+
 LocalReplica::~LocalReplica() { Shutdown(); }
 
 std::shared_ptr<LocalReplica::Core> LocalReplica::MakeCore(std::unique_ptr<Engine> engine) {

@@ -40,7 +40,11 @@ using EngineBuilder = std::function<StatusOr<std::unique_ptr<Engine>>()>;
 class LocalReplica final : public wire::ReplicaTransport {
  public:
   // Serves `engine` through a new engine loop with `options`; SERVING at once. `rebuild` (may be
-  // empty) makes a replacement engine after a fault.
+  // empty) makes a replacement engine after a fault. Made through Create: a gateway keeps the
+  // transport alive from its calls' callbacks, so the last reference can drop on one of this
+  // replica's own loop threads, and Create's deleter then destroys it on a fresh thread.
+  static std::shared_ptr<LocalReplica> Create(std::unique_ptr<Engine> engine,
+                                              EngineLoopOptions options, EngineBuilder rebuild = {});
   LocalReplica(std::unique_ptr<Engine> engine, EngineLoopOptions options,
                EngineBuilder rebuild = {});
   ~LocalReplica() override;  // Shutdown()

@@ -20,6 +20,21 @@ namespace {
 using namespace testing;
 using namespace std::chrono_literals;
 
+// Forwards to a FakeEngine the test keeps (shared), so the engine's records outlive the replica,
+// which destroys its engines on Stop and after a fault.
+class SharedFake final : public Engine {
+ public:
+  explicit SharedFake(std::shared_ptr<server::FakeEngine> e) : e_(std::move(e)) {}
+  const ModelConfig& config() const override { return e_->config(); }
+  std::string backend() const override { return e_->backend(); }
+  StatusOr<std::unique_ptr<PendingEmbeddings>> Step(const Batch& batch) override {
+    return e_->Step(batch);
+  }
+
+ private:
+  std::shared_ptr<server::FakeEngine> e_;
+};
+
 // A LocalReplica over a FakeEngine, registered as "local:<name>"; each engine it builds (the
 // first and those after a fault) is recorded so a test can reach the current one.
 struct LocalFake {
@@ -28,7 +43,7 @@ struct LocalFake {
   server::FakeEngineOptions fo;
   std::shared_ptr<server::LocalReplica> replica;
   std::mutex mu;
-  std::vector<server::FakeEngine*> engines;  // owned by the replica (the last is current)
+  std::vector<std::shared_ptr<server::FakeEngine>> engines;  // every one built; the last is current
   std::atomic<int> built{0};
 
   LocalFake(std::string n, server::FakeEngineOptions f = {}, server::EngineLoopOptions l = {})
@@ -37,14 +52,14 @@ struct LocalFake {
   }
   ~LocalFake() { Stop(); }
   std::unique_ptr<Engine> Build() {
-    auto e = std::make_unique<server::FakeEngine>(fo);
+    auto e = std::make_shared<server::FakeEngine>(fo);
     std::lock_guard<std::mutex> lock(mu);
-    engines.push_back(e.get());
+    engines.push_back(e);
     built++;
-    return e;
+    return std::make_unique<SharedFake>(e);
   }
   void Start() {
-    replica = std::make_shared<server::LocalReplica>(
+    replica = server::LocalReplica::Create(
         Build(), loop, [this]() -> StatusOr<std::unique_ptr<Engine>> { return Build(); });
     wire::RegisterLocalReplica(name, replica);
   }
@@ -57,12 +72,12 @@ struct LocalFake {
   }
   server::FakeEngine* Current() {
     std::lock_guard<std::mutex> lock(mu);
-    return engines.back();
+    return engines.back().get();
   }
   uint64_t SequencesRun() {
     std::lock_guard<std::mutex> lock(mu);
     uint64_t n = 0;
-    for (auto* e : engines)
+    for (const auto& e : engines)
       for (const auto& b : e->batches()) n += b.num_seqs;
     return n;
   }
