@@ -10,6 +10,7 @@
 # client's totals (errors must be 0) and the serve log's fault/restart lines.
 # Results: $OUT/fault_drill/{load-*.json,drill.log}. ~1 min.
 set -uo pipefail
+# The health probe is the system curl, without the bundle's libraries (its libcurl breaks it).
 D="$OUT/fault_drill"
 mkdir -p "$D"
 M=/tmp/petal-models/0.6b-bidirectional-qwen3tok
@@ -25,7 +26,7 @@ for t in local unix; do
     --shutdown-grace-ms 2000 > "$log" 2>&1 &
   pid=$!
   up=0
-  for _ in $(seq 1 240); do curl -sf -o /dev/null http://127.0.0.1:$PORT/health && { up=1; break; }; sleep 0.25; done
+  for _ in $(seq 1 240); do env -u LD_LIBRARY_PATH curl -sf -o /dev/null http://127.0.0.1:$PORT/health && { up=1; break; }; sleep 0.25; done
   if ((up == 0)); then echo "serve ($t) did not start"; tail -5 "$log"; kill -9 $pid; rc=1; continue; fi
   timeout 30 python3 bench/http_load.py --url http://127.0.0.1:$PORT --clients 4 --words 511 --seconds 2 \
     --warmup 0 --timeout 20 > /dev/null 2>&1 || echo "warm-up load: exit $?"

@@ -10,6 +10,7 @@
 #     default limits (errors counted).
 # Results: $OUT/local_path/*.json and *.log, summary.md. ~6 min.
 set -uo pipefail
+# The health probe is the system curl, without the bundle's libraries (its libcurl breaks it).
 D="$OUT/local_path"
 mkdir -p "$D"
 M=/tmp/petal-models/0.6b-bidirectional-qwen3tok
@@ -29,7 +30,7 @@ for r in $(seq 1 "${LP_ROUNDS:-2}"); do
     petal serve --model $M --backend cuda --port $PORT --replica-transport $t > "$D/serve-$t-r$r.log" 2>&1 &
     pid=$!
     up=0
-    for _ in $(seq 1 600); do curl -sf -o /dev/null http://127.0.0.1:$PORT/health && { up=1; break; }; sleep 0.25; done
+    for _ in $(seq 1 600); do env -u LD_LIBRARY_PATH curl -sf -o /dev/null http://127.0.0.1:$PORT/health && { up=1; break; }; sleep 0.25; done
     if ((up == 0)); then echo "serve ($t) did not start"; tail -5 "$D/serve-$t-r$r.log"; kill $pid; rc=1; continue; fi
     for w in 127 511; do
       cc=1; [[ $w == 511 ]] && cc=1,16
