@@ -12,7 +12,6 @@ thread_local bool t_on_loop_thread = false;  // set by the loop's own threads
 
 bool OnEngineLoopThread() { return t_on_loop_thread; }
 
-
 struct LoopRequest {
   EmbedJob job;
   EmbedCallback done;

@@ -44,7 +44,8 @@ class LocalReplica final : public wire::ReplicaTransport {
   // transport alive from its calls' callbacks, so the last reference can drop on one of this
   // replica's own loop threads, and Create's deleter then destroys it on a fresh thread.
   static std::shared_ptr<LocalReplica> Create(std::unique_ptr<Engine> engine,
-                                              EngineLoopOptions options, EngineBuilder rebuild = {});
+                                              EngineLoopOptions options,
+                                              EngineBuilder rebuild = {});
   LocalReplica(std::unique_ptr<Engine> engine, EngineLoopOptions options,
                EngineBuilder rebuild = {});
   ~LocalReplica() override;  // Shutdown()

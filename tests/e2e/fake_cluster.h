@@ -1,13 +1,15 @@
 // Helpers for tests that put a gateway in front of in-process inference servers running the
 // deterministic FakeEngine (each row is a known function of its token ids, so every answer can
 // be checked against its own input): a replica that can be stopped and restarted on its port,
-// a gateway with test-friendly intervals, and distinct pre-tokenized inputs as JSON.
+// a gateway with test-friendly intervals, distinct pre-tokenized inputs as JSON, and a load of
+// clients that check every answer against their own input.
 // Thread-safety: FakeReplica and the gateway are driven by the test thread; the FakeEngine's
 // Hold/Release and the gateway's port may be used from any thread.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -107,5 +109,33 @@ inline bool RowsAreOwn(const std::string& body, const std::vector<std::vector<in
   }
   return true;
 }
+
+// Runs `clients` threads, each posting its own distinct request in a loop until `stop`; counts
+// answers that are 200 with exactly the client's own rows, and everything else.
+struct Load {
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0}, bad{0};
+  std::vector<std::thread> threads;
+  Load(uint16_t port, int clients, const server::FakeEngineOptions& fo) {
+    for (int t = 0; t < clients; ++t) {
+      threads.emplace_back([this, port, t, fo] {
+        HttpClient c(port);
+        for (int i = 0; !stop; ++i) {
+          std::vector<std::vector<int32_t>> seqs;
+          const std::string input = DistinctSequences(6 + (t + i) % 10, t * 1000 + i, &seqs);
+          auto r = c.Post("/v1/embeddings", "{\"input\":" + input + "}");
+          const bool good = r.status == 200 && RowsAreOwn(r.body, seqs, fo);
+          (good ? ok : bad)++;
+          if (!good)
+            ADD_FAILURE() << "client " << t << ": " << r.status << " " << r.body.substr(0, 200);
+        }
+      });
+    }
+  }
+  void Join() {
+    stop = true;
+    for (auto& t : threads) t.join();
+  }
+};
 
 }  // namespace petal::gateway::testing

@@ -91,33 +91,6 @@ class FaultInjectionLocal : public ::testing::Test {
   }
 };
 
-// `clients` threads posting distinct requests until Join(); counts exact answers and the rest.
-struct Load {
-  std::atomic<bool> stop{false};
-  std::atomic<int> ok{0}, bad{0};
-  std::vector<std::thread> threads;
-  Load(uint16_t port, int clients, const server::FakeEngineOptions& fo) {
-    for (int t = 0; t < clients; ++t) {
-      threads.emplace_back([this, port, t, fo] {
-        HttpClient c(port);
-        for (int i = 0; !stop; ++i) {
-          std::vector<std::vector<int32_t>> seqs;
-          const std::string input = DistinctSequences(6 + (t + i) % 10, t * 1000 + i, &seqs);
-          auto r = c.Post("/v1/embeddings", "{\"input\":" + input + "}");
-          const bool good = r.status == 200 && RowsAreOwn(r.body, seqs, fo);
-          (good ? ok : bad)++;
-          if (!good)
-            ADD_FAILURE() << "client " << t << ": " << r.status << " " << r.body.substr(0, 200);
-        }
-      });
-    }
-  }
-  void Join() {
-    stop = true;
-    for (auto& t : threads) t.join();
-  }
-};
-
 TEST_F(FaultInjectionLocal, ReplicaShutDownAndReplacedUnderLoad) {
   LocalFake a("fi-a"), b("fi-b");
   GatewayOptions go;

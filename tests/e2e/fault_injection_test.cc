@@ -26,34 +26,6 @@ class FaultInjection : public ::testing::Test {
   }
 };
 
-// Runs `clients` threads, each posting its own distinct request in a loop until `stop`; counts
-// answers that are 200 with exactly the client's own rows, and everything else.
-struct Load {
-  std::atomic<bool> stop{false};
-  std::atomic<int> ok{0}, bad{0};
-  std::vector<std::thread> threads;
-  Load(uint16_t port, int clients, const server::FakeEngineOptions& fo) {
-    for (int t = 0; t < clients; ++t) {
-      threads.emplace_back([this, port, t, fo] {
-        HttpClient c(port);
-        for (int i = 0; !stop; ++i) {
-          std::vector<std::vector<int32_t>> seqs;
-          const std::string input = DistinctSequences(6 + (t + i) % 10, t * 1000 + i, &seqs);
-          auto r = c.Post("/v1/embeddings", "{\"input\":" + input + "}");
-          const bool good = r.status == 200 && RowsAreOwn(r.body, seqs, fo);
-          (good ? ok : bad)++;
-          if (!good)
-            ADD_FAILURE() << "client " << t << ": " << r.status << " " << r.body.substr(0, 200);
-        }
-      });
-    }
-  }
-  void Join() {
-    stop = true;
-    for (auto& t : threads) t.join();
-  }
-};
-
 uint64_t SequencesRun(const FakeReplica& r) {
   uint64_t n = 0;
   for (const auto& b : r.engine->batches()) n += b.num_seqs;

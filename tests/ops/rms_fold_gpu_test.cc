@@ -142,14 +142,14 @@ TEST_F(RmsFoldGpuTest, ScaleColumns) {
   c.outputs = {o};
   c.gpu = [=](const std::vector<void*>& out) -> Status {
     PETAL_ASSIGN_OR_RETURN(auto d_g, UploadBf16(g));
-    PETAL_RETURN_IF_ERROR(LaunchScaleColumns({static_cast<bf16*>(out[0]), d_g.get(), rows, cols}, 0));
+    PETAL_RETURN_IF_ERROR(
+        LaunchScaleColumns({static_cast<bf16*>(out[0]), d_g.get(), rows, cols}, 0));
     return SyncDevice();
   };
   c.reference = [=] {
     std::vector<float> ref(w.size());
     for (int n = 0; n < rows; ++n)
-      for (int k = 0; k < cols; ++k)
-        ref[n * cols + k] = cpu::RoundBf16(w[n * cols + k] * g[k]);
+      for (int k = 0; k < cols; ++k) ref[n * cols + k] = cpu::RoundBf16(w[n * cols + k] * g[k]);
     return std::vector<std::vector<float>>{ref};
   };
   EXPECT_TRUE(RunOpCase(c));

@@ -206,9 +206,9 @@ Status LaunchRmsScaledQkv(const RmsScaledQkvParams& p, cudaStream_t stream) {
   if (q.positions && (!q.rope_table || q.rope_table_rows <= 0 || !IsAligned(q.rope_table, 8)))
     return BadArg(op, "rotary needs a rope_table (RopeTable) with rope_table_rows > 0");
   const size_t bytes = 2 * static_cast<size_t>(e);
-  for (const void* ptr : {static_cast<const void*>(q.qkv), static_cast<const void*>(p.bias),
-                          static_cast<const void*>(q.q_norm_weight),
-                          static_cast<const void*>(q.k_norm_weight)}) {
+  for (const void* ptr :
+       {static_cast<const void*>(q.qkv), static_cast<const void*>(p.bias),
+        static_cast<const void*>(q.q_norm_weight), static_cast<const void*>(q.k_norm_weight)}) {
     if (ptr && !IsAligned(ptr, bytes)) return BadArg(op, "pointers must fit head-vector accesses");
   }
   if (q.rows == 0) return Status::Ok();
