@@ -36,10 +36,12 @@ StatusOr<DenseModule> ReadDense(const std::string& dir, const std::string& path)
   std::string text;
   PETAL_ASSIGN_OR_RETURN(object obj, ReadObject(parser, p, &text));
   ConfigFields f(obj, p);
-  for (auto [key, value] : obj) {
+  for (auto field : obj) {
     static const char* kKnown[] = {"in_features",         "out_features",      "bias",
                                    "activation_function", "module_input_name", "module_output_name",
                                    "use_residual"};
+    // Not a structured binding: clang 14 (the fuzz preset) cannot capture one in the lambda.
+    const std::string_view key = field.key;
     if (std::none_of(std::begin(kKnown), std::end(kKnown),
                      [&](const char* k) { return key == k; })) {
       const std::string k(key);
