@@ -21,7 +21,7 @@ struct CudaEngineOptions {
   // Pooling spans per batch (late chunking; Batch::pool_spans): sizes the span buffer and the
   // result rows. Span counts are padded to a power of two like sequence counts (graph key).
   int max_rows = 2048;
-  int ring_slots = 4;      // batches in flight: un-waited handles; see ResultSlotsFor
+  int ring_slots = 4;  // batches in flight: un-waited handles; see ResultSlotsFor
   // Whole-model CUDA graphs, keyed by (sequence bucket, token bucket, longest-sequence bucket:
   // a power of two, at least token_bucket_small, which attention backends may size their launch
   // by). Token counts are padded

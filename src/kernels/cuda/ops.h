@@ -183,7 +183,6 @@ struct RmsScaledSiluMulParams {
 };
 Status LaunchRmsScaledSiluMul(const RmsScaledSiluMulParams& p, cudaStream_t stream);
 
-
 // Exact GELU (cpu::Gelu, erf form) over n values; out may alias x. Kept separate from the GEMM
 // because cuBLASLt's GELU epilogue is the tanh approximation (see gemm.h).
 struct GeluParams {
