@@ -1,5 +1,6 @@
 #include "gateway/embed_format.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "wire/codec.h"
@@ -90,6 +91,26 @@ StatusOr<std::vector<std::vector<float>>> DecodeRows(const ChunkedResult& r) {
     for (auto& row : part) rows.push_back(std::move(row));
   }
   return rows;
+}
+
+std::string ScoreListJson(std::vector<std::pair<size_t, double>> scores, size_t top_k,
+                          const std::string& model, int64_t tokens) {
+  if (top_k > 0) {
+    std::stable_sort(scores.begin(), scores.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    if (scores.size() > top_k) scores.resize(top_k);
+  }
+  JsonOut o;
+  o.Raw("{\"object\":\"list\",\"data\":[");
+  for (size_t i = 0; i < scores.size(); ++i) {
+    if (i) o.Raw(",");
+    o.Raw("{\"object\":\"score\",\"index\":").Int(static_cast<int64_t>(scores[i].first));
+    o.Raw(",\"score\":").Double(scores[i].second).Raw("}");
+  }
+  o.Raw("],\"model\":").Str(model);
+  o.Raw(",\"usage\":{\"prompt_tokens\":").Int(tokens);
+  o.Raw(",\"total_tokens\":").Int(tokens).Raw("}}");
+  return o.Take();
 }
 
 }  // namespace petal::gateway

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gateway/chunker.h"
@@ -38,5 +39,10 @@ void WriteRow(JsonOut* out, std::string_view row, OutputType t, bool base64);
 
 // Decodes every row to floats (int8 dequantised, binary as +-1) for scoring.
 StatusOr<std::vector<std::vector<float>>> DecodeRows(const ChunkedResult& r);
+
+// The /v1/score answer for (document index, score) pairs: sorted by score (stable) and cut to
+// top_k when top_k > 0, else in input order; shared by the cosine and MaxSim modes.
+std::string ScoreListJson(std::vector<std::pair<size_t, double>> scores, size_t top_k,
+                          const std::string& model, int64_t tokens);
 
 }  // namespace petal::gateway

@@ -33,22 +33,7 @@ StatusOr<std::string> ScoreJson(const ChunkedResult& r, const std::string& model
     scores.emplace_back(
         d - 1, wire::CosineSimilarity(q.data(), rows[d].data(), static_cast<int>(q.size())));
   }
-  if (top_k > 0) {
-    std::stable_sort(scores.begin(), scores.end(),
-                     [](const auto& a, const auto& b) { return a.second > b.second; });
-    if (scores.size() > top_k) scores.resize(top_k);
-  }
-  JsonOut o;
-  o.Raw("{\"object\":\"list\",\"data\":[");
-  for (size_t i = 0; i < scores.size(); ++i) {
-    if (i) o.Raw(",");
-    o.Raw("{\"object\":\"score\",\"index\":").Int(static_cast<int64_t>(scores[i].first));
-    o.Raw(",\"score\":").Double(scores[i].second).Raw("}");
-  }
-  o.Raw("],\"model\":").Str(model);
-  o.Raw(",\"usage\":{\"prompt_tokens\":").Int(tokens);
-  o.Raw(",\"total_tokens\":").Int(tokens).Raw("}}");
-  return o.Take();
+  return ScoreListJson(std::move(scores), top_k, model, tokens);
 }
 
 }  // namespace

@@ -232,22 +232,7 @@ void Gateway::MaxSimScore(ScoreParams sp, const ServedModel& m, Reply reply) {
             scores.emplace_back(s - 1,
                                 MaxSim(q.data(), q.size() / dim, d.data(), d.size() / dim, dim));
           }
-          if (top_k > 0) {
-            std::stable_sort(scores.begin(), scores.end(),
-                             [](const auto& a, const auto& b) { return a.second > b.second; });
-            if (scores.size() > top_k) scores.resize(top_k);
-          }
-          JsonOut o;
-          o.Raw("{\"object\":\"list\",\"data\":[");
-          for (size_t i = 0; i < scores.size(); ++i) {
-            if (i) o.Raw(",");
-            o.Raw("{\"object\":\"score\",\"index\":").Int(static_cast<int64_t>(scores[i].first));
-            o.Raw(",\"score\":").Double(scores[i].second).Raw("}");
-          }
-          o.Raw("],\"model\":").Str(model);
-          o.Raw(",\"usage\":{\"prompt_tokens\":").Int(tokens);
-          o.Raw(",\"total_tokens\":").Int(tokens).Raw("}}");
-          reply(MakeResponse(200, o.Take()));
+          reply(MakeResponse(200, ScoreListJson(std::move(scores), top_k, model, tokens)));
         });
       },
       trace::Current());
