@@ -9,31 +9,39 @@
 #     bench/http_load.py (the same scenarios), then 4 clients x 100 texts x 4096 words at the
 #     default limits (errors counted).
 # Results: $OUT/local_path/*.json and *.log, summary.md. ~6 min.
+# The same comparison for the CPU engine (issue 29 asks for MiniLM), on any machine with a built
+# petal on PATH: LP_MODEL=models/all-MiniLM-L6-v2 LP_BACKEND=cpu LP_WORDS="127 255" LP_BULK=0
+# OUT=... bash scripts/gpu/steps/local_path.sh
 set -uo pipefail
 # The health probe is the system curl, without the bundle's libraries (its libcurl breaks it).
 D="$OUT/local_path"
 mkdir -p "$D"
-M=/tmp/petal-models/0.6b-bidirectional-qwen3tok
+M="${LP_MODEL:-/tmp/petal-models/0.6b-bidirectional-qwen3tok}"
+B="${LP_BACKEND:-cuda}"
+WORDS="${LP_WORDS:-127 511}"
+LAST_W="${WORDS##* }"  # the longest: also run with 16 clients
 [[ -f $M/model.safetensors ]] || petal make-model --shape pplx-embed-v1-0.6b --attention bidirectional \
   --tokenizer models/tokenizers/qwen3/tokenizer.json --out $M >/dev/null
 SECS="${PETAL_BENCH_SECONDS:-3}"
 rc=0
 echo "== 1. engine"
-timeout 120 petal bench engine --model $M --backend cuda --max-batch-tokens 32768 --max-batch-seqs 128 \
-  --seconds $SECS --scenarios latency_1x128,latency_1x512,throughput_100x512 --out "$D/engine.json" \
+SC=latency_1x128,latency_1x512,throughput_100x512
+[[ $B == cpu ]] && SC=latency_1x128,latency_1x256,throughput_32x128
+timeout 300 petal bench engine --model $M --backend $B --max-batch-tokens 32768 --max-batch-seqs 128 \
+  --seconds $SECS --scenarios $SC --out "$D/engine.json" \
   > "$D/engine.log" 2>&1 || { tail -5 "$D/engine.log"; rc=1; }
 grep -E "latency|throughput" "$D/engine.log"
 PORT=18480
 for r in $(seq 1 "${LP_ROUNDS:-2}"); do
   for t in local unix; do
     echo "== 2. serve --replica-transport $t, round $r"
-    petal serve --model $M --backend cuda --port $PORT --replica-transport $t > "$D/serve-$t-r$r.log" 2>&1 &
+    petal serve --model $M --backend $B --port $PORT --replica-transport $t > "$D/serve-$t-r$r.log" 2>&1 &
     pid=$!
     up=0
     for _ in $(seq 1 600); do env -u LD_LIBRARY_PATH curl -sf -o /dev/null http://127.0.0.1:$PORT/health && { up=1; break; }; sleep 0.25; done
     if ((up == 0)); then echo "serve ($t) did not start"; tail -5 "$D/serve-$t-r$r.log"; kill $pid; rc=1; continue; fi
-    for w in 127 511; do
-      cc=1; [[ $w == 511 ]] && cc=1,16
+    for w in $WORDS; do
+      cc=1; [[ $w == "$LAST_W" ]] && cc=1,16
       timeout 120 petal bench http --gateway 127.0.0.1:$PORT --concurrency $cc --words $w --seconds $SECS \
         --warmup-seconds 1 --out "$D/http-$t-w$w-r$r.json" 2>&1 | grep -v curl | tee "$D/http-$t-w$w-r$r.log"
       timeout 120 python3 bench/http_load.py --url http://127.0.0.1:$PORT --clients $cc --words $w \
