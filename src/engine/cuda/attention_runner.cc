@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 
+#include "kernels/cuda/attention_internal.h"
 #include "kernels/cuda/gemm.h"
 
 namespace petal::cuda {
@@ -37,6 +39,8 @@ AttentionRunner::~AttentionRunner() = default;
 
 Status AttentionRunner::Init(const Capacity& cap, int head_dim) {
   mode_ = cap.attention;
+  const char* tv = std::getenv("PETAL_ATTN_VARIANTS");
+  tune_variants_ = tv == nullptr || std::string(tv) != "0";
   flash_ = head_dim == 32 || head_dim == 64 || head_dim == 128;
   if (!flash_) return Status::Ok();  // the reference kernel needs nothing
   PETAL_RETURN_IF_ERROR(workspace_.Allocate(AttentionWorkspaceBytes(cap.max_tokens, cap.max_seqs)));
@@ -65,8 +69,11 @@ Status AttentionRunner::Plan(const AttentionParams& p, cudaStream_t stream) {
   if (p.kv_lens != nullptr) return PlanRaggedAttention(p, workspace_.get(), stream);  // flash only
   auto it = choices_.find(KeyOf(p));
   const bool known = it != choices_.end();
-  if (!known || it->second.backend == Backend::kFlash) {
+  if (!known) {
     PETAL_RETURN_IF_ERROR(PlanRaggedAttention(p, workspace_.get(), stream));
+  } else if (it->second.backend == Backend::kFlash) {
+    const int v = it->second.variant >= 0 ? it->second.variant : DefaultFlashVariant(p);
+    PETAL_RETURN_IF_ERROR(PlanRaggedAttentionVariant(p, v, workspace_.get(), stream));
   }
   if (cudnn_ && (!known || it->second.backend == Backend::kCudnn)) {
     PETAL_RETURN_IF_ERROR(LaunchCudnnAttentionMeta(p, cudnn_meta_, stream));
@@ -85,9 +92,11 @@ Status AttentionRunner::EnsureCudnnWorkspace() {
   return Status::Ok();
 }
 
-Status AttentionRunner::RunWith(Backend b, const AttentionParams& p, cudaStream_t stream) {
+Status AttentionRunner::RunWith(Backend b, const AttentionParams& p, cudaStream_t stream,
+                                int variant) {
   switch (b) {
     case Backend::kFlash:
+      if (variant >= 0) return RunRaggedAttentionVariant(p, variant, workspace_.get(), stream);
       return RunRaggedAttention(p, workspace_.get(), stream);
     case Backend::kCudnn:
       return cudnn_->Run(p, p.max_seqlen > 0 ? p.max_seqlen : p.max_tokens, cudnn_meta_,
@@ -97,14 +106,72 @@ Status AttentionRunner::RunWith(Backend b, const AttentionParams& p, cudaStream_
   }
 }
 
+template <class F>
+StatusOr<double> AttentionRunner::TimeRuns(F&& f, cudaStream_t stream) {
+  cudaEvent_t ev[2];
+  PETAL_CUDA_CHECK(cudaEventCreate(&ev[0]));
+  PETAL_CUDA_CHECK(cudaEventCreate(&ev[1]));
+  Status s = f();  // warm-up (module load, caches)
+  if (s.ok()) s = Check(cudaEventRecord(ev[0], stream), "event");
+  for (int r = 0; r < kTimingReps && s.ok(); ++r) s = f();
+  if (s.ok()) s = Check(cudaEventRecord(ev[1], stream), "event");
+  if (s.ok()) s = Check(cudaEventSynchronize(ev[1]), "event sync");
+  float t = 0;
+  if (s.ok()) s = Check(cudaEventElapsedTime(&t, ev[0], ev[1]), "elapsed");
+  cudaEventDestroy(ev[0]);
+  cudaEventDestroy(ev[1]);
+  if (!s.ok()) return s;
+  return static_cast<double>(t) / kTimingReps;
+}
+
+StatusOr<int> AttentionRunner::ChooseFlashVariant(const AttentionParams& p, cudaStream_t stream,
+                                                  double* ms, double* default_ms) {
+  const int def = DefaultFlashVariant(p);
+  const int group = p.num_kv_heads > 0 ? p.num_heads / p.num_kv_heads : 0;
+  int best = def;
+  *ms = *default_ms = -1;
+  for (int v = 0; v < FlashVariantCount(p.head_dim); ++v) {
+    if (v != def && (!tune_variants_ || !FlashVariantSupports(p.head_dim, v, group))) continue;
+    PETAL_RETURN_IF_ERROR(PlanRaggedAttentionVariant(p, v, workspace_.get(), stream));
+    PETAL_ASSIGN_OR_RETURN(
+        double t,
+        TimeRuns([&] { return RunRaggedAttentionVariant(p, v, workspace_.get(), stream); },
+                 stream));
+    if (v == def) *default_ms = t;
+    if (*ms < 0 || t < *ms) {
+      *ms = t;
+      best = v;
+    }
+  }
+  // Leave the chosen variant's plan in the workspace for the runs that follow.
+  PETAL_RETURN_IF_ERROR(PlanRaggedAttentionVariant(p, best, workspace_.get(), stream));
+  return best;
+}
+
 StatusOr<AttentionRunner::Choice> AttentionRunner::Choose(const AttentionParams& p,
                                                           cudaStream_t stream) {
   Choice c;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto done = [&] {
+    tune_ms_ +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  const bool cudnn_only = cudnn_ && mode_ == AttentionMode::kCudnn;
+  if (!cudnn_only) {
+    auto v = ChooseFlashVariant(p, stream, &c.flash_ms, &c.default_flash_ms);
+    if (!v.ok()) {
+      // Timing failed: the default variant, re-planned, as before variant tuning.
+      c.note = "flash timing failed: " + v.status().message();
+      PETAL_RETURN_IF_ERROR(PlanRaggedAttention(p, workspace_.get(), stream));
+      return c;
+    }
+    c.variant = *v;
+  }
   if (!cudnn_) {
     c.note = cudnn_unavailable_.empty() ? "flash forced" : cudnn_unavailable_;
+    done();
     return c;
   }
-  const auto t0 = std::chrono::steady_clock::now();
   const int max_len = p.max_seqlen > 0 ? p.max_seqlen : p.max_tokens;
   Status prepared = cudnn_->Prepare(p, max_len);
   if (prepared.ok()) prepared = EnsureCudnnWorkspace();
@@ -112,42 +179,25 @@ StatusOr<AttentionRunner::Choice> AttentionRunner::Choose(const AttentionParams&
     c.note = prepared.message();
     std::fprintf(stderr, "petal: cuDNN attention unavailable for %d seqs x %d tokens: %s\n",
                  p.max_seqs, p.max_tokens, c.note.c_str());
+    if (cudnn_only) PETAL_RETURN_IF_ERROR(PlanRaggedAttention(p, workspace_.get(), stream));
+    done();
     return c;
   }
-  if (mode_ == AttentionMode::kCudnn) {
+  if (cudnn_only) {
     c.backend = Backend::kCudnn;
-    tune_ms_ +=
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    done();
     return c;
   }
-  // Time both on this batch; the plans for it were enqueued by Plan().
-  cudaEvent_t ev[2];
-  PETAL_CUDA_CHECK(cudaEventCreate(&ev[0]));
-  PETAL_CUDA_CHECK(cudaEventCreate(&ev[1]));
-  double ms[2] = {0, 0};
-  Status s;
-  for (int b = 0; b < 2 && s.ok(); ++b) {
-    const Backend backend = b == 0 ? Backend::kFlash : Backend::kCudnn;
-    s = RunWith(backend, p, stream);  // warm-up (module load, caches)
-    if (s.ok()) s = Check(cudaEventRecord(ev[0], stream), "event");
-    for (int r = 0; r < kTimingReps && s.ok(); ++r) s = RunWith(backend, p, stream);
-    if (s.ok()) s = Check(cudaEventRecord(ev[1], stream), "event");
-    if (s.ok()) s = Check(cudaEventSynchronize(ev[1]), "event sync");
-    float t = 0;
-    if (s.ok()) s = Check(cudaEventElapsedTime(&t, ev[0], ev[1]), "elapsed");
-    ms[b] = t / kTimingReps;
-  }
-  cudaEventDestroy(ev[0]);
-  cudaEventDestroy(ev[1]);
-  if (!s.ok()) {
-    c.note = "timing failed: " + s.message();
+  // cuDNN's metadata for this batch was enqueued by Plan().
+  auto t = TimeRuns([&] { return RunWith(Backend::kCudnn, p, stream); }, stream);
+  if (!t.ok()) {
+    c.note = "cudnn timing failed: " + t.status().message();
+    done();
     return c;
   }
-  c.flash_ms = ms[0];
-  c.cudnn_ms = ms[1];
-  c.backend = ms[1] < ms[0] ? Backend::kCudnn : Backend::kFlash;
-  tune_ms_ +=
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  c.cudnn_ms = *t;
+  if (c.cudnn_ms < c.flash_ms) c.backend = Backend::kCudnn;
+  done();
   return c;
 }
 
@@ -168,7 +218,7 @@ Status AttentionRunner::Run(const AttentionParams& p, cudaStream_t stream) {
     c.timed_tokens = p.max_tokens;
     it = choices_.emplace(key, std::move(c)).first;
   }
-  return RunWith(it->second.backend, p, stream);
+  return RunWith(it->second.backend, p, stream, it->second.variant);
 }
 
 std::string AttentionRunner::backend() const {
@@ -186,14 +236,16 @@ std::string AttentionRunner::backend() const {
 
 std::string AttentionRunner::DescribeChoices() const {
   std::string out;
-  char line[256];
+  char line[384];
   for (const auto& [k, c] : choices_) {
     const auto& [seqs, max_len, hq, hkv, d, causal] = k;
     std::snprintf(line, sizeof(line),
                   "  attention seqs=%d max_len=%d (timed at %d tokens) heads=%d/%d d=%d%s -> %s "
-                  "(flash %.4f ms, cudnn %.4f ms)%s%s\n",
+                  "(flash %s %.4f ms, default variant %.4f ms; cudnn %.4f ms)%s%s\n",
                   seqs, max_len, c.timed_tokens, hq, hkv, d, causal ? " causal" : "",
-                  Name(c.backend), c.flash_ms, c.cudnn_ms,
+                  Name(c.backend),
+                  c.variant >= 0 ? FlashVariantName(d, c.variant).c_str() : "default", c.flash_ms,
+                  c.default_flash_ms, c.cudnn_ms,
                   c.note.empty() ? "" : " note: ", c.note.c_str());
     out += line;
   }

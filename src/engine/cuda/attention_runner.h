@@ -6,7 +6,9 @@
 // (sequence bucket, longest-sequence bucket, heads, head dim, causal) times flash and
 // cuDNN on that very batch (layer 0 of an eager warm-up pass: GraphCache never captures a shape
 // before running it eagerly) and keeps the faster for every later batch of the shape, captured
-// graphs included. Shapes cuDNN refuses use flash; the reason is kept for Describe().
+// graphs included. Shapes cuDNN refuses use flash; the reason is kept for Describe(). The same
+// timing picks the flash kernel's tile variant (kernels/cuda/attention_internal.h) among those
+// that support the GQA group (PETAL_ATTN_VARIANTS=0: the default variant only, as before).
 //
 // Thread-safety: one engine thread. Timing synchronises the stream, so the first batch of a shape
 // is slower; never called during stream capture for an unseen shape (falls back to flash then).
@@ -55,13 +57,22 @@ class AttentionRunner {
                                                                // kv heads, d, causal
   struct Choice {
     Backend backend = Backend::kFlash;
-    double flash_ms = -1, cudnn_ms = -1;  // -1: not measured
+    int variant = -1;                     // flash tile variant; -1: DefaultFlashVariant
+    double flash_ms = -1, cudnn_ms = -1;  // -1: not measured (flash_ms: the chosen variant's)
+    double default_flash_ms = -1;         // the default variant's time, when others were timed
     std::string note;                     // why cuDNN was not used, if it was not
     int timed_tokens = 0;                 // token bucket of the batch it was timed on
   };
   static ShapeKey KeyOf(const AttentionParams& p);
   StatusOr<Choice> Choose(const AttentionParams& p, cudaStream_t stream);
-  Status RunWith(Backend b, const AttentionParams& p, cudaStream_t stream);
+  Status RunWith(Backend b, const AttentionParams& p, cudaStream_t stream, int variant = -1);
+  // Times the flash variants on this batch (each planned first) and leaves the fastest planned;
+  // its time in *ms. Variant -1 (the default) only, unless variant tuning is on.
+  StatusOr<int> ChooseFlashVariant(const AttentionParams& p, cudaStream_t stream, double* ms,
+                                   double* default_ms);
+  // Mean time of `reps` runs of f after one warm-up run, in ms.
+  template <class F>
+  StatusOr<double> TimeRuns(F&& f, cudaStream_t stream);
   Status EnsureCudnnWorkspace();
 
   AttentionMode mode_ = AttentionMode::kAuto;
@@ -72,6 +83,7 @@ class AttentionRunner {
   DeviceBuffer<uint8_t> cudnn_meta_storage_, cudnn_workspace_;
   CudnnAttentionMeta cudnn_meta_;
   std::map<ShapeKey, Choice> choices_;
+  bool tune_variants_ = true;  // PETAL_ATTN_VARIANTS (default 1)
   double tune_ms_ = 0;
 };
 
