@@ -11,7 +11,8 @@
 # Results: $OUT/local_path/*.json and *.log, summary.md. ~6 min.
 # The same comparison for the CPU engine (issue 29 asks for MiniLM), on any machine with a built
 # petal on PATH: LP_MODEL=models/all-MiniLM-L6-v2 LP_BACKEND=cpu LP_WORDS="127 255" LP_BULK=0
-# OUT=... bash scripts/gpu/steps/local_path.sh
+# OUT=... bash scripts/gpu/steps/local_path.sh. LP_TRANSPORTS (default "local unix") picks the
+# transports; the environment (e.g. PETAL_HTTP_DIRECT_REPLY=1) reaches `petal serve`.
 set -uo pipefail
 # The health probe is the system curl, without the bundle's libraries (its libcurl breaks it).
 D="$OUT/local_path"
@@ -33,7 +34,7 @@ timeout 300 petal bench engine --model $M --backend $B --max-batch-tokens 32768 
 grep -E "latency|throughput" "$D/engine.log"
 PORT=18480
 for r in $(seq 1 "${LP_ROUNDS:-2}"); do
-  for t in local unix; do
+  for t in ${LP_TRANSPORTS:-local unix}; do
     echo "== 2. serve --replica-transport $t, round $r"
     petal serve --model $M --backend $B --port $PORT --replica-transport $t > "$D/serve-$t-r$r.log" 2>&1 &
     pid=$!
