@@ -1,15 +1,16 @@
-// `petal serve`: the one-command deployment. Starts one `petal server` child process per replica
-// of each --model (re-executing this binary; several models share the machine and its GPUs, each
-// with its own replicas) listening on a Unix domain socket in a private temporary folder
-// (`--replica-transport unix`, the default: no TCP stack on the gateway-to-replica hop) or on a
-// loopback port (`tcp`), waits until each answers SERVING, then runs the
-// gateway in this process in front of them. With `--gpus all|N|LIST` there is one replica per
-// GPU, each child seeing only its GPU through CUDA_VISIBLE_DEVICES; `--replicas N` (any
-// backend) runs N replicas on whatever device the server picks, which is how CI exercises this
-// supervisor on the CPU engine. A replica that dies is restarted on its address (at
-// most once a second); SIGINT/SIGTERM stop the gateway first (no new requests; in-flight ones
-// finish), then the children, which drain themselves. `--replica-transport local` instead runs the
-// engines in this process (RunLocal; server/local_replica.h).
+// `petal serve`: the one-command deployment: the gateway and, per --model, its replicas, with
+// `--replicas N` (any backend) or `--gpus all|N|LIST` (one replica per GPU). How the gateway
+// reaches a replica (`--replica-transport`):
+//  - local: the replica's engine runs in this process (RunLocal; server/local_replica.h): no gRPC
+//    hop; a replica rebuilds its own engine after an engine fault; a crash ends the gateway too;
+//  - unix / tcp: one `petal server` child process per replica (re-executing this binary) on a Unix
+//    domain socket in a private temporary folder, or a loopback port; with --gpus each child sees
+//    only its GPU through CUDA_VISIBLE_DEVICES. A replica that dies is restarted on its address (at
+//    most once a second);
+//  - auto (the default): local, except when several CPU-engine replicas (or fake ones) would
+//    share this process: unix then, so that each keeps its own OpenMP threads.
+// SIGINT/SIGTERM stop the gateway first (no new requests; in-flight ones finish), then the
+// replicas, which drain themselves.
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -48,7 +49,7 @@ struct ServeArgs {
   int start_timeout_s = 600;
   int grace_ms = 30000;
   int port = -1;                   // overrides --listen's port
-  std::string transport = "unix";  // gateway-to-replica hop: unix (domain socket) or tcp
+  std::string transport = "auto";  // gateway-to-replica hop: auto, local, unix or tcp
 };
 
 // `petal server`'s flags for replica i of a model: engine, device, tracing, --server-arg.
@@ -116,7 +117,18 @@ bool StartLocals(ServeArgs& a, const std::vector<std::string>& gpus, Locals* loc
   return true;
 }
 
+// --replica-transport auto: local for GPU replicas and for a single engine, unix when several
+// CPU (or fake) engines would otherwise share one process.
+std::string AutoTransport(const ServeArgs& a) {
+  const bool gpu = !a.fake && (a.backend == "cuda" || (!a.gpus.empty() && a.gpus != "0") ||
+                               (a.backend == "auto" && CudaDeviceCount() > 0));
+  const size_t engines = static_cast<size_t>(a.replicas) * a.gateway.models.size();
+  return gpu || engines <= 1 ? "local" : "unix";
+}
+
 int RunServe(ServeArgs& a) {
+  if (a.transport == "auto") a.transport = AutoTransport(a);
+  Log("info", "replica transport", {{"transport", a.transport}});
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
@@ -284,10 +296,11 @@ std::function<int()> SetupServe(CLI::App* app) {
       ->capture_default_str();
   app->add_option("--port", a->port, "HTTP port (shorthand for --listen 127.0.0.1:PORT)");
   app->add_option("--replica-transport", a->transport,
-                  "Gateway-to-replica hop: unix (a server process per replica, gRPC over a domain "
-                  "socket in a private /tmp folder), tcp (the same over loopback ports) or local "
-                  "(engines in this process: no gRPC hop, no process isolation)")
-      ->check(CLI::IsMember({"unix", "tcp", "local"}))
+                  "Gateway-to-replica hop: local (engines in this process: no gRPC hop, no "
+                  "process isolation), unix (a server process per replica, gRPC over a domain "
+                  "socket in a private /tmp folder), tcp (the same over loopback ports) or auto "
+                  "(local, except unix for several CPU-engine replicas)")
+      ->check(CLI::IsMember({"auto", "local", "unix", "tcp"}))
       ->capture_default_str();
   AddTraceFlag(app, &a->otlp_endpoint);
   return [a] {

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Request tracing end to end: `petal serve --otlp-endpoint` (CPU engine, MiniLM) against a
-loopback OTLP/HTTP JSON collector.
+"""Request tracing end to end: `petal serve --otlp-endpoint --replica-transport unix` (CPU engine,
+MiniLM, a replica process, so the trace crosses processes) against a loopback OTLP/HTTP JSON
+collector. (With the default local transport the same spans come from one process, all with
+service petal-gateway.)
 
 Usage: tracing_test.py PETAL_BIN. One POST /v1/embeddings with a W3C `traceparent` must produce,
 all under the incoming trace id: the gateway's server span (parent: the incoming span id) with
@@ -35,7 +37,8 @@ def main():
     check = Checks()
 
     collector = Collector()
-    serve = PetalServe(sys.argv[1], ["--otlp-endpoint", collector.endpoint])
+    serve = PetalServe(sys.argv[1], ["--otlp-endpoint", collector.endpoint,
+                                     "--replica-transport", "unix"])
     try:
         status, body = post(serve.base, {"input": ["Hello, world", "traced request"]},
                             {"traceparent": "00-%s-%s-01" % (TRACE_ID, PARENT)})

@@ -3,8 +3,8 @@
 // A second test runs the same supervisor with two real CPU-engine replicas (the path `--gpus`
 // takes on a GPU machine, one replica per device) and checks that the gateway spreads requests
 // over both; a third runs two replicas in the gateway's process (`--replica-transport local`)
-// and compares their answers with a replica process's; a fourth checks that `--gpus` without a
-// GPU fails clearly. Needs
+// and compares their answers with a replica process's; a fourth checks what the default
+// transport (auto) picks; a fifth checks that `--gpus` without a GPU fails clearly. Needs
 // models/all-MiniLM-L6-v2 (skipped if absent).
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -67,7 +67,8 @@ TEST(GatewayServe, StartsReplicasServesAndStopsCleanly) {
     children.push_back(std::stoi((*it)[1]));
   }
   EXPECT_EQ(children.size(), 2u) << text;
-  // By default the replicas listen on Unix sockets in a private folder, removed on the way out.
+  // Several fake replicas: the default transport (auto) runs them as processes on Unix sockets in
+  // a private folder, removed on the way out.
   std::smatch sock;
   const bool unix_sockets =
       std::regex_search(text, sock, std::regex("servers=unix:(/tmp/petal-serve-[A-Za-z0-9]+)/"));
@@ -264,6 +265,31 @@ TEST(GatewayServe, LocalReplicasServeInProcess) {
   ASSERT_EQ(local.size(), 2u);
   ASSERT_EQ(process.size(), 2u);
   for (size_t i = 0; i < 2; ++i) EXPECT_GT(Cosine(local[i], process[i]), 0.999999);
+}
+
+// --replica-transport auto (the default): one CPU engine runs in the gateway's process; several
+// run as processes (the fake-engine test above).
+TEST(GatewayServe, AutoTransportRunsOneCpuEngineLocally) {
+  const std::string model = SourceDir() + "/models/all-MiniLM-L6-v2";
+  if (!FileExists(model + "/model.safetensors")) GTEST_SKIP() << model << " is missing";
+  const std::string log = ::testing::TempDir() + "/gateway_serve_auto.log";
+  auto [pid, port, exited] = StartServe(
+      {"--model", model, "--backend", "cpu", "--listen", "127.0.0.1:0", "--shutdown-grace-ms",
+       "1000"},
+      log);
+  ASSERT_GT(pid, 0);
+  ASSERT_NE(port, 0) << ReadFile(log);
+  {
+    HttpClient c(static_cast<uint16_t>(port));
+    auto r = c.Post("/v1/embeddings", "{\"input\":\"one engine, no child process\"}");
+    EXPECT_EQ(r.status, 200u) << r.body;
+  }
+  const std::string text = ReadFile(log);
+  EXPECT_NE(text.find("transport=local"), std::string::npos) << text;
+  EXPECT_EQ(text.find("replica started"), std::string::npos) << text;
+  const int status = StopServe(pid);
+  ASSERT_TRUE(WIFEXITED(status)) << ReadFile(log);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << ReadFile(log);
 }
 
 TEST(GatewayServe, GpusWithoutAGpuFailsClearly) {

@@ -40,7 +40,7 @@ AttentionRunner::~AttentionRunner() = default;
 Status AttentionRunner::Init(const Capacity& cap, int head_dim) {
   mode_ = cap.attention;
   const char* tv = std::getenv("PETAL_ATTN_VARIANTS");
-  tune_variants_ = tv == nullptr || std::string(tv) != "0";
+  tune_variants_ = tv != nullptr && std::string(tv) == "1";
   flash_ = head_dim == 32 || head_dim == 64 || head_dim == 128;
   if (!flash_) return Status::Ok();  // the reference kernel needs nothing
   PETAL_RETURN_IF_ERROR(workspace_.Allocate(AttentionWorkspaceBytes(cap.max_tokens, cap.max_seqs)));

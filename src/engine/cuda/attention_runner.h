@@ -8,7 +8,8 @@
 // before running it eagerly) and keeps the faster for every later batch of the shape, captured
 // graphs included. Shapes cuDNN refuses use flash; the reason is kept for Describe(). The same
 // timing picks the flash kernel's tile variant (kernels/cuda/attention_internal.h) among those
-// that support the GQA group (PETAL_ATTN_VARIANTS=0: the default variant only, as before).
+// that support the GQA group when PETAL_ATTN_VARIANTS=1. Off by default: on the H200 it measured
+// no gain (the default variant was the fastest or within 2% at every 0.6b shape, docs/attention.md).
 //
 // Thread-safety: one engine thread. Timing synchronises the stream, so the first batch of a shape
 // is slower; never called during stream capture for an unseen shape (falls back to flash then).
@@ -83,7 +84,7 @@ class AttentionRunner {
   DeviceBuffer<uint8_t> cudnn_meta_storage_, cudnn_workspace_;
   CudnnAttentionMeta cudnn_meta_;
   std::map<ShapeKey, Choice> choices_;
-  bool tune_variants_ = true;  // PETAL_ATTN_VARIANTS (default 1)
+  bool tune_variants_ = false;  // PETAL_ATTN_VARIANTS=1
   double tune_ms_ = 0;
 };
 
