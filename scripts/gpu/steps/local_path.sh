@@ -10,7 +10,8 @@
 #     default limits (errors counted).
 # Results: $OUT/local_path/*.json and *.log, summary.md. ~6 min.
 # The same comparison for the CPU engine (issue 29 asks for MiniLM), on any machine with a built
-# petal on PATH: LP_MODEL=models/all-MiniLM-L6-v2 LP_BACKEND=cpu LP_WORDS="127 255" LP_BULK=0
+# petal on PATH: LP_MODEL=models/all-MiniLM-L6-v2 LP_BACKEND=cpu LP_WORDS="127 250" LP_BULK=0
+# (on the GPU machine: a random MiniLM-shape folder from scripts/gpu/make_minilm_shape.py)
 # OUT=... bash scripts/gpu/steps/local_path.sh. LP_TRANSPORTS (default "local unix") picks the
 # transports; the environment (e.g. PETAL_HTTP_DIRECT_REPLY=1) reaches `petal serve`.
 set -uo pipefail
