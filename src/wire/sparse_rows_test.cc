@@ -50,6 +50,28 @@ TEST(SparseRows, PackKeepsExactlyThePositiveValuesAndDecodesBothForms) {
   }
 }
 
+// Rows long enough for the 8-at-a-time zero skip, with every kind of value in and out of blocks.
+TEST(SparseRows, LongRowsKeepExactlyThePositiveValues) {
+  const int dim = 37;
+  std::vector<float> row(dim, 0.0f);
+  row[0] = 1.0f;
+  row[9] = -0.0f;
+  row[10] = std::numeric_limits<float>::quiet_NaN();
+  row[11] = -3.0f;
+  row[15] = 1e-30f;
+  row[16] = std::numeric_limits<float>::infinity();
+  row[36] = 2.5f;
+  const SparseRow r = SparseFromDense(Bytes(row).data(), dim);
+  EXPECT_EQ(r.indices, (std::vector<int32_t>{0, 15, 16, 36}));
+  EXPECT_EQ(r.values,
+            (std::vector<float>{1.0f, 1e-30f, std::numeric_limits<float>::infinity(), 2.5f}));
+  v1::EmbedResponse resp;
+  PackSparseRows(Bytes(row), 1, dim, &resp);
+  auto back = DecodeSparseRows(resp, 1);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ((*back)[0].indices, r.indices);
+}
+
 TEST(SparseRows, MalformedAnswersAreRefused) {
   v1::EmbedResponse good;
   PackSparseRows(Bytes(kRows), 3, 6, &good);
