@@ -219,7 +219,8 @@ class TorchColbert:
         from safetensors.torch import load_file
         cfg = json.load(open(os.path.join(model_dir, "config_sentence_transformers.json")))
         self.tok = transformers.AutoTokenizer.from_pretrained(model_dir)
-        self.enc = transformers.AutoModel.from_pretrained(model_dir).to(device, torch.bfloat16).eval()
+        self.enc = transformers.AutoModel.from_pretrained(model_dir, add_pooling_layer=False)
+        self.enc = self.enc.to(device, torch.bfloat16).eval()
         w = load_file(os.path.join(model_dir, "1_Dense", "model.safetensors"))["linear.weight"]
         self.w = w.to(device, torch.bfloat16)
         self.qlen, self.dlen = cfg["query_length"], cfg["document_length"]

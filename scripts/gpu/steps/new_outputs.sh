@@ -17,19 +17,27 @@
 # Env: PETAL_BENCH_SECONDS (default 10 per measurement), NEW_OUTPUTS_TASKS (default
 # "sparse classify colbert"), NEW_OUTPUTS_MODELS (folder for the models; default
 # /tmp/petal-new-outputs). Results: $OUT/new_outputs/{petal,ref}-TASK.json, serve-TASK.log,
-# summary.json, summary.md. ~6 min.
+# summary.json, summary.md. ~6 min. A dry run without a GPU (tiny models, CPU engine and torch on
+# the CPU; needs `petal` on PATH and torch / transformers / sentence-transformers):
+#   NEW_OUTPUTS_BACKEND=cpu NEW_OUTPUTS_TINY=1 PETAL_BENCH_SECONDS=2 OUT=/tmp/o \
+#     bash scripts/gpu/steps/new_outputs.sh
 set -uo pipefail
 D="$OUT/new_outputs"
 mkdir -p "$D"
 M="${NEW_OUTPUTS_MODELS:-/tmp/petal-new-outputs}"
 SECS="${PETAL_BENCH_SECONDS:-10}"
 TASKS="${NEW_OUTPUTS_TASKS:-sparse classify colbert}"
+BACKEND="${NEW_OUTPUTS_BACKEND:-cuda}"  # cpu: a dry run (torch on the CPU too)
+DEVICE=cuda
+[[ $BACKEND == cuda ]] || DEVICE=cpu
+TINY=()
+[[ "${NEW_OUTPUTS_TINY:-0}" == 1 ]] && TINY=(--tiny)
 PY=scripts/gpu/new_outputs_bench.py
 rc=0
 say() { printf '[new_outputs %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 
 say "models -> $M"
-if ! timeout 600 python3 scripts/gpu/make_new_output_models.py "$M" --device cuda \
+if ! timeout 600 python3 scripts/gpu/make_new_output_models.py "$M" --device $DEVICE "${TINY[@]}" \
     --tokenizer models/all-MiniLM-L6-v2 > "$D/make_models.log" 2>&1; then
   say "could not make the model folders:"; tail -20 "$D/make_models.log"; exit 1
 fi
@@ -38,7 +46,7 @@ cat "$D/make_models.log"
 # Starts `petal serve` on the model, waits for /ready; sets SERVE_PID and PORT.
 start_serve() {
   local model=$1 log=$2
-  petal serve --model "$model" --backend cuda --listen 127.0.0.1:0 --shutdown-grace-ms 1000 \
+  petal serve --model "$model" --backend "$BACKEND" --listen 127.0.0.1:0 --shutdown-grace-ms 1000 \
     --chunk-max-sequences 128 --chunk-max-tokens 32768 --server-arg=--max-batch-tokens=32768 \
     --server-arg=--max-batch-seqs=128 > "$log" 2>&1 &
   SERVE_PID=$!
@@ -78,13 +86,13 @@ for t in $TASKS; do
     rc=1
   fi
   say "== $t: reference"
-  timeout 300 python3 $PY reference $t --model "$m" --seconds "$SECS" --petal-json "$D/petal-$t.json" \
-    --out "$D/ref-$t.json" || { say "reference $t failed"; rc=1; }
+  timeout 300 python3 $PY reference $t --model "$m" --seconds "$SECS" --device $DEVICE \
+    --petal-json "$D/petal-$t.json" --out "$D/ref-$t.json" || { say "reference $t failed"; rc=1; }
 done
 
-python3 - "$D" <<'PY' || rc=1
+python3 - "$D" "$BACKEND" <<'PY' || rc=1
 import json, os, sys
-d = sys.argv[1]
+d, backend = sys.argv[1], sys.argv[2]
 what = {"sparse": ("SPLADE /embed_sparse, 100 x 256", "SparseEncoder bf16"),
         "classify": ("classifier /predict, 100 x 256", "pipeline bf16"),
         "colbert": ("ColBERT /v1/score, 1 x 100 x 256", "torch ColBERT bf16")}
@@ -108,9 +116,10 @@ for t, (name, ref_name) in what.items():
     rows.append("| %s | %s | %s | %s (%s) | %s | %s | %s |" % (
         name, f(p1), f(p4), f(rr), ref_name, f(s["x_1_client"], "%.2fx"), f(s["x_4_clients"], "%.2fx"),
         json.dumps(s["agreement"]) if s["agreement"] else "-"))
-md = ["# new_outputs (issue 31): texts (documents) per second through HTTP, H200", "",
+where = "the GPU" if backend == "cuda" else "a CPU dry run (tiny models?), not a measurement"
+md = ["# new_outputs (issue 31): texts (documents) per second through HTTP, on " + where, "",
       "| task | Petal, 1 client | Petal, 4 clients | reference | ratio (1 client) | ratio (4 clients) | agreement (first 16 inputs) |",
-      "|---|---|---|---|---|---|---|"] + rows + ["", "Target: >= 3x the reference. Both sides bf16 on the same GPU; see petal-*.json / ref-*.json."]
+      "|---|---|---|---|---|---|---|"] + rows + ["", "Target: >= 3x the reference. Both sides bf16 on the same GPU (Petal fp32 on the CPU); see petal-*.json / ref-*.json."]
 open(os.path.join(d, "summary.md"), "w").write("\n".join(md) + "\n")
 json.dump(summary, open(os.path.join(d, "summary.json"), "w"), indent=1)
 print("\n".join(md))
