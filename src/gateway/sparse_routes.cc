@@ -81,7 +81,7 @@ void Gateway::EmbedSparse(std::shared_ptr<EmbedParams> p, const ServedModel& m, 
       [this, &m, vocab, openai, model, tokens, t1,
        reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
         m.metrics.Inference(Since(t1));
-        PostWork([this, &m, vocab, openai, model, tokens, r = std::move(r),
+        PostWork([&m, vocab, openai, model, tokens, r = std::move(r),
                   reply = std::move(reply)]() mutable {
           if (!r.ok()) return reply(ServerError(r.status(), m.replicas->RetryAfterSeconds()));
           JsonOut o(64);
