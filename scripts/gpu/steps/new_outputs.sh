@@ -14,10 +14,12 @@
 # sets, probabilities, scores). Target (issue 31): Petal >= 3x the reference.
 # Carry .gpu_bundle and models/all-MiniLM-L6-v2 (its tokenizer files: tokenizer.json,
 # tokenizer_config.json, special_tokens_map.json, vocab.txt; not the 90 MB weights).
+# Before the measurements it runs sparse_gpu_test and ops_gpu_test's SparseMaxPool cases from the
+# bundle (NEW_OUTPUTS_SKIP_TESTS=1 skips them; logs in $OUT/new_outputs/test-*.log).
 # Env: PETAL_BENCH_SECONDS (default 10 per measurement), NEW_OUTPUTS_TASKS (default
 # "sparse classify colbert"), NEW_OUTPUTS_MODELS (folder for the models; default
 # /tmp/petal-new-outputs). Results: $OUT/new_outputs/{petal,ref}-TASK.json, serve-TASK.log,
-# summary.json, summary.md. ~6 min. A dry run without a GPU (tiny models, CPU engine and torch on
+# summary.json, summary.md. ~6-8 min. A dry run without a GPU (tiny models, CPU engine and torch on
 # the CPU; needs `petal` on PATH and torch / transformers / sentence-transformers):
 #   NEW_OUTPUTS_BACKEND=cpu NEW_OUTPUTS_TINY=1 PETAL_BENCH_SECONDS=2 OUT=/tmp/o \
 #     bash scripts/gpu/steps/new_outputs.sh
@@ -35,6 +37,25 @@ TINY=()
 PY=scripts/gpu/new_outputs_bench.py
 rc=0
 say() { printf '[new_outputs %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
+
+# First the correctness checks of the CUDA SPLADE path, when the bundle has them (label gpu):
+# sparse_gpu_test (CUDA bf16 vs CPU fp32) and the SparseMaxPool op cases.
+if [[ $BACKEND == cuda && "${NEW_OUTPUTS_SKIP_TESTS:-0}" != 1 ]]; then
+  for t in sparse_gpu_test "ops_gpu_test --gtest_filter=OpsGpuTest3.SparseMaxPool"; do
+    name=${t%% *}
+    if command -v "$name" > /dev/null; then
+      say "== $t"
+      # shellcheck disable=SC2086  # the filter is a separate word
+      if timeout 600 $t > "$D/test-$name.log" 2>&1; then
+        grep -E "^chunk|PASSED|SparseMaxPool" "$D/test-$name.log" | tail -8
+      else
+        say "$name FAILED:"; grep -E "Failure|FAILED|error" "$D/test-$name.log" | head -20; rc=1
+      fi
+    else
+      say "$name is not in the bundle: skipped"
+    fi
+  done
+fi
 
 say "models -> $M"
 if ! timeout 600 python3 scripts/gpu/make_new_output_models.py "$M" --device $DEVICE "${TINY[@]}" \
