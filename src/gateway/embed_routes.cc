@@ -154,6 +154,12 @@ void Gateway::Embed(const HttpRequest& req, const ServedModel& m, bool openai, R
   trace::Span parse = trace::Span::Child("parse", tc);
   auto err = openai ? ParseOpenAiEmbed(req.body(), options_.max_inputs, p.get())
                     : ParseTeiEmbed(req.body(), options_.max_inputs, p.get());
+  // A sparse (SPLADE) model on /v1/embeddings answers with "sparse": true only (an explicit
+  // field: its rows are not dense vectors); "sparse" on an embedder is refused there.
+  if (!err && openai && (p->sparse || m.config.task == ModelTask::kSparse)) {
+    parse.End();
+    return EmbedSparse(std::move(p), m, true, std::move(reply));
+  }
   v1::EmbedOptions so;
   if (!err) err = ServerOptions(*p, m, &so);
   parse.End();

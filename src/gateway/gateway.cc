@@ -80,7 +80,8 @@ constexpr unsigned kClassify = TaskBit(ModelTask::kClassify);
 constexpr unsigned kSparse = TaskBit(ModelTask::kSparse);
 constexpr unsigned kMultiVector = TaskBit(ModelTask::kMultiVector);
 const Route Gateway::kRouteTable[] = {
-    {"/v1/embeddings", http::verb::post, &Gateway::OpenAiEmbed, T::kIoIfSmall, true, kEmbed},
+    {"/v1/embeddings", http::verb::post, &Gateway::OpenAiEmbed, T::kIoIfSmall, true,
+     kEmbed | kSparse},  // sparse models with "sparse": true (sparse_routes.cc)
     {"/embed", http::verb::post, &Gateway::TeiEmbed, T::kIoIfSmall, true, kEmbed},
     {"/v1/contextualizedembeddings", http::verb::post, &Gateway::ContextualEmbed, T::kWorker, true,
      kEmbed},

@@ -160,8 +160,11 @@ class Gateway {
   enum class RerankShape { kTei, kCohere, kScore };
   void RunRerank(std::shared_ptr<RerankParams> p, M m, RerankShape shape, const char* field,
                  Reply reply);
-  // TEI's /embed_sparse on a sparse (SPLADE) model (sparse_routes.cc).
+  // TEI's /embed_sparse on a sparse (SPLADE) model, and /v1/embeddings with "sparse": true
+  // (sparse_routes.cc): checks the options that do not apply, then embeds and answers the
+  // non-zero entries in the route's shape.
   void TeiEmbedSparse(const HttpRequest& req, M m, Reply reply);
+  void EmbedSparse(std::shared_ptr<EmbedParams> p, M m, bool openai, Reply reply);
   // Multi-vector (ColBERT) models (multivector_routes.cc): TEI's /embed_all, and /v1/score by
   // MaxSim; texts shaped as PyLate does, queries or documents; errors name `field`[i].
   void TeiEmbedAll(const HttpRequest& req, M m, Reply reply);

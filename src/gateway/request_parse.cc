@@ -120,6 +120,7 @@ std::optional<RequestError> ParseOpenAiEmbed(std::string_view body, size_t max_i
   if (out->long_input_mean && out->truncate) {
     return Bad("'long_input': \"mean\" and 'truncate': true exclude each other", "long_input");
   }
+  if (auto err = OptBool(doc, "sparse", &out->sparse)) return err;
   return std::nullopt;
 }
 

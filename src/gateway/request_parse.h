@@ -45,6 +45,9 @@ struct EmbedParams {
   // "long_input": "mean" (OpenAI route): an input past the model's length is embedded in windows
   // and their pooled vectors averaged, token-weighted (docs/api.md); default: 413.
   bool long_input_mean = false;
+  // "sparse": true (OpenAI route, sparse models only): each input's non-zero entries, as
+  // {"indices", "values"} (docs/api.md).
+  bool sparse = false;
 };
 
 // The top-level "model" string of a request body, as every route's parser reads it (the first

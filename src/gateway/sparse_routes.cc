@@ -1,8 +1,12 @@
-// POST /embed_sparse (TEI shape) on a sparse (SPLADE) model: texts are tokenized as for /embed
-// (prompts, truncation), chunked over the replicas, and each vocabulary-sized row the engine
-// returns (max over tokens of log(1 + relu(MLM logits)); docs/models.md "Sparse embeddings")
-// becomes its non-zero entries, [{"index", "value"}, ...] in index order, one list per input.
-// Which models may ask it is the route table's (gateway.cc). Rows cross the wire dense for now.
+// Sparse (SPLADE) embeddings: POST /embed_sparse (TEI shape) and POST /v1/embeddings with
+// "sparse": true on a sparse model. Texts are tokenized as for /embed (prompts, truncation),
+// chunked over the replicas, and each input's vocabulary-sized vector (max over tokens of
+// log(1 + relu(MLM logits)); docs/models.md "Sparse embeddings") is answered as its non-zero
+// entries in index order: TEI's [{"index", "value"}, ...] per input, or OpenAI's list with
+// "embedding": {"indices": [...], "values": [...]}. Servers are asked for sparse rows
+// (EmbedOptions.sparse: only the non-zeros cross the wire); dense rows from an older server give
+// the same entries (wire/sparse_rows.h). Which models may ask which route is the route table's
+// (gateway.cc); /v1/embeddings sends sparse models here (embed_routes.cc).
 // Thread-safety: handlers run on I/O or worker threads; all state they share is the gateway's.
 #include <boost/asio/post.hpp>
 
@@ -10,60 +14,119 @@
 #include "gateway/gateway.h"
 #include "gateway/json_writer.h"
 #include "gateway/route_errors.h"
+#include "gateway/task_routes.h"
 #include "trace/trace.h"
+#include "wire/sparse_rows.h"
 
 namespace petal::gateway {
+namespace {
+
+// The options of `p` that do not apply to sparse rows (or a model that has none), as a 400.
+std::optional<RequestError> SparseOptionError(const EmbedParams& p, const ServedModel& m,
+                                              bool openai) {
+  if (m.config.task != ModelTask::kSparse) {
+    return RequestError{400,
+                        "'sparse' needs a sparse embedding model (SPLADE); model '" + m.name() +
+                            "' is " + std::string(TaskNoun(m.config.task)),
+                        "sparse"};
+  }
+  if (openai && !p.sparse) {
+    return RequestError{400,
+                        "model '" + m.name() +
+                            "' is a sparse embedding model (SPLADE): send \"sparse\": true for "
+                            "its non-zero entries (or use /embed_sparse)",
+                        "sparse"};
+  }
+  auto no = [](const char* field) {
+    return RequestError{400, std::string("'") + field + "' does not apply to sparse embeddings",
+                        field};
+  };
+  if (p.dimensions != 0) return no("dimensions");
+  if (p.base64) return no("encoding_format");
+  if (p.output != OutputType::kFloat32) return no("output_dtype");
+  if (p.long_input_mean) return no("long_input");
+  return std::nullopt;
+}
+
+}  // namespace
 
 void Gateway::TeiEmbedSparse(const HttpRequest& req, const ServedModel& m, Reply reply) {
   auto p = std::make_shared<EmbedParams>();
   if (auto err = ParseTeiEmbed(req.body(), options_.max_inputs, p.get())) {
     return reply(ErrorResponse(*err));
   }
-  if (p->dimensions != 0) {
-    return reply(ErrorResponse(
-        {400, "'dimensions' does not apply to sparse embeddings (one entry per token)",
-         "dimensions"}));
-  }
+  EmbedSparse(std::move(p), m, false, std::move(reply));
+}
+
+void Gateway::EmbedSparse(std::shared_ptr<EmbedParams> p, const ServedModel& m, bool openai,
+                          Reply reply) {
+  if (auto err = SparseOptionError(*p, m, openai)) return reply(ErrorResponse(*err));
   auto seqs = std::make_shared<std::vector<std::vector<int32_t>>>();
   const auto t0 = Clock::now();
-  if (auto err = ToSequences(p.get(), m, "inputs", seqs.get())) return reply(ErrorResponse(*err));
+  if (auto err = ToSequences(p.get(), m, openai ? "input" : "inputs", seqs.get())) {
+    return reply(ErrorResponse(*err));
+  }
   int64_t tokens = 0;
   for (const auto& s : *seqs) tokens += static_cast<int64_t>(s.size());
   m.metrics.Tokenized(Since(t0), static_cast<int64_t>(seqs->size()), tokens);
   auto chunks = SplitChunks(*seqs, options_.chunk);
   m.metrics.Chunks(static_cast<int64_t>(chunks.size()));
-  v1::EmbedOptions so;  // a sparse model takes none: float32 rows of vocab_size
-  const size_t vocab = static_cast<size_t>(m.config.vocab_size);
+  v1::EmbedOptions so;  // a sparse model takes no other option: float32 rows of vocab_size
+  so.set_sparse(true);
+  const int64_t vocab = m.config.vocab_size;
+  const std::string model = p->model.empty() ? m.name() : p->model;
   const auto t1 = Clock::now();
   EmbedChunks(
       m.replicas.get(), *seqs, std::move(chunks), so, NextRequestId(),
-      [this, &m, vocab, t1, reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
+      [this, &m, vocab, openai, model, tokens, t1,
+       reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
         m.metrics.Inference(Since(t1));
-        PostWork([this, &m, vocab, r = std::move(r), reply = std::move(reply)]() mutable {
+        PostWork([&m, vocab, openai, model, tokens, r = std::move(r),
+                  reply = std::move(reply)]() mutable {
           if (!r.ok()) return reply(ServerError(r.status(), m.replicas->RetryAfterSeconds()));
-          Status st = CheckChunks(*r);
-          auto rows = st.ok() ? DecodeRows(*r) : StatusOr<std::vector<std::vector<float>>>(st);
-          if (!rows.ok()) return reply(ServerError(rows.status()));
-          JsonOut o(64 + rows->size() * 4096);
-          o.Raw("[");
-          for (size_t i = 0; i < rows->size(); ++i) {
-            const auto& row = (*rows)[i];
-            if (row.size() != vocab) {
+          JsonOut o(64);
+          o.Raw(openai ? "{\"object\":\"list\",\"data\":[" : "[");
+          int64_t index = 0;
+          for (size_t c = 0; c < r->ranges.size(); ++c) {
+            const v1::EmbedResponse& resp = r->responses[c];
+            const auto n = static_cast<int64_t>(r->ranges[c].second - r->ranges[c].first);
+            auto rows = wire::DecodeSparseRows(resp, n);
+            if (!rows.ok()) {
+              return reply(ServerError(Internal("server answer: " + rows.status().message())));
+            }
+            if (resp.dimensions() != static_cast<uint64_t>(vocab)) {
               return reply(ServerError(
-                  Internal("the server answered " + std::to_string(row.size()) +
-                           " values per input for a vocabulary of " + std::to_string(vocab))));
+                  Internal("the server answered rows of " + std::to_string(resp.dimensions()) +
+                           " values for a vocabulary of " + std::to_string(vocab))));
             }
-            o.Raw(i ? ",[" : "[");
-            bool first = true;
-            for (size_t v = 0; v < row.size(); ++v) {
-              if (!(row[v] > 0)) continue;
-              o.Raw(first ? "{\"index\":" : ",{\"index\":").Int(static_cast<int64_t>(v));
-              o.Raw(",\"value\":").Float(row[v]).Raw("}");
-              first = false;
+            for (const wire::SparseRow& row : *rows) {
+              if (index > 0) o.Raw(",");
+              if (openai) {
+                o.Raw("{\"object\":\"embedding\",\"index\":").Int(index);
+                o.Raw(",\"embedding\":{\"indices\":[");
+                for (size_t k = 0; k < row.indices.size(); ++k) {
+                  if (k) o.Raw(",");
+                  o.Int(row.indices[k]);
+                }
+                o.Raw("],\"values\":").FloatArray(row.values).Raw("}}");
+              } else {
+                o.Raw("[");
+                for (size_t k = 0; k < row.indices.size(); ++k) {
+                  o.Raw(k ? ",{\"index\":" : "{\"index\":").Int(row.indices[k]);
+                  o.Raw(",\"value\":").Float(row.values[k]).Raw("}");
+                }
+                o.Raw("]");
+              }
+              ++index;
             }
+          }
+          if (openai) {
+            o.Raw("],\"model\":").Str(model);
+            o.Raw(",\"usage\":{\"prompt_tokens\":").Int(tokens);
+            o.Raw(",\"total_tokens\":").Int(tokens).Raw("}}");
+          } else {
             o.Raw("]");
           }
-          o.Raw("]");
           reply(MakeResponse(200, o.Take()));
         });
       },

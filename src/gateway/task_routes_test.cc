@@ -24,6 +24,8 @@ TEST(TaskRoutes, EveryTaskHasRoutesAndItsExampleRouteServesIt) {
   EXPECT_EQ(ServedRoutes(Gateway::Routes(), ModelTask::kClassify), "/predict and /classify");
   EXPECT_EQ(ServedRoutes(Gateway::Routes(), ModelTask::kScore),
             "/v1/score, /rerank and /v1/rerank");
+  EXPECT_EQ(ServedRoutes(Gateway::Routes(), ModelTask::kSparse),
+            "/v1/embeddings and /embed_sparse");
 }
 
 TEST(TaskRoutes, ExampleBodiesNameTheModelWhenAsked) {
@@ -42,7 +44,8 @@ TEST(TaskRoutes, RefusalsNameWhatTheModelServesAndWhatTheRouteNeeds) {
   EXPECT_EQ(e->param, "model");
   EXPECT_EQ(e->message,
             "model 'sst2' is a sequence classifier (it labels texts and text pairs): it serves "
-            "/predict and /classify; /v1/embeddings needs an embedding model");
+            "/predict and /classify; /v1/embeddings needs an embedding model or a sparse embedding "
+            "model");
   auto p = TaskRefusal(Gateway::Routes(), *Gateway::FindRoute("/predict"), ModelTask::kScore, "ce");
   ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->message,

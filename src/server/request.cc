@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "wire/messages.h"
+#include "wire/sparse_rows.h"
 
 namespace petal::server {
 namespace {
@@ -133,6 +134,12 @@ StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig
     job.format.dims = config.score_outputs;
     job.format.normalize = false;
   }
+  if (opts.sparse()) {  // the non-zero entries only (FillResponse packs them)
+    if (config.task != ModelTask::kSparse) {
+      return InvalidArgument("options.sparse: only sparse (SPLADE) models answer sparse rows");
+    }
+    job.format.sparse = true;
+  }
   const uint32_t hidden = static_cast<uint32_t>(config.hidden_size);
   if (config.HasHead()) {
     // options checked above
@@ -234,11 +241,16 @@ StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig
 void FillResponse(const std::string& request_id, EmbedResult* result, v1::EmbedResponse* resp) {
   resp->set_protocol_version(kProtocolVersion);
   resp->set_request_id(request_id);
-  resp->set_dtype(wire::DTypeToProto(result->format.dtype));
-  resp->add_shape(static_cast<uint32_t>(result->rows));
-  resp->add_shape(static_cast<uint32_t>(wire::ElementsPerRow(result->format)));
-  resp->set_dimensions(static_cast<uint32_t>(result->format.dims));
-  resp->set_data(std::move(result->data));
+  if (result->format.sparse) {  // a sparse model's float32 rows: their non-zero entries only
+    wire::PackSparseRows(result->data, result->rows, result->format.dims, resp);
+    result->data.clear();
+  } else {
+    resp->set_dtype(wire::DTypeToProto(result->format.dtype));
+    resp->add_shape(static_cast<uint32_t>(result->rows));
+    resp->add_shape(static_cast<uint32_t>(wire::ElementsPerRow(result->format)));
+    resp->set_dimensions(static_cast<uint32_t>(result->format.dims));
+    resp->set_data(std::move(result->data));
+  }
   for (float s : result->scales) resp->add_scales(s);
   resp->set_queue_us(static_cast<uint64_t>(result->queue_us));
   resp->set_total_us(static_cast<uint64_t>(result->total_us));

@@ -1,6 +1,7 @@
 // Request validation for ranking models (server/request.h): the pairs' token types travel and are
 // checked, a ranking model's response format is its float32 logits, and embedding options are
-// refused for it; every message starts with the offending field (gRPC INVALID_ARGUMENT).
+// refused for it; every message starts with the offending field (gRPC INVALID_ARGUMENT); a sparse
+// model's sparse rows.
 #include "server/request.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include <cstring>
 
 #include "wire/messages.h"
+#include "wire/sparse_rows.h"
 
 namespace petal::server {
 namespace {
@@ -216,6 +218,47 @@ TEST(JobFromRequest, MultiVectorJobsHaveOneRowPerToken) {
   o.Clear();
   o.set_normalize(v1::NORMALIZE_FALSE);
   EXPECT_FALSE(JobFromRequest(wire::MakeEmbedRequest({{1, 2}}, o), c).ok());
+}
+
+// A sparse (SPLADE) model's job may ask for sparse rows (another model may not), and its answer
+// then carries the non-zero entries only: the same entries DecodeSparseRows reads from dense rows.
+TEST(JobFromRequest, SparseRowsAreForSparseModelsAndCarryOnlyTheNonZeros) {
+  ModelConfig c = CrossEncoder();
+  c.task = ModelTask::kSparse;
+  c.score_head = ScoreHead::kBertMlmSplade;
+  c.score_outputs = c.vocab_size;
+  v1::EmbedOptions o;
+  o.set_sparse(true);
+  auto job = JobFromRequest(wire::MakeEmbedRequest({{1, 2, 3}, {4, 5}}, o), c);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_TRUE(job->format.sparse);
+  EXPECT_EQ(job->format.dims, c.vocab_size);
+  auto dense = JobFromRequest(wire::MakeEmbedRequest({{1, 2}}), c);
+  ASSERT_TRUE(dense.ok()) << dense.status().ToString();
+  EXPECT_FALSE(dense->format.sparse);
+  auto embedder = JobFromRequest(wire::MakeEmbedRequest({{1, 2}}, o), CrossEncoder());
+  ASSERT_FALSE(embedder.ok());
+  EXPECT_EQ(embedder.status().message().rfind("options.sparse: only sparse", 0), 0u)
+      << embedder.status().message();
+
+  std::vector<float> rows(2 * c.vocab_size, 0.0f);
+  rows[7] = 1.25f;
+  rows[c.vocab_size + 3] = 0.5f;
+  rows[c.vocab_size + 99] = -2.0f;
+  EmbedResult result;
+  result.rows = 2;
+  result.format = job->format;
+  result.data.assign(reinterpret_cast<const char*>(rows.data()), rows.size() * sizeof(float));
+  v1::EmbedResponse resp;
+  FillResponse("r", &result, &resp);
+  EXPECT_TRUE(resp.data().empty());
+  EXPECT_EQ(resp.sparse_counts_size(), 2);
+  EXPECT_EQ(resp.sparse_indices().size(), 8u);
+  auto got = wire::DecodeSparseRows(resp, 2);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ((*got)[0].indices, std::vector<int32_t>{7});
+  EXPECT_EQ((*got)[1].indices, std::vector<int32_t>{3});
+  EXPECT_EQ((*got)[1].values, std::vector<float>{0.5f});
 }
 
 }  // namespace

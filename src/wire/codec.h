@@ -31,6 +31,9 @@ struct OutputFormat {
   int dims = 0;            // embedding dimensions kept (first `dims` of the row)
   bool normalize = false;  // L2-normalise after truncation
   OutputDType dtype = OutputDType::kFloat32;
+  // Sparse (SPLADE) float32 rows answered as their non-zero entries (EmbedOptions.sparse;
+  // sparse_rows.h packs them when the response is built). Encoding is unchanged.
+  bool sparse = false;
 };
 
 // Elements of `dtype` per encoded row: dims, or ceil(dims / 8) for the packed-bit types.

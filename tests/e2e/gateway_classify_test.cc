@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "../layouts/classify_fixture.h"
+#include "classify_stack.h"
 #include "common/file_util.h"
 #include "engine/engine_factory.h"
 #include "gateway/gateway.h"
@@ -26,77 +27,9 @@ namespace petal::gateway {
 namespace {
 
 using testing::HttpClient;
+using testing::Json;
+using testing::StartClassifyStack;
 constexpr double kTol = 1e-5;  // CPU fp32 against the float64 reference
-
-struct Stack {
-  std::vector<server::EmbedServer*> servers;
-  Gateway* gateway = nullptr;
-  petal::testing::ClassifyGolden golden;
-  ~Stack() {
-    delete gateway;
-    for (auto* s : servers) {
-      s->Shutdown(std::chrono::milliseconds(1000));
-      delete s;
-    }
-  }
-};
-
-std::unique_ptr<Stack> Start(const std::string& name) {
-  auto st = std::make_unique<Stack>();
-  auto m = petal::testing::LoadClassifyManifest();
-  EXPECT_TRUE(m.ok()) << m.status().ToString();
-  if (!m.ok()) return nullptr;
-  petal::testing::ClassifyFixture fx;
-  for (const auto& f : m->fixtures) {
-    if (f.spec.name == name) fx = f;
-  }
-  auto g = petal::testing::LoadClassifyGolden(name);
-  EXPECT_TRUE(g.ok()) << g.status().ToString();
-  if (!g.ok()) return nullptr;
-  st->golden = *g;
-  auto dir = petal::testing::BuildClassifyFolder(*m, fx, *g);
-  EXPECT_TRUE(dir.ok()) << dir.status().ToString();
-  if (!dir.ok() || !FileExists(*dir + "/tokenizer.json")) return nullptr;
-  GatewayOptions go;
-  for (int r = 0; r < 2; ++r) {
-    EngineOptions eo;
-    eo.backend = "cpu";
-    eo.cpu.precision = "fp32";  // the fp32 reference: auto may pick bf16
-    auto engine = CreateEngine(*dir, eo);
-    EXPECT_TRUE(engine.ok()) << engine.status().ToString();
-    if (!engine.ok()) return nullptr;
-    server::ServerOptions so;
-    so.listen = "127.0.0.1:0";
-    auto srv = server::EmbedServer::Start(so);
-    EXPECT_TRUE(srv.ok());
-    if (!srv.ok()) return nullptr;
-    st->servers.push_back(std::move(srv).value().release());
-    st->servers.back()->AttachEngine(std::move(engine).value());
-    go.servers.push_back("127.0.0.1:" + std::to_string(st->servers.back()->port()));
-  }
-  go.model_dir = *dir;
-  go.model_name = name;
-  go.listen = "127.0.0.1:0";
-  go.chunk = {2, 4096};  // two inputs per chunk: a batch of nine spreads over both replicas
-  go.max_inputs = 9;
-  auto gw = Gateway::Start(go);
-  EXPECT_TRUE(gw.ok()) << gw.status().ToString();
-  if (!gw.ok()) return nullptr;
-  st->gateway = std::move(gw).value().release();
-  for (int i = 0; i < 200 && !st->gateway->replicas().AnyUp(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return st;
-}
-
-std::string Json(const std::string& s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') out += '\\';
-    out += ch;
-  }
-  return out + "\"";
-}
 
 // A case as a /predict input: "text", or ["text", "text_pair"].
 std::string PredictInput(const petal::testing::ClassifyCase& c) {
@@ -129,7 +62,7 @@ void CheckPredictList(simdjson::dom::array list, const petal::testing::ClassifyG
 class GatewayClassify : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(GatewayClassify, RoutesAnswerLikeTheReference) {
-  auto st = Start(GetParam());
+  auto st = StartClassifyStack(GetParam());
   if (!st) GTEST_SKIP() << "fixture or tokenizer unavailable";
   HttpClient c(st->gateway->port());
   const auto& g = st->golden;
@@ -223,7 +156,7 @@ TEST_P(GatewayClassify, RoutesAnswerLikeTheReference) {
 }
 
 TEST_P(GatewayClassify, BadBodiesNameTheFieldAndOtherRoutesAreRefused) {
-  auto st = Start(GetParam());
+  auto st = StartClassifyStack(GetParam());
   if (!st) GTEST_SKIP() << "fixture or tokenizer unavailable";
   HttpClient c(st->gateway->port());
   const auto& g = st->golden;
@@ -294,68 +227,6 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, GatewayClassify, ::testing::Values("bert-cls"
                            std::replace(s.begin(), s.end(), '-', '_');
                            return s;
                          });
-
-// TEI's /embed_sparse on the SPLADE fixture (bert-splade): per text, its non-zero entries in index
-// order, as many as the reference's, summing to its sum, the 64 largest equal to the reference's
-// within 1e-5; other models' routes refused, and /embed_sparse refused on a classifier.
-TEST(GatewaySparse, EmbedSparseAnswersLikeTheReference) {
-  auto st = Start("bert-splade");
-  if (!st) GTEST_SKIP() << "fixture or tokenizer unavailable";
-  HttpClient c(st->gateway->port());
-  const auto& g = st->golden;
-  std::string texts = "[";
-  for (size_t i = 0; i < g.cases.size(); ++i) texts += (i ? "," : "") + Json(g.cases[i].text);
-  texts += "]";
-  auto r = c.Post("/embed_sparse", "{\"inputs\":" + texts + ",\"truncate\":true}");
-  ASSERT_EQ(r.status, 200u) << r.body.substr(0, 300);
-  simdjson::dom::parser parser;
-  simdjson::dom::element doc;
-  ASSERT_FALSE(parser.parse(r.body).get(doc));
-  size_t i = 0;
-  for (auto list : doc.get_array()) {
-    ASSERT_LT(i, g.cases.size());
-    const auto& cs = g.cases[i];
-    std::map<int64_t, double> entries;
-    int64_t prev = -1;
-    double sum = 0;
-    for (auto e : list.get_array()) {
-      const int64_t index = e["index"].get_int64().value();
-      const double value = e["value"].get_double().value();
-      EXPECT_GT(index, prev) << "text " << i << ": not in index order";
-      EXPECT_GT(value, 0.0) << "text " << i;
-      prev = index;
-      sum += value;
-      entries[index] = value;
-    }
-    EXPECT_LE(std::abs(static_cast<int64_t>(entries.size()) - cs.nnz), cs.near_zero) << i;
-    EXPECT_NEAR(sum, cs.sum, 1e-5 * std::abs(cs.sum)) << "text " << i;
-    for (size_t k = 0; k < cs.top_index.size(); ++k) {
-      ASSERT_TRUE(entries.count(cs.top_index[k])) << "text " << i << " entry " << cs.top_index[k];
-      EXPECT_NEAR(entries[cs.top_index[k]], cs.logits[k], kTol) << "text " << i;
-    }
-    ++i;
-  }
-  EXPECT_EQ(i, g.cases.size());
-  r = c.Post("/embed_sparse", "{\"inputs\":\"x\",\"dimensions\":8}");
-  EXPECT_EQ(r.status, 400u);
-  EXPECT_NE(r.body.find("\"param\":\"dimensions\""), std::string::npos) << r.body;
-  r = c.Post("/embed_sparse", "{\"inputs\":[]}");
-  EXPECT_EQ(r.status, 400u);
-  EXPECT_NE(r.body.find("\"param\":\"inputs\""), std::string::npos) << r.body;
-  r = c.Post("/v1/embeddings", "{\"input\":\"x\"}");
-  EXPECT_EQ(r.status, 400u);
-  EXPECT_NE(r.body.find("is a sparse embedding model (SPLADE): it serves /embed_sparse; "
-                        "/v1/embeddings needs an embedding model"),
-            std::string::npos)
-      << r.body;
-  auto cls = Start("bert-cls");
-  ASSERT_TRUE(cls);
-  HttpClient cc(cls->gateway->port());
-  r = cc.Post("/embed_sparse", "{\"inputs\":\"x\"}");
-  EXPECT_EQ(r.status, 400u);
-  EXPECT_NE(r.body.find("/embed_sparse needs a sparse embedding model"), std::string::npos)
-      << r.body;
-}
 
 // The classification routes on an embedding model: 400 saying what the model serves (the gateway
 // decides from its own config before any server is asked).

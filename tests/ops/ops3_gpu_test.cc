@@ -4,6 +4,9 @@
 // no token attends to), flash and reference kernels against cpu::Attention with kv_lens on the
 // same bf16 values. Tolerances: NormalizeRows as Pool (max_rel <= 1e-4, cosine >= 0.999999);
 // attention as part 1's attention cases (max_rel <= 2e-2, cosine >= 0.9999: bf16 P and output).
+// And SPLADE's pooling (LaunchSparseMaxPool against cpu::SparseMaxPool on the same bf16 logits,
+// over chunks that cut sequences, with bucket padding and an empty sequence): max_rel <= 1e-5
+// (both take log1p of the same float; only log1pf's last bit may differ), cosine >= 0.999999.
 #include <cmath>
 #include <random>
 #include <string>
@@ -13,6 +16,7 @@
 #include "kernels/cpu/reference_ops.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/ops.h"
+#include "kernels/cuda/score_ops.h"
 #include "op_harness.h"
 
 namespace petal::cuda::test {
@@ -110,6 +114,56 @@ TEST_F(OpsGpuTest3, AttentionKeyLengths) {
     for (bool reference_kernel : {false, true}) {
       RunKeyLengths(lens, kv, heads, d, reference_kernel, seed++);
     }
+  }
+}
+
+// SPLADE pooling: logits of a ragged batch processed in chunks of `chunk` tokens into zeroed rows
+// (the engine's loop, bert_splade_cuda.cc); the vocabulary is odd and the rows padded to ld.
+TEST_F(OpsGpuTest3, SparseMaxPool) {
+  uint64_t seed = 9400;
+  struct Shape {
+    std::vector<int> lens;
+    int vocab, ld, chunk, padding;
+  };
+  const Shape shapes[] = {{{5, 0, 70, 130, 1}, 37, 40, 64, 0},
+                          {{256, 256, 256}, 30522, 30528, 300, 64},
+                          {{1}, 2, 2, 64, 0},
+                          {{33, 7, 90}, 1001, 1008, 1000, 30}};
+  for (const Shape& sh : shapes) {
+    const auto cu = CuSeqlens(sh.lens);
+    const int seqs = static_cast<int>(sh.lens.size()), tokens = cu.back() + sh.padding;
+    const auto logits = RandomBf16(static_cast<size_t>(tokens) * sh.ld, seed++, -3.f, 2.f);
+    OpCase c;
+    c.op = "SparseMaxPool";
+    c.shape = Describe(sh.lens) + " vocab=" + std::to_string(sh.vocab) +
+              " chunk=" + std::to_string(sh.chunk) + " pad=" + std::to_string(sh.padding);
+    OpOutput o;
+    o.elem = Elem::kF32, o.rows = seqs, o.cols = sh.vocab, o.tol = {1e-5, 0.999999};
+    o.initial.assign(static_cast<size_t>(seqs) * sh.vocab, 0.0f);
+    c.outputs = {o};
+    c.gpu = [=, &logits](const std::vector<void*>& out) -> Status {
+      PETAL_ASSIGN_OR_RETURN(auto d_l, UploadBf16(logits));
+      PETAL_ASSIGN_OR_RETURN(auto d_cu, UploadInts(cu));
+      for (int row0 = 0; row0 < tokens; row0 += sh.chunk) {
+        SparseMaxPoolParams p;
+        p.logits = d_l.get() + static_cast<int64_t>(row0) * sh.ld;
+        p.ld = sh.ld;
+        p.row0 = row0;
+        p.rows = std::min(sh.chunk, tokens - row0);
+        p.vocab = sh.vocab;
+        p.cu_seqlens = d_cu.get();
+        p.num_seqs = seqs;
+        p.out = static_cast<float*>(out[0]);
+        PETAL_RETURN_IF_ERROR(LaunchSparseMaxPool(p, 0));
+      }
+      return SyncDevice();
+    };
+    c.reference = [=, &logits] {
+      std::vector<float> ref(static_cast<size_t>(seqs) * sh.vocab, 0.0f);
+      cpu::SparseMaxPool(logits.data(), sh.ld, 0, tokens, sh.vocab, cu.data(), seqs, ref.data());
+      return std::vector<std::vector<float>>{ref};
+    };
+    EXPECT_TRUE(RunOpCase(c));
   }
 }
 

@@ -71,10 +71,6 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
   options_ = opt;
   PETAL_RETURN_IF_ERROR(CheckCuda(cudaSetDevice(opt.device), "cudaSetDevice"));
   PETAL_ASSIGN_OR_RETURN(config_, LoadModelConfig(model_dir));
-  if (config_.task == ModelTask::kSparse) {
-    return Unimplemented(model_dir +
-                         ": sparse (SPLADE) models run on the CPU engine only (--backend cpu)");
-  }
   multivector_ = config_.task == ModelTask::kMultiVector;
   // Key lengths only where expansion tokens must not be attended to: they keep cuDNN out.
   multivector_keys_ = multivector_ && !config_.multivector.attend_to_expansion_tokens &&
@@ -99,6 +95,7 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
     return InvalidArgument("calibration runs the bf16 path: --quantize must be none");
   graphs_ = std::make_unique<GraphCache>(opt.max_graphs, opt.use_graphs && !opt.observer);
   Capacity cap{opt.max_tokens, seq_cap, AttentionMode::kAuto};
+  cap.sparse_chunk_tokens = opt.sparse_chunk_tokens;
   if (opt.attention == "flash") {
     cap.attention = AttentionMode::kFlash;
   } else if (opt.attention == "cudnn") {
@@ -158,8 +155,10 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
   PETAL_RETURN_IF_ERROR(CheckCuda(cudaMemset(dev_inputs_, 0, in_ints * sizeof(int32_t)), "memset"));
   // Rows of hidden_size floats (embedders) or of OutputDim() logits (a classifier may have more
   // labels than hidden dimensions).
-  // Multi-vector models: one row per token.
-  const int out_rows = std::max({seq_cap, row_cap, multivector_ ? opt.max_tokens : 0});
+  // Multi-vector models: one row per token. Sparse models: one vocabulary-sized row per sequence
+  // (no spans), so not row_cap rows of it.
+  const bool sparse = config_.task == ModelTask::kSparse;
+  const int out_rows = std::max({seq_cap, sparse ? 0 : row_cap, multivector_ ? opt.max_tokens : 0});
   const size_t out_floats =
       static_cast<size_t>(out_rows) * std::max(config_.hidden_size, config_.OutputDim());
   PETAL_RETURN_IF_ERROR(

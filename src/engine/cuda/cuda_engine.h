@@ -53,6 +53,9 @@ struct CudaEngineOptions {
   // fp8 GEMM input's per-token maxima (padding excluded) to the observer before returning. Not
   // owned. Set through EngineOptions::observer.
   ActivationObserver* observer = nullptr;
+  // Sparse (SPLADE) models: tokens per chunk of the MLM logits (Capacity::sparse_chunk_tokens;
+  // 0 = ~128 MiB of bf16 logits per chunk). Tests set it low to cross chunk edges.
+  int sparse_chunk_tokens = 0;
 };
 
 // Result slots (ring_slots) an engine needs for a caller that holds up to `max_inflight`

@@ -42,6 +42,9 @@ struct Capacity {
   // Fp8Input order (model/fp8_scales.h, DequantScales), used by the fp8 quantisers instead of
   // per-token ones (fp8_ops.h, static_scale). Empty = dynamic.
   std::vector<float> fp8_static_scales = {};
+  // Sparse (SPLADE) models: tokens per chunk of the vocabulary-sized logits (0: sized so one
+  // chunk's bf16 logits take ~128 MiB; model/bert/bert_splade_cuda.h).
+  int sparse_chunk_tokens = 0;
 };
 
 // Per-batch inputs, all in device memory at fixed addresses for the engine's lifetime.
@@ -73,7 +76,8 @@ class CudaModel {
   // Enqueues the forward pass and pooling; writes [num_seqs_host, hidden] fp32 pooled (and, per
   // config, L2-normalised) embeddings to `pooled` (with pooling spans: [num_spans_host, hidden],
   // each span pooled and normalised per its flags; embedding models only), or, for a ranking model,
-  // its score head's [num_seqs_host, score_outputs] fp32 logits (config().OutputDim() per row).
+  // its score head's [num_seqs_host, score_outputs] fp32 logits (config().OutputDim() per row),
+  // or, for a sparse (SPLADE) model, [num_seqs_host, vocab_size] pooled fp32 values.
   virtual Status Forward(const DeviceBatch& batch, float* pooled, cudaStream_t stream) = 0;
   // Bytes of device memory held (weights + scratch), for stats.
   virtual size_t DeviceBytes() const = 0;

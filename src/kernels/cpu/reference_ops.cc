@@ -138,6 +138,21 @@ void DenseRows(const float* x, int x_stride, const float* w, const float* bias, 
   }
 }
 
+void SparseMaxPool(const float* logits, int ld, int row0, int rows, int vocab,
+                   const int32_t* cu_seqlens, int num_seqs, float* out) {
+  for (int s = 0; s < num_seqs; ++s) {
+    float* o = out + static_cast<int64_t>(s) * vocab;
+    const int begin = std::max(cu_seqlens[s], row0);
+    const int end = std::min(cu_seqlens[s + 1], row0 + rows);
+    for (int t = begin; t < end; ++t) {
+      const float* l = logits + static_cast<int64_t>(t - row0) * ld;
+      for (int v = 0; v < vocab; ++v) {
+        if (l[v] > 0) o[v] = std::max(o[v], std::log1p(l[v]));
+      }
+    }
+  }
+}
+
 namespace {
 double InvRms(const float* r, int dim, float eps) {
   double ss = 0;

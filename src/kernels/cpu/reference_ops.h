@@ -76,4 +76,10 @@ void PoolDims(const float* hidden, const int32_t* cu_seqlens, int num_seqs, int 
 void DenseRows(const float* x, int x_stride, const float* w, const float* bias, bool tanh, float* y,
                int rows, int out, int in);
 
+// cuda::LaunchSparseMaxPool (SPLADE pooling of one token chunk): for each sequence s and
+// v < vocab, out[s, v] = max(out[s, v], log1p(logits[t - row0, v])) over the tokens t of s in
+// [row0, row0 + rows) whose logit is > 0. logits rows are ld apart; out is [num_seqs, vocab].
+void SparseMaxPool(const float* logits, int ld, int row0, int rows, int vocab,
+                   const int32_t* cu_seqlens, int num_seqs, float* out);
+
 }  // namespace petal::cpu

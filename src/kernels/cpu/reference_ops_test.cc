@@ -279,6 +279,30 @@ TEST(ReferenceOps, DenseRowsMatchesFloat64WithAndWithoutTanh) {
   }
 }
 
+// Three chunks of a ragged batch (a sequence crossing a chunk edge, an empty sequence): the max
+// over each sequence's tokens of log(1 + relu(logit)), in double, from zeroed rows.
+TEST(ReferenceOps, SparseMaxPoolOverChunksMatchesFloat64) {
+  const int vocab = 37, ld = 40, tokens = 11;
+  const std::vector<int32_t> cu = {0, 3, 3, 9, 11};
+  const int seqs = static_cast<int>(cu.size()) - 1;
+  const auto logits = Random(static_cast<size_t>(tokens) * ld, 21, -2.f, 2.f);
+  std::vector<float> got(static_cast<size_t>(seqs) * vocab, 0.f);
+  for (int row0 : {0, 5, 10}) {  // chunks of 5, 5 and 1 tokens
+    const int rows = std::min(5, tokens - row0);
+    SparseMaxPool(logits.data() + static_cast<size_t>(row0) * ld, ld, row0, rows, vocab, cu.data(),
+                  seqs, got.data());
+  }
+  for (int s = 0; s < seqs; ++s) {
+    for (int v = 0; v < vocab; ++v) {
+      double want = 0;
+      for (int t = cu[s]; t < cu[s + 1]; ++t) {
+        want = std::max(want, std::log1p(std::max(0.0, double{logits[size_t(t) * ld + v]})));
+      }
+      EXPECT_NEAR(got[static_cast<size_t>(s) * vocab + v], want, 1e-6) << s << " " << v;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace petal::cpu
 

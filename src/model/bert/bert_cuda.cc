@@ -5,7 +5,9 @@
 // classification head (LaunchDenseRows on the pooled first token) instead of the pooled vector;
 // multi-vector (ColBERT) models end in their Dense projection on every token (GEMMs) and a
 // per-token L2 normalisation to fp32 (LaunchNormalizeRows), one row per token, and their query
-// expansion tokens reach attention as key lengths (DeviceBatch::key_lengths).
+// expansion tokens reach attention as key lengths (DeviceBatch::key_lengths). Sparse (SPLADE)
+// models end in their masked-LM head and max pooling over token chunks (SpladeHead,
+// bert_splade_cuda.h).
 #include <algorithm>
 #include <cmath>
 
@@ -17,6 +19,7 @@
 #include "kernels/cuda/score_ops.h"
 #include "model/bert/bert.h"
 #include "model/bert/bert_arch.h"
+#include "model/bert/bert_splade_cuda.h"
 #include "model/multivector.h"
 
 namespace petal::cuda {
@@ -106,6 +109,11 @@ class BertCudaModel final : public CudaModel {
     PETAL_RETURN_IF_ERROR(attention_.Init(cap_, config_.head_dim));
     bytes_ += TotalBytes(x_, tmp_, qkv_, attn_, inter_, positions_) + attention_.bytes();
     PETAL_ASSIGN_OR_RETURN(gemm_, Gemm::Create());
+    if (config_.score_head == ScoreHead::kBertMlmSplade) {
+      splade_ = std::make_unique<SpladeHead>();
+      PETAL_RETURN_IF_ERROR(splade_->Init(w, config_, cap_));
+      bytes_ += splade_->bytes();
+    }
     return Status::Ok();
   }
 
@@ -171,6 +179,7 @@ class BertCudaModel final : public CudaModel {
           stream));
     }
     if (!proj_.empty()) return ProjectTokens(T, pooled, stream);
+    if (splade_) return splade_->Run(b, x_.get(), tmp_.get(), gemm_.get(), pooled, stream);
     return Pool(b, x_.get(), pooled, stream);
   }
 
@@ -254,6 +263,7 @@ class BertCudaModel final : public CudaModel {
   DeviceBuffer<int32_t> positions_;
   AttentionRunner attention_;
   std::unique_ptr<Gemm> gemm_;
+  std::unique_ptr<SpladeHead> splade_;  // sparse models only
 };
 
 }  // namespace

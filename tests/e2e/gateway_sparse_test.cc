@@ -1,0 +1,112 @@
+// End-to-end test of the sparse (SPLADE) routes on the bert-splade fixture
+// (tests/fixtures/classify/): TEI's /embed_sparse and /v1/embeddings with "sparse": true, through
+// two in-process CPU inference servers (fp32) and a gateway (classify_stack.h), against the float64
+// numpy reference (scripts/ref/classify_numpy.py). Thread-safety: single-threaded test (the
+// servers and gateway run their own threads).
+#include <gtest/gtest.h>
+
+#include <simdjson.h>
+
+#include <cmath>
+#include <map>
+#include <vector>
+
+#include "classify_stack.h"
+#include "gateway_test_util.h"
+
+namespace petal::gateway {
+namespace {
+
+using testing::HttpClient;
+using testing::Json;
+using testing::StartClassifyStack;
+constexpr double kTol = 1e-5;  // CPU fp32 against the float64 reference
+
+// TEI's /embed_sparse on the SPLADE fixture (bert-splade): per text, its non-zero entries in index
+// order, as many as the reference's, summing to its sum, the 64 largest equal to the reference's
+// within 1e-5; /v1/embeddings with "sparse": true gives the same entries (without it: 400); other
+// models' routes refused, and /embed_sparse refused on a classifier.
+TEST(GatewaySparse, EmbedSparseAnswersLikeTheReference) {
+  auto st = StartClassifyStack("bert-splade");
+  if (!st) GTEST_SKIP() << "fixture or tokenizer unavailable";
+  HttpClient c(st->gateway->port());
+  const auto& g = st->golden;
+  std::string texts = "[";
+  for (size_t i = 0; i < g.cases.size(); ++i) texts += (i ? "," : "") + Json(g.cases[i].text);
+  texts += "]";
+  auto r = c.Post("/embed_sparse", "{\"inputs\":" + texts + ",\"truncate\":true}");
+  ASSERT_EQ(r.status, 200u) << r.body.substr(0, 300);
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_FALSE(parser.parse(r.body).get(doc));
+  size_t i = 0;
+  std::vector<std::map<int64_t, double>> all;
+  for (auto list : doc.get_array()) {
+    ASSERT_LT(i, g.cases.size());
+    const auto& cs = g.cases[i];
+    std::map<int64_t, double> entries;
+    int64_t prev = -1;
+    double sum = 0;
+    for (auto e : list.get_array()) {
+      const int64_t index = e["index"].get_int64().value();
+      const double value = e["value"].get_double().value();
+      EXPECT_GT(index, prev) << "text " << i << ": not in index order";
+      EXPECT_GT(value, 0.0) << "text " << i;
+      prev = index;
+      sum += value;
+      entries[index] = value;
+    }
+    EXPECT_LE(std::abs(static_cast<int64_t>(entries.size()) - cs.nnz), cs.near_zero) << i;
+    EXPECT_NEAR(sum, cs.sum, 1e-5 * std::abs(cs.sum)) << "text " << i;
+    for (size_t k = 0; k < cs.top_index.size(); ++k) {
+      ASSERT_TRUE(entries.count(cs.top_index[k])) << "text " << i << " entry " << cs.top_index[k];
+      EXPECT_NEAR(entries[cs.top_index[k]], cs.logits[k], kTol) << "text " << i;
+    }
+    all.push_back(std::move(entries));
+    ++i;
+  }
+  EXPECT_EQ(i, g.cases.size());
+  r = c.Post("/embed_sparse", "{\"inputs\":\"x\",\"dimensions\":8}");
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_NE(r.body.find("\"param\":\"dimensions\""), std::string::npos) << r.body;
+  r = c.Post("/embed_sparse", "{\"inputs\":[]}");
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_NE(r.body.find("\"param\":\"inputs\""), std::string::npos) << r.body;
+  r = c.Post("/v1/embeddings", "{\"input\":" + texts + ",\"truncate\":true,\"sparse\":true}");
+  ASSERT_EQ(r.status, 200u) << r.body.substr(0, 300);
+  ASSERT_FALSE(parser.parse(r.body).get(doc));
+  i = 0;
+  for (auto item : doc["data"].get_array()) {
+    ASSERT_LT(i, all.size());
+    EXPECT_EQ(item["index"].get_int64().value(), static_cast<int64_t>(i));
+    std::map<int64_t, double> entries;
+    auto values = item["embedding"]["values"].get_array().value();
+    auto v = values.begin();
+    for (auto index : item["embedding"]["indices"].get_array()) {
+      ASSERT_TRUE(v != values.end()) << "text " << i;
+      entries[index.get_int64().value()] = (*v).get_double().value();
+      ++v;
+    }
+    EXPECT_EQ(entries, all[i]) << "text " << i;
+    ++i;
+  }
+  EXPECT_EQ(i, all.size());
+  r = c.Post("/v1/embeddings", "{\"input\":\"x\"}");
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_NE(r.body.find("is a sparse embedding model (SPLADE): send \\\"sparse\\\": true"),
+            std::string::npos)
+      << r.body;
+  r = c.Post("/v1/embeddings", "{\"input\":\"x\",\"sparse\":true,\"dimensions\":8}");
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_NE(r.body.find("\"param\":\"dimensions\""), std::string::npos) << r.body;
+  auto cls = StartClassifyStack("bert-cls");
+  ASSERT_TRUE(cls);
+  HttpClient cc(cls->gateway->port());
+  r = cc.Post("/embed_sparse", "{\"inputs\":\"x\"}");
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_NE(r.body.find("/embed_sparse needs a sparse embedding model"), std::string::npos)
+      << r.body;
+}
+
+}  // namespace
+}  // namespace petal::gateway
