@@ -40,9 +40,16 @@ ModelChoice SelectModel(std::span<const ModelNames> models, std::string_view req
                                 "' is not served here; served models: " + ServedModelList(models),
                             "model"}};
   }
-  for (size_t i = 0; i < models.size(); ++i) {
-    if (route_tasks == kAnyTask || (route_tasks & TaskBit(models[i].task)))
-      return {i, std::nullopt};
+  // A sparse model answers /v1/embeddings only when the request asks for "sparse": true, so a
+  // request naming no model goes to a dense embedder there when one is served, whatever the order.
+  const bool sparse_second =
+      route_tasks != kAnyTask && (route_tasks & TaskBit(ModelTask::kEmbed)) != 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t i = 0; i < models.size(); ++i) {
+      if (pass == 0 && sparse_second && models[i].task == ModelTask::kSparse) continue;
+      if (route_tasks == kAnyTask || (route_tasks & TaskBit(models[i].task)))
+        return {i, std::nullopt};
+    }
   }
   return {0, RequestError{400,
                           "no model served here serves " + std::string(path) +

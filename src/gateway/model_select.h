@@ -38,7 +38,8 @@ struct ModelChoice {
 };
 
 // The model for a request naming `requested` (empty: none) on `path`, a route serving the tasks
-// `route_tasks` (TaskBit set; 0 = any model).
+// `route_tasks` (TaskBit set; 0 = any model). Naming none: the first model serving the route,
+// except that a sparse model comes after the others on a route that also serves embedders.
 ModelChoice SelectModel(std::span<const ModelNames> models, std::string_view requested,
                         std::string_view path, unsigned route_tasks);
 
