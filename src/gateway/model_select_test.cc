@@ -68,6 +68,14 @@ TEST(ModelSelect, NoNameGoesToTheFirstModelServingTheRoute) {
   EXPECT_EQ(SelectModel(m, "", "/embed_sparse", TaskBit(ModelTask::kSparse)).index, 2u);
   // /v1/score serves embedders and rankers: the first of either.
   EXPECT_EQ(SelectModel(m, "", "/v1/score", kScoreOrEmbed).index, 0u);
+  // A sparse model listed first still leaves unnamed /v1/embeddings requests to the embedder
+  // (it answers there only with "sparse": true); alone, it is chosen.
+  const std::vector<ModelNames> sparse_first = {m[2], m[0]};
+  const unsigned embeddings_route = kEmbedRoute | TaskBit(ModelTask::kSparse);
+  EXPECT_EQ(SelectModel(sparse_first, "", "/v1/embeddings", embeddings_route).index, 1u);
+  EXPECT_EQ(SelectModel(sparse_first, "", "/embed_sparse", TaskBit(ModelTask::kSparse)).index, 0u);
+  const std::vector<ModelNames> sparse_and_ce = {m[2], m[1]};
+  EXPECT_EQ(SelectModel(sparse_and_ce, "", "/v1/embeddings", embeddings_route).index, 0u);
   // Routes for any model (/tokenize, /info): the first model.
   EXPECT_EQ(SelectModel(m, "", "/tokenize", kAnyTask).index, 0u);
   const ModelChoice none = SelectModel(m, "", "/predict", kClassifyRoute);

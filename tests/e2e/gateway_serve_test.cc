@@ -273,10 +273,9 @@ TEST(GatewayServe, AutoTransportRunsOneCpuEngineLocally) {
   const std::string model = SourceDir() + "/models/all-MiniLM-L6-v2";
   if (!FileExists(model + "/model.safetensors")) GTEST_SKIP() << model << " is missing";
   const std::string log = ::testing::TempDir() + "/gateway_serve_auto.log";
-  auto [pid, port, exited] = StartServe(
-      {"--model", model, "--backend", "cpu", "--listen", "127.0.0.1:0", "--shutdown-grace-ms",
-       "1000"},
-      log);
+  auto [pid, port, exited] = StartServe({"--model", model, "--backend", "cpu", "--listen",
+                                         "127.0.0.1:0", "--shutdown-grace-ms", "1000"},
+                                        log);
   ASSERT_GT(pid, 0);
   ASSERT_NE(port, 0) << ReadFile(log);
   {

@@ -245,8 +245,7 @@ std::string AttentionRunner::DescribeChoices() const {
                   seqs, max_len, c.timed_tokens, hq, hkv, d, causal ? " causal" : "",
                   Name(c.backend),
                   c.variant >= 0 ? FlashVariantName(d, c.variant).c_str() : "default", c.flash_ms,
-                  c.default_flash_ms, c.cudnn_ms,
-                  c.note.empty() ? "" : " note: ", c.note.c_str());
+                  c.default_flash_ms, c.cudnn_ms, c.note.empty() ? "" : " note: ", c.note.c_str());
     out += line;
   }
   return out;

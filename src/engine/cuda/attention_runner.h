@@ -9,7 +9,8 @@
 // graphs included. Shapes cuDNN refuses use flash; the reason is kept for Describe(). The same
 // timing picks the flash kernel's tile variant (kernels/cuda/attention_internal.h) among those
 // that support the GQA group when PETAL_ATTN_VARIANTS=1. Off by default: on the H200 it measured
-// no gain (the default variant was the fastest or within 2% at every 0.6b shape, docs/attention.md).
+// no gain (the default variant was the fastest or within 2% at every 0.6b shape,
+// docs/attention.md).
 //
 // Thread-safety: one engine thread. Timing synchronises the stream, so the first batch of a shape
 // is slower; never called during stream capture for an unseen shape (falls back to flash then).
