@@ -29,8 +29,21 @@ int64_t MicrosSince(Clock::time_point t, Clock::time_point now) {
 }
 }  // namespace
 
+namespace {
+
+// A multi-vector model answers one row per token, and both engines size their result buffers for
+// a whole batch of them (max_batch_tokens rows), so its batches are bounded by tokens, not by the
+// span-row bound (2,048 by default) that would split 100 x 256-token documents into 13 batches.
+EngineLoopOptions ForEngine(const Engine* engine, EngineLoopOptions o) {
+  if (engine != nullptr && engine->config().task == ModelTask::kMultiVector)
+    o.limits.max_batch_rows = std::max(o.limits.max_batch_rows, o.limits.max_batch_tokens);
+  return o;
+}
+
+}  // namespace
+
 EngineLoop::EngineLoop(Engine* engine, EngineLoopOptions options, ServerMetrics* metrics)
-    : engine_(engine), options_(options), metrics_(metrics) {
+    : engine_(engine), options_(ForEngine(engine, options)), metrics_(metrics) {
   scheduler_ = std::thread([this] {
     t_on_loop_thread = true;
     SchedulerMain();
