@@ -110,15 +110,15 @@ done
 
 # Big Qwen3 shapes (default the 0.6b one, ~7-9 minutes on 2 cores): 8 x 512 is ~3.6 TFLOP, 25-40 s
 # a batch, so one warm-up and one timed batch (three at 1 x 128), no reference path (80+ s a
-# batch), no goldens, fewer runtimes and by default 2 threads only.
+# batch), no goldens, fewer runtimes and by default 2 threads only. bf16 too where the CPU has it.
+BIG_PRECISIONS="fp32 int8"
+[[ $PRECISIONS == *bf16* ]] && BIG_PRECISIONS="fp32 bf16 int8"
 for shape in $BIG; do
   make_models "$shape"
   for t in $BIG_THREADS; do
-    SECS=2 MINB=3 petal "$shape-causal" "$cdir" "$t" 1 128 fp32
-    SECS=2 MINB=3 petal "$shape-causal" "$cdir" "$t" 1 128 int8
-    SECS=0 MINB=1 petal "$shape-causal" "$cdir" "$t" 8 512 fp32
-    SECS=0 MINB=1 petal "$shape-causal" "$cdir" "$t" 8 512 int8
-    SECS=0 MINB=1 petal "$shape" "$dir" "$t" 8 512 fp32
+    for p in $BIG_PRECISIONS; do SECS=2 MINB=3 petal "$shape-causal" "$cdir" "$t" 1 128 "$p"; done
+    for p in $BIG_PRECISIONS; do SECS=0 MINB=1 petal "$shape-causal" "$cdir" "$t" 8 512 "$p"; done
+    for p in ${BIG_PRECISIONS% int8}; do SECS=0 MINB=1 petal "$shape" "$dir" "$t" 8 512 "$p"; done
     SECS=2 MINR=3 PETAL_BENCH_RUNTIMES="$BIG_RUNTIMES" \
       baselines "$shape-128" "$OUTD/models/$shape-causal-st" "$t" 128 "" 128 "$cdir"
     SECS=0 MINR=1 PETAL_BENCH_RUNTIMES="$BIG_RUNTIMES" \

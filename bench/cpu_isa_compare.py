@@ -44,9 +44,9 @@ def cpu_info():
     return {"model": model, "isa_flags": isa, "logical_cpus": os.cpu_count()}
 
 
-def petal_run(args, precision, batch, golden=None):
-    out = os.path.join(args.work, f"petal-{precision}-{batch}.json")
-    cmd = [os.path.join(args.bin, "petal_cpu_bench"), "--model", args.model, "--threads", str(args.threads),
+def petal_run(args, precision, batch, golden=None, bin_dir=None, label=""):
+    out = os.path.join(args.work, f"petal-{label}{precision}-{batch}.json")
+    cmd = [os.path.join(bin_dir or args.bin, "petal_cpu_bench"), "--model", args.model, "--threads", str(args.threads),
            "--batch", str(batch), "--seq-len", str(args.len), "--seconds", str(args.seconds),
            "--min-batches", "3" if batch > 1 else "20", "--precision", precision, "--warmup", "1",
            "--out", out]
@@ -126,6 +126,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--petal-modes", default="fp32,bf16,auto")
+    # A second Petal build in the same rounds (e.g. the commit before a change): LABEL=DIR, its
+    # modes in --other-modes; reported as petal_LABEL_<mode>.
+    ap.add_argument("--other-bin", default="")
+    ap.add_argument("--other-modes", default="bf16")
     ap.add_argument("--work", default="/tmp/petal_cpu_isa")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
@@ -142,15 +146,22 @@ def main():
     runs, res["versions"] = make_baselines(args)
     vocab = json.load(open(os.path.join(args.model, "config.json")))["vocab_size"]
     modes = [m for m in args.petal_modes.split(",") if m]
+    runs_petal = [(f"petal_{m}", m, None, "") for m in modes]
+    if args.other_bin:
+        label, other = args.other_bin.split("=", 1)
+        runs_petal += [(f"petal_{label}_{m}", m, other, label + "-")
+                       for m in args.other_modes.split(",") if m]
+        res["other_bin"] = args.other_bin
     rounds = []
     for i in range(args.rounds):
         rnd = {}
-        for m in modes:
-            t, l = petal_run(args, m, args.batch), petal_run(args, m, 1)
-            rnd[f"petal_{m}"] = {"texts_per_s": t["texts_per_s"], "latency_p50_ms": l["batch_ms_p50"],
+        for key, m, bin_dir, label in runs_petal:
+            t = petal_run(args, m, args.batch, bin_dir=bin_dir, label=label)
+            l = petal_run(args, m, 1, bin_dir=bin_dir, label=label)
+            rnd[key] = {"texts_per_s": t["texts_per_s"], "latency_p50_ms": l["batch_ms_p50"],
                                  "cpu_cores_used": t["cpu_cores_used"], "engine": t["engine"],
                                  "load": t["load_average_before"]}
-            print(f"round {i} petal {m}: {t['texts_per_s']} texts/s ({t['cpu_cores_used']} cores), "
+            print(f"round {i} {key}: {t['texts_per_s']} texts/s ({t['cpu_cores_used']} cores), "
                   f"1x{args.len} p50 {l['batch_ms_p50']} ms; load {loadavg()}", flush=True)
         for name, run in runs.items():
             time.sleep(0.5)

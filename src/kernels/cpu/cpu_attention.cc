@@ -29,9 +29,7 @@ constexpr int kBq = 32;   // queries per work item
 constexpr int kBk = 128;  // keys per online-softmax block
 constexpr int kR = 6;     // query rows per register tile
 
-struct Item {
-  int seq, kv_head, q0, q1;  // queries [q0, q1) of every query head of kv_head
-};
+using Item = AttentionItem;
 
 // One (sequence, kv head)'s keys in panels: k[j][t] at kt[(j / 16) * 16 * d + t * 16 + j % 16]
 // (zero past len), and its values at v[j * d + t].
@@ -282,20 +280,12 @@ void RunItemScalar(const float* q, int q_stride, KeysT keys, const float* v, int
 
 }  // namespace
 
-void BlockedAttention(const float* q, int q_stride, const float* k, int k_stride, const float* v,
-                      int v_stride, float* out, const int32_t* cu_seqlens, int num_seqs,
-                      int num_heads, int num_kv_heads, int head_dim, bool causal, float scale,
-                      const int32_t* kv_lens) {
-  const int group = num_heads / num_kv_heads, d = head_dim, out_stride = num_heads * d;
-  // Work items: (sequence, kv head, query range). Each packs the keys and values its queries
-  // see into its thread's buffers (kept hot in L2 for every query head of the group), so a
-  // sequence's keys are repacked once per query range, not once per 32 queries. Ranges are cut
-  // only as far as needed to give each thread ~4 items.
+std::vector<AttentionItem> AttentionItems(const int32_t* cu_seqlens, int num_seqs, int num_kv_heads,
+                                          int threads) {
   int64_t pairs = 0;
   for (int s = 0; s < num_seqs; ++s) pairs += cu_seqlens[s + 1] > cu_seqlens[s] ? num_kv_heads : 0;
-  const int threads = std::max(1, omp_get_max_threads());
   const int64_t want = pairs > 0 ? (4LL * threads + pairs - 1) / pairs : 1;
-  std::vector<Item> items;
+  std::vector<AttentionItem> items;
   for (int s = 0; s < num_seqs; ++s) {
     const int len = cu_seqlens[s + 1] - cu_seqlens[s];
     const int blocks = (len + kBq - 1) / kBq;
@@ -304,6 +294,16 @@ void BlockedAttention(const float* q, int q_stride, const float* k, int k_stride
       for (int q0 = 0; q0 < len; q0 += per) items.push_back({s, h, q0, std::min(len, q0 + per)});
     }
   }
+  return items;
+}
+
+void BlockedAttention(const float* q, int q_stride, const float* k, int k_stride, const float* v,
+                      int v_stride, float* out, const int32_t* cu_seqlens, int num_seqs,
+                      int num_heads, int num_kv_heads, int head_dim, bool causal, float scale,
+                      const int32_t* kv_lens) {
+  const int group = num_heads / num_kv_heads, d = head_dim, out_stride = num_heads * d;
+  const std::vector<Item> items =
+      AttentionItems(cu_seqlens, num_seqs, num_kv_heads, std::max(1, omp_get_max_threads()));
   const int64_t n_items = static_cast<int64_t>(items.size());
 #if PETAL_ATTN_AVX2
   const bool tiles = d % 16 == 0;

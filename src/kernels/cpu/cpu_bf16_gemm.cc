@@ -171,17 +171,24 @@ std::string Bf16Gemm::ImplName(int m) const { return s_->Get(m, false, false)->i
 
 void ConvertToBf16(const float* x, int64_t count, uint16_t* out) {
   const bool fast = DetectCpuFeatures().avx512_bf16;
-  constexpr int64_t kChunk = 1 << 14;
-  const int64_t chunks = (count + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (chunks > 1)
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t begin = c * kChunk, len = std::min(kChunk, count - begin);
+  auto convert = [&](int64_t begin, int64_t len) {
     if (fast) {
       ConvertAvx512Bf16(x + begin, len, out + begin);
     } else {
       for (int64_t i = 0; i < len; ++i) out[begin + i] = ToBf16Bits(x[begin + i]);
     }
+  };
+  constexpr int64_t kChunk = 1 << 14;
+  const int64_t chunks = (count + kChunk - 1) / kChunk;
+  // Below one chunk no parallel region at all: `omp parallel if (false)` still starts a team of
+  // one, and from inside a parallel loop (AddLayerNorm calls this per row) that is a nested
+  // team per call, a futex wake each time: 9% of a 1-thread bf16 MiniLM profile.
+  if (chunks <= 1) {
+    convert(0, count);
+    return;
   }
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) convert(c * kChunk, std::min(kChunk, count - c * kChunk));
 }
 
 }  // namespace petal::cpu

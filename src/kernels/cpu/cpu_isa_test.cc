@@ -5,6 +5,10 @@
 //   accumulation): |err| <= 2e-4 * (1 + |ref|) (summation order and pairwise products differ);
 //   against the fp32 GEMM on the fp32 inputs: per-row cosine >= 0.9999 and max |err| <= 2e-2 *
 //   max |ref| (bf16 keeps 8 mantissa bits). Epilogues (bias, GELU, SiLU*up) the same way.
+//   bf16 attention: against the fp32 reference attention on bf16-rounded q/k/v (what the kernel
+//   multiplies; what is left is the probabilities' bf16 rounding) |err| <= 4e-3 * max |v|, and on
+//   the fp32 inputs per-row cosine >= 0.999; where this level has no AVX512-BF16 (or the head
+//   size is not a multiple of 32) it must be the fp32 BlockedAttention bit for bit.
 //   ConvertToBf16: bit for bit as ToBf16Bits (round to nearest even), NaN stays NaN.
 //   Caps: each level turns off what lies above it, in this process and in oneDNN.
 #include <gtest/gtest.h>
@@ -17,6 +21,7 @@
 #include <vector>
 
 #include "kernels/cpu/bf16.h"
+#include "kernels/cpu/cpu_attention.h"
 #include "kernels/cpu/cpu_bf16_gemm.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_fused.h"
@@ -168,6 +173,57 @@ TEST(CpuIsaTest, NormsMatchReferenceAtThisLevel) {
     EXPECT_EQ(xs, sum);
     for (size_t i = 0; i < ref.size(); ++i)
       ASSERT_NEAR(rms_got[i], rms_ref[i], 2e-5 * (1 + std::fabs(rms_ref[i]))) << dim << " " << i;
+  }
+}
+
+TEST(CpuIsaTest, Bf16AttentionTracksFp32) {
+  SKIP_IF_CAP_ABOVE_MACHINE();
+  std::printf("bf16 attention at this level: %s\n",
+              HaveBf16Attention(32) ? "AVX512-BF16 kernel" : "fp32 fallback");
+  // Lengths around the 32-query / 128-key blocks (two key blocks at 130 and 160), an empty
+  // sequence, GQA, head sizes with and without the bf16 kernel.
+  const std::vector<int32_t> cu = {0, 1, 1, 33, 100, 230, 390};
+  const int T = cu.back(), S = 6;
+  for (int d : {32, 64, 128, 24}) {
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "d " << d << (causal ? " causal" : " bidirectional"));
+      const int heads = 4, kv = 2, row = (heads + 2 * kv) * d;
+      const auto qkv = Random(size_t(T) * row, 51 + d), qkvr = Rounded(qkv);
+      const float scale = 2.0f / std::sqrt(float(d));  // peakier softmax than usual
+      std::vector<float> ref(size_t(T) * heads * d), exact(ref.size()), got(ref.size(), NAN);
+      std::vector<uint16_t> gotb(ref.size());
+      auto k_of = [&](const std::vector<float>& x) { return x.data() + heads * d; };
+      auto v_of = [&](const std::vector<float>& x) { return x.data() + (heads + kv) * d; };
+      Attention(qkv.data(), row, k_of(qkv), row, v_of(qkv), row, ref.data(), cu.data(), S, heads,
+                kv, d, causal, scale);
+      Attention(qkvr.data(), row, k_of(qkvr), row, v_of(qkvr), row, exact.data(), cu.data(), S,
+                heads, kv, d, causal, scale);
+      BlockedAttentionBf16(qkv.data(), row, k_of(qkv), row, v_of(qkv), row, got.data(), gotb.data(),
+                           cu.data(), S, heads, kv, d, causal, scale);
+      for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(gotb[i], ToBf16Bits(got[i])) << i;
+      if (!HaveBf16Attention(d)) {
+        std::vector<float> blocked(ref.size());
+        BlockedAttention(qkv.data(), row, k_of(qkv), row, v_of(qkv), row, blocked.data(), cu.data(),
+                         S, heads, kv, d, causal, scale);
+        EXPECT_EQ(got, blocked);
+        continue;
+      }
+      float mx = 0, worst = 0;
+      for (int t = 0; t < T; ++t)
+        for (int j = 0; j < kv * d; ++j)
+          mx = std::max(mx, std::fabs(qkv[t * row + (heads + kv) * d + j]));
+      double worst_cos = 1;
+      for (size_t i = 0; i < got.size(); ++i) {
+        worst = std::max(worst, std::fabs(got[i] - exact[i]));
+        ASSERT_NEAR(got[i], exact[i], 4e-3 * mx) << i;
+      }
+      for (int r = 0; r < T * heads; ++r)
+        worst_cos = std::min(worst_cos, Cosine(&got[size_t(r) * d], &ref[size_t(r) * d], d));
+      std::printf(
+          "d %d%s: max |err| vs rounded inputs %.2e (max |v| %.2f), worst cosine vs fp32 %.6f\n", d,
+          causal ? " causal" : "", worst, mx, worst_cos);
+      EXPECT_GE(worst_cos, 0.999);
+    }
   }
 }
 

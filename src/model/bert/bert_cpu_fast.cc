@@ -75,8 +75,9 @@ class BertFastCpuModel final : public CpuModel {
         }
       }
     }
-    // bf16: the norms also write the next GEMM's input in bf16, and the GELU GEMM writes bf16
-    // for the FFN-out GEMM (the same roundings those GEMMs would do on fp32 inputs).
+    // bf16: the norms also write the next GEMM's input in bf16, the GELU GEMM writes bf16 for
+    // the FFN-out GEMM and the attention writes bf16 for the output projection (the same
+    // roundings those GEMMs would do on fp32 inputs).
     const bool bf16 =
         layers_.empty() ? false : layers_[0].qkv.precision() == cpu::CpuPrecision::kBf16;
     uint16_t* const xb = bf16 ? reinterpret_cast<uint16_t*>(
@@ -99,11 +100,19 @@ class BertFastCpuModel final : public CpuModel {
       } else {
         p.qkv.Forward(x, T, qkv);
       }
-      cpu::BlockedAttention(qkv, 3 * H, qkv + H, 3 * H, qkv + 2 * H, 3 * H, ctx,
-                            batch.cu_seqlens.data(), S, c.num_heads, c.num_heads, d,
-                            /*causal=*/false, scale,
-                            batch.key_lengths.empty() ? nullptr : batch.key_lengths.data());
-      p.attn_out.Forward(ctx, T, proj);
+      const int32_t* kv_lens = batch.key_lengths.empty() ? nullptr : batch.key_lengths.data();
+      if (bf16) {  // bf16 attention (AVX512-BF16 where the CPU has it), its output in bf16
+        uint16_t* const cb = reinterpret_cast<uint16_t*>(ctx);  // bf16 [T, H] in the fp32 buffer
+        cpu::BlockedAttentionBf16(qkv, 3 * H, qkv + H, 3 * H, qkv + 2 * H, 3 * H, nullptr, cb,
+                                  batch.cu_seqlens.data(), S, c.num_heads, c.num_heads, d,
+                                  /*causal=*/false, scale, kv_lens);
+        p.attn_out.ForwardBf16(cb, T, proj);
+      } else {
+        cpu::BlockedAttention(qkv, 3 * H, qkv + H, 3 * H, qkv + 2 * H, 3 * H, ctx,
+                              batch.cu_seqlens.data(), S, c.num_heads, c.num_heads, d,
+                              /*causal=*/false, scale, kv_lens);
+        p.attn_out.Forward(ctx, T, proj);
+      }
       cpu::AddLayerNorm(x, proj, lw.attn_norm_gamma.data(), lw.attn_norm_beta.data(), c.norm_eps, T,
                         H, xb);
       if (bf16) {

@@ -82,6 +82,7 @@ class Qwen3FastCpuModel final : public CpuModel {
     float* const proj = cpu::ThreadBuffer(3, static_cast<size_t>(T) * H);
     float* const act = cpu::ThreadBuffer(4, static_cast<size_t>(T) * I);
     const float* pending = nullptr;  // the last sublayer's output, not yet added to x
+    const bool bf16 = !layers_.empty() && layers_[0].qkv.precision() == cpu::CpuPrecision::kBf16;
     for (size_t l = 0; l < layers_.size(); ++l) {
       const Qwen3LayerWeights& L = w_.layers[l];
       const PackedQwen3Layer& p = layers_[l];
@@ -92,9 +93,16 @@ class Qwen3FastCpuModel final : public CpuModel {
         cpu::HeadRmsNorm(qkv + hq * d, qkv_dim, T, hkv, d, L.k_norm.data(), c.norm_eps);
       }
       cpu::RopeQK(qkv, qkv_dim, hq, hkv, d, cu, n, rope);
-      cpu::BlockedAttention(qkv, qkv_dim, qkv + hq * d, qkv_dim, qkv + (hq + hkv) * d, qkv_dim,
-                            attn, cu, n, hq, hkv, d, causal, scale);
-      p.o.Forward(attn, T, proj);
+      if (bf16) {  // bf16 attention (AVX512-BF16 where the CPU has it), its output in bf16
+        uint16_t* const ab = reinterpret_cast<uint16_t*>(attn);  // bf16 in the fp32 buffer
+        cpu::BlockedAttentionBf16(qkv, qkv_dim, qkv + hq * d, qkv_dim, qkv + (hq + hkv) * d,
+                                  qkv_dim, nullptr, ab, cu, n, hq, hkv, d, causal, scale);
+        p.o.ForwardBf16(ab, T, proj);
+      } else {
+        cpu::BlockedAttention(qkv, qkv_dim, qkv + hq * d, qkv_dim, qkv + (hq + hkv) * d, qkv_dim,
+                              attn, cu, n, hq, hkv, d, causal, scale);
+        p.o.Forward(attn, T, proj);
+      }
       cpu::AddRmsNorm(x, proj, L.post_attention_norm.data(), c.norm_eps, normed, T, H);
       p.gate_up.Forward(normed, T, act, cpu::Epilogue::kSiluMul);
       p.down.Forward(act, T, proj);
