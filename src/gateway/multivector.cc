@@ -56,7 +56,10 @@ inline __attribute__((always_inline)) float Dot(const float* a, const float* b, 
 
 // With GCC on x86-64, compiled for AVX-512, AVX2 and the baseline; the loader picks the best the
 // CPU runs (target_clones), so the portable binary still uses wide registers here.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// Not under a sanitizer: the clones' ifunc resolver runs while the dynamic loader relocates,
+// before TSan's runtime is up, and crashed every binary linking this file in the tsan preset.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
 #define PETAL_MAXSIM_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define PETAL_MAXSIM_CLONES
