@@ -70,12 +70,22 @@ def post(conn, path, body):
     data = r.read()
     if r.status != 200:
         raise RuntimeError("%s answered %d: %s" % (path, r.status, data[:300]))
-    return data
+    return data, r.getheader("Server-Timing") or ""
+
+
+def phases_of(header):
+    """{"tokenize": 1.2, ...} (ms) from a Server-Timing header."""
+    out = {}
+    for part in header.split(","):
+        name, _, dur = part.strip().partition(";dur=")
+        if name and dur:
+            out[name] = float(dur)
+    return out
 
 
 def run_clients(host, port, path, body, seconds, clients):
     stop = time.perf_counter() + seconds
-    lat, errors, nbytes = [], [], [0]
+    lat, errors, nbytes, phases = [], [], [0], {}
     lock = threading.Lock()
 
     def client():
@@ -84,10 +94,12 @@ def run_clients(host, port, path, body, seconds, clients):
         try:
             while time.perf_counter() < stop:
                 t = time.perf_counter()
-                n = len(post(conn, path, body))
+                data, timing = post(conn, path, body)
                 mine.append(time.perf_counter() - t)
                 with lock:
-                    nbytes[0] += n
+                    nbytes[0] += len(data)
+                    for k, v in phases_of(timing).items():
+                        phases.setdefault(k, []).append(v)
         except Exception as e:  # noqa: BLE001 - reported, not raised, from a thread
             errors.append(repr(e))
         with lock:
@@ -107,7 +119,8 @@ def run_clients(host, port, path, body, seconds, clients):
             "texts_per_s": len(lat) * N_TEXTS / wall,
             "p50_ms": 1e3 * statistics.median(lat) if lat else None,
             "p99_ms": 1e3 * lat[min(len(lat) - 1, int(0.99 * len(lat)))] if lat else None,
-            "response_bytes": nbytes[0] // max(1, len(lat))}
+            "response_bytes": nbytes[0] // max(1, len(lat)),
+            "server_timing_p50_ms": {k: statistics.median(v) for k, v in sorted(phases.items())}}
 
 
 def petal_side(a):
@@ -117,7 +130,7 @@ def petal_side(a):
     body = json.dumps(req).encode()
     conn = http.client.HTTPConnection(host, port, timeout=300)
     t = time.perf_counter()
-    answer = json.loads(post(conn, path, body))  # first use: eager run, GEMM tuning
+    answer = json.loads(post(conn, path, body)[0])  # first use: eager run, GEMM tuning
     first_s = time.perf_counter() - t
     for _ in range(a.warmup):  # second use captures the CUDA graphs; later ones replay
         post(conn, path, body)
@@ -134,8 +147,10 @@ def petal_side(a):
     print("petal %s: first request %.2f s, %s" % (a.task, first_s, shape), flush=True)
     runs = [run_clients(host, port, path, body, a.seconds, c) for c in (1, a.clients)]
     for r in runs:
-        print("petal %s, %d client(s): %.1f texts/s, p50 %.1f ms, %d B per answer"
-              % (a.task, r["clients"], r["texts_per_s"], r["p50_ms"], r["response_bytes"]), flush=True)
+        st = " ".join("%s %.2f" % kv for kv in r["server_timing_p50_ms"].items())
+        print("petal %s, %d client(s): %.1f texts/s, p50 %.1f ms, %d B per answer; Server-Timing "
+              "p50: %s" % (a.task, r["clients"], r["texts_per_s"], r["p50_ms"],
+                           r["response_bytes"], st), flush=True)
     return {"side": "petal", "task": a.task, "first_request_s": first_s, "shape": shape,
             "runs": runs, "sample": sample}
 

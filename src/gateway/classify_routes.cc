@@ -81,7 +81,8 @@ std::optional<RequestError> Gateway::ToClassifyInputs(const ClassifyParams& p, c
     }
     return std::nullopt;
   };
-  return RunSliced(n, run);  // large batches in slices on the tokenizer pool
+  // Large batches in slices on the tokenizer pool.
+  return RunSliced(n, run, TextBytes(p.texts) + TextBytes(p.second));
 }
 
 namespace {

@@ -123,11 +123,12 @@ std::optional<RequestError> Gateway::ToSequences(EmbedParams* p, const ServedMod
     }
     return std::nullopt;
   };
-  return RunSliced(n, run);
+  return RunSliced(n, run, TextBytes(p->inputs.texts));
 }
 
-std::optional<RequestError> Gateway::RunSliced(size_t n, const SliceFn& run) const {
-  const size_t slices = std::min<size_t>(tokenizer_threads_, n / kTextsPerSlice);
+std::optional<RequestError> Gateway::RunSliced(size_t n, const SliceFn& run, size_t bytes) const {
+  const size_t slices = std::min<size_t>(
+      tokenizer_threads_, bytes ? std::min(n, bytes / kBytesPerSlice) : n / kTextsPerSlice);
   if (slices < 2) return run(0, n);
   std::vector<std::optional<RequestError>> errors(slices);
   std::latch done(static_cast<std::ptrdiff_t>(slices - 1));

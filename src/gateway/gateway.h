@@ -67,6 +67,13 @@ struct GatewayOptions {
 class Gateway;
 struct SpanPlan;  // span_plan.h
 
+// The total size of `texts` in bytes: the work estimate Gateway::RunSliced slices by.
+inline size_t TextBytes(const std::vector<std::string>& texts) {
+  size_t bytes = 0;
+  for (const auto& t : texts) bytes += t.size();
+  return bytes;
+}
+
 // Which models a route serves, as a set of ModelTask bits; kAnyTask (0): every model (health,
 // docs, tokenize, ...). A route asked of a model whose task it does not serve is answered 400
 // naming the routes that do (task_routes.h), before its handler runs.
@@ -191,11 +198,12 @@ class Gateway {
   std::optional<RequestError> ToSequences(EmbedParams* p, M m, const char* field,
                                           std::vector<std::vector<int32_t>>* seqs);
   // Options for the servers from the request; an error names the field.
-  // Runs run(begin, end) over [0, n): in slices on the tokenizer pool when n is large (this
-  // thread waits; the slices never do, so the pools cannot deadlock), else inline. Returns the
-  // first error in input order.
+  // Runs run(begin, end) over [0, n): in slices on the tokenizer pool when the work is large
+  // (this thread waits; the slices never do, so the pools cannot deadlock), else inline. The
+  // work's size is `bytes` of input when given (one slice per kBytesPerSlice), else n items (one
+  // per kTextsPerSlice). Returns the first error in input order.
   using SliceFn = std::function<std::optional<RequestError>(size_t, size_t)>;
-  std::optional<RequestError> RunSliced(size_t n, const SliceFn& run) const;
+  std::optional<RequestError> RunSliced(size_t n, const SliceFn& run, size_t bytes = 0) const;
   std::optional<RequestError> ServerOptions(const EmbedParams& p, M m, v1::EmbedOptions* o) const;
   std::string NextRequestId();
   // Posts fn to the worker pool. Holds an in-flight count across post(): a fast worker may
@@ -216,6 +224,7 @@ class Gateway {
   std::unique_ptr<boost::asio::thread_pool> tokenizers_;
   size_t tokenizer_threads_ = 1;
   static constexpr size_t kTextsPerSlice = 32;  // fewer texts per slice cost more than they save
+  static constexpr size_t kBytesPerSlice = 8 * 1024;  // ~2,000 tokens: ~0.1 ms of work
   // Results of up to this many rows are formatted on the gRPC completion thread (no hand-off).
   static constexpr size_t kInlineFormatRows = 4;
   GatewayMetrics metrics_;  // requests that use no model (health, docs, unknown names, ...)

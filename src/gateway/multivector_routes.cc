@@ -15,6 +15,7 @@
 #include "gateway/json_writer.h"
 #include "gateway/multivector.h"
 #include "gateway/route_errors.h"
+#include "gateway/server_timing.h"
 #include "trace/trace.h"
 #include "wire/codec.h"
 #include "wire/messages.h"
@@ -105,7 +106,7 @@ std::optional<RequestError> Gateway::ToTokenSequences(EmbedParams* p, const Serv
     }
     return std::nullopt;
   };
-  return RunSliced(n, run);
+  return RunSliced(n, run, TextBytes(p->inputs.texts));
 }
 
 void Gateway::TeiEmbedAll(const HttpRequest& req, const ServedModel& m, Reply reply) {
@@ -185,6 +186,8 @@ void Gateway::MaxSimScore(ScoreParams sp, const ServedModel& m, Reply reply) {
   for (auto& d : doc_seqs) seqs->push_back(std::move(d));
   int64_t tokens = 0;
   for (const auto& s : *seqs) tokens += static_cast<int64_t>(s.size());
+  auto timing = std::make_shared<ServerTiming>();
+  timing->Add("tokenize", Since(t0));
   m.metrics.Tokenized(Since(t0), static_cast<int64_t>(seqs->size()), tokens);
   v1::EmbedOptions so;
   so.set_dtype(v1::DTYPE_FLOAT32);
@@ -195,12 +198,14 @@ void Gateway::MaxSimScore(ScoreParams sp, const ServedModel& m, Reply reply) {
   const auto t1 = Clock::now();
   EmbedChunks(
       m.replicas.get(), *seqs, std::move(chunks), so, NextRequestId(),
-      [this, &m, seqs, model, top_k, tokens, t1,
+      [this, &m, seqs, model, top_k, tokens, t0, t1, timing,
        reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
         m.metrics.Inference(Since(t1));
-        PostWork([this, &m, seqs, model, top_k, tokens, r = std::move(r),
+        if (r.ok()) AddReplicaTimes(timing.get(), Since(t1), *r);
+        PostWork([this, &m, seqs, model, top_k, tokens, t0, timing, r = std::move(r),
                   reply = std::move(reply)]() mutable {
           if (!r.ok()) return reply(ServerError(r.status(), m.replicas->RetryAfterSeconds()));
+          const auto s0 = Clock::now();
           std::vector<std::string_view> rows;
           if (Status st = TokenRows(*r, *seqs, &rows); !st.ok()) return reply(ServerError(st));
           const size_t dim = static_cast<size_t>(m.config.score_outputs);
@@ -224,15 +229,29 @@ void Gateway::MaxSimScore(ScoreParams sp, const ServedModel& m, Reply reply) {
                                               " bytes for " + std::to_string(dim) + " floats")));
           }
           const std::vector<float> q = kept(0, 0, true);
-          std::vector<std::pair<size_t, double>> scores;
-          size_t row = (*seqs)[0].size();
-          for (size_t s = 1; s < seqs->size(); ++s) {
-            const std::vector<float> d = kept(s, row, false);
-            row += (*seqs)[s].size();
-            scores.emplace_back(s - 1,
-                                MaxSim(q.data(), q.size() / dim, d.data(), d.size() / dim, dim));
+          const size_t docs = seqs->size() - 1;
+          std::vector<size_t> first_row(docs);  // document d's first row in `rows`
+          for (size_t d = 0, row = (*seqs)[0].size(); d < docs; ++d) {
+            first_row[d] = row;
+            row += (*seqs)[d + 1].size();
           }
-          reply(MakeResponse(200, ScoreListJson(std::move(scores), top_k, model, tokens)));
+          std::vector<std::pair<size_t, double>> scores(docs);
+          auto score = [&](size_t begin, size_t end) -> std::optional<RequestError> {
+            for (size_t d = begin; d < end; ++d) {
+              const std::vector<float> v = kept(d + 1, first_row[d], false);
+              scores[d] = {d, MaxSim(q.data(), q.size() / dim, v.data(), v.size() / dim, dim)};
+            }
+            return std::nullopt;
+          };
+          // One document (~0.1 ms at 32 x 256 vectors of 128) is worth a slice of its own: one
+          // query against 100 such documents took ~11 ms on one core.
+          RunSliced(docs, score, docs * kBytesPerSlice);
+          HttpResponse res =
+              MakeResponse(200, ScoreListJson(std::move(scores), top_k, model, tokens));
+          timing->Add("maxsim", Since(s0));
+          timing->Add("gateway", Since(t0));
+          res.set("Server-Timing", timing->value());
+          reply(std::move(res));
         });
       },
       trace::Current());

@@ -47,7 +47,8 @@ std::optional<RequestError> Gateway::ToPairs(const RerankParams& p, const Served
     }
     return std::nullopt;
   };
-  return RunSliced(n, run);  // large lists in slices on the tokenizer pool, as ToSequences
+  // Large lists in slices on the tokenizer pool, as ToSequences.
+  return RunSliced(n, run, TextBytes(p.documents) + n * p.query.size());
 }
 
 namespace {

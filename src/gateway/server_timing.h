@@ -6,9 +6,13 @@
 // Thread-safety: a value type, used by one thread at a time.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <string_view>
+
+#include "gateway/chunker.h"
 
 namespace petal::gateway {
 
@@ -27,5 +31,18 @@ class ServerTiming {
  private:
   std::string value_;
 };
+
+// Adds the replica phases of a chunked answer: "replica" (the round trip, `replica_s`), then the
+// slowest chunk's "server" and "queue" times as its server reported them.
+inline void AddReplicaTimes(ServerTiming* t, double replica_s, const ChunkedResult& r) {
+  t->Add("replica", replica_s);
+  uint64_t queue_us = 0, server_us = 0;
+  for (const auto& resp : r.responses) {
+    queue_us = std::max<uint64_t>(queue_us, resp.queue_us());
+    server_us = std::max<uint64_t>(server_us, resp.total_us());
+  }
+  t->Add("server", static_cast<double>(server_us) * 1e-6);
+  t->Add("queue", static_cast<double>(queue_us) * 1e-6);
+}
 
 }  // namespace petal::gateway

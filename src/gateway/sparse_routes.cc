@@ -14,6 +14,7 @@
 #include "gateway/gateway.h"
 #include "gateway/json_writer.h"
 #include "gateway/route_errors.h"
+#include "gateway/server_timing.h"
 #include "gateway/task_routes.h"
 #include "trace/trace.h"
 #include "wire/sparse_rows.h"
@@ -69,6 +70,8 @@ void Gateway::EmbedSparse(std::shared_ptr<EmbedParams> p, const ServedModel& m, 
   int64_t tokens = 0;
   for (const auto& s : *seqs) tokens += static_cast<int64_t>(s.size());
   m.metrics.Tokenized(Since(t0), static_cast<int64_t>(seqs->size()), tokens);
+  auto timing = std::make_shared<ServerTiming>();
+  timing->Add("tokenize", Since(t0));
   auto chunks = SplitChunks(*seqs, options_.chunk);
   m.metrics.Chunks(static_cast<int64_t>(chunks.size()));
   v1::EmbedOptions so;  // a sparse model takes no other option: float32 rows of vocab_size
@@ -78,12 +81,14 @@ void Gateway::EmbedSparse(std::shared_ptr<EmbedParams> p, const ServedModel& m, 
   const auto t1 = Clock::now();
   EmbedChunks(
       m.replicas.get(), *seqs, std::move(chunks), so, NextRequestId(),
-      [this, &m, vocab, openai, model, tokens, t1,
+      [this, &m, vocab, openai, model, tokens, t0, t1, timing,
        reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
         m.metrics.Inference(Since(t1));
-        PostWork([&m, vocab, openai, model, tokens, r = std::move(r),
+        if (r.ok()) AddReplicaTimes(timing.get(), Since(t1), *r);
+        PostWork([&m, vocab, openai, model, tokens, t0, timing, r = std::move(r),
                   reply = std::move(reply)]() mutable {
           if (!r.ok()) return reply(ServerError(r.status(), m.replicas->RetryAfterSeconds()));
+          const auto f0 = Clock::now();
           JsonOut o(64);
           o.Raw(openai ? "{\"object\":\"list\",\"data\":[" : "[");
           int64_t index = 0;
@@ -127,7 +132,11 @@ void Gateway::EmbedSparse(std::shared_ptr<EmbedParams> p, const ServedModel& m, 
           } else {
             o.Raw("]");
           }
-          reply(MakeResponse(200, o.Take()));
+          HttpResponse res = MakeResponse(200, o.Take());
+          timing->Add("format", Since(f0));
+          timing->Add("gateway", Since(t0));
+          res.set("Server-Timing", timing->value());
+          reply(std::move(res));
         });
       },
       trace::Current());
