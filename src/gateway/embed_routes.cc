@@ -126,9 +126,13 @@ std::optional<RequestError> Gateway::ToSequences(EmbedParams* p, const ServedMod
   return RunSliced(n, run, TextBytes(p->inputs.texts));
 }
 
+size_t Gateway::Slices(size_t n, size_t bytes) const {
+  return std::min<size_t>(tokenizer_threads_,
+                          bytes ? std::min(n, bytes / kBytesPerSlice) : n / kTextsPerSlice);
+}
+
 std::optional<RequestError> Gateway::RunSliced(size_t n, const SliceFn& run, size_t bytes) const {
-  const size_t slices = std::min<size_t>(
-      tokenizer_threads_, bytes ? std::min(n, bytes / kBytesPerSlice) : n / kTextsPerSlice);
+  const size_t slices = Slices(n, bytes);
   if (slices < 2) return run(0, n);
   std::vector<std::optional<RequestError>> errors(slices);
   std::latch done(static_cast<std::ptrdiff_t>(slices - 1));
@@ -145,6 +149,34 @@ std::optional<RequestError> Gateway::RunSliced(size_t n, const SliceFn& run, siz
     if (e) return e;
   }
   return std::nullopt;
+}
+
+void Gateway::FormatSliced(size_t n, size_t bytes, const ItemFn& write, JsonOut* out) const {
+  if (Slices(n, bytes) < 2) {  // one slice: straight into `out` (a single embedding's path)
+    for (size_t i = 0; i < n; ++i) {
+      if (i) out->Raw(",");
+      write(i, out);
+    }
+    return;
+  }
+  // Each slice formats into its own string, kept at its first item's index; joined in order.
+  std::vector<std::string> parts(n);
+  RunSliced(
+      n,
+      [&](size_t begin, size_t end) -> std::optional<RequestError> {
+        JsonOut o(bytes / std::max<size_t>(n, 1) * (end - begin) + 64);
+        for (size_t i = begin; i < end; ++i) {
+          if (i) o.Raw(",");
+          write(i, &o);
+        }
+        parts[begin] = o.Take();
+        return std::nullopt;
+      },
+      bytes);
+  size_t total = out->str().size();
+  for (const auto& part : parts) total += part.size();
+  out->str().reserve(total);
+  for (const auto& part : parts) out->Raw(part);
 }
 
 void Gateway::Embed(const HttpRequest& req, const ServedModel& m, bool openai, Reply reply) {
@@ -206,30 +238,44 @@ void Gateway::Embed(const HttpRequest& req, const ServedModel& m, bool openai, R
           trace::Span format_span = trace::Span::Child("format", tc);
           if (!r.ok()) return reply(ServerError(r.status(), m.replicas->RetryAfterSeconds()));
           if (Status s = CheckChunks(*r); !s.ok()) return reply(ServerError(s));
-          JsonOut o(64 + r->responses.size() * 16);
-          size_t index = 0;
+          struct RowRef {
+            std::string_view row;
+            float scale;
+            bool int8;  // the server's rows are linear int8
+          };
+          std::vector<RowRef> refs;
+          size_t row_bytes = 0;
+          ForEachRow(*r, [&](std::string_view row, float scale, const v1::EmbedResponse& resp) {
+            refs.push_back({row, scale, resp.dtype() == v1::DTYPE_INT8});
+            row_bytes += row.size();
+          });
+          // ~3 bytes of JSON per byte of a float32 row: the slices' work estimate.
+          const size_t json_bytes = 3 * row_bytes;
+          JsonOut o(64 + json_bytes);
           if (openai) {
             o.Raw("{\"object\":\"list\",\"data\":[");
             const bool scaled = p->output == OutputType::kInt8 || p->output == OutputType::kUint8;
-            ForEachRow(*r, [&](std::string_view row, float scale, const v1::EmbedResponse& resp) {
-              if (index) o.Raw(",");
-              o.Raw("{\"object\":\"embedding\",\"index\":").Int(static_cast<int64_t>(index++));
-              o.Raw(",\"embedding\":");
-              WriteRow(&o, row, p->output, p->base64);
-              // Linear int8 is per-row scaled: x ~= q * scale (uint8: (u - 128) * scale). A model
-              // with tanh int8 (pplx-embed-v1) answers round(127 tanh(x)), which has no scale.
-              if (scaled && resp.dtype() == v1::DTYPE_INT8) o.Raw(",\"scale\":").Float(scale);
-              o.Raw("}");
-            });
+            FormatSliced(
+                refs.size(), json_bytes,
+                [&](size_t i, JsonOut* out) {
+                  out->Raw("{\"object\":\"embedding\",\"index\":").Int(static_cast<int64_t>(i));
+                  out->Raw(",\"embedding\":");
+                  WriteRow(out, refs[i].row, p->output, p->base64);
+                  // Linear int8 is per-row scaled: x ~= q * scale (uint8: (u - 128) * scale). A
+                  // model with tanh int8 (pplx-embed-v1) answers round(127 tanh(x)), which has no
+                  // scale.
+                  if (scaled && refs[i].int8) out->Raw(",\"scale\":").Float(refs[i].scale);
+                  out->Raw("}");
+                },
+                &o);
             o.Raw("],\"model\":").Str(p->model.empty() ? m.name() : p->model);
             o.Raw(",\"usage\":{\"prompt_tokens\":").Int(tokens);
             o.Raw(",\"total_tokens\":").Int(tokens).Raw("}}");
           } else {
             o.Raw("[");
-            ForEachRow(*r, [&](std::string_view row, float, const v1::EmbedResponse&) {
-              if (index++) o.Raw(",");
-              WriteRow(&o, row, p->output, false);
-            });
+            FormatSliced(
+                refs.size(), json_bytes,
+                [&](size_t i, JsonOut* out) { WriteRow(out, refs[i].row, p->output, false); }, &o);
             o.Raw("]");
           }
           format_span.End();

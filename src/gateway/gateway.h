@@ -26,6 +26,7 @@
 #include "common/status.h"
 #include "gateway/chunker.h"
 #include "gateway/http_server.h"
+#include "gateway/json_writer.h"
 #include "gateway/metrics.h"
 #include "gateway/replica_set.h"
 #include "gateway/request_parse.h"
@@ -204,6 +205,11 @@ class Gateway {
   // per kTextsPerSlice). Returns the first error in input order.
   using SliceFn = std::function<std::optional<RequestError>(size_t, size_t)>;
   std::optional<RequestError> RunSliced(size_t n, const SliceFn& run, size_t bytes = 0) const;
+  size_t Slices(size_t n, size_t bytes) const;  // how many slices RunSliced makes
+  // Appends items 0..n-1 to `out`, comma-separated, each written by write(i, out); in slices on
+  // the tokenizer pool (RunSliced) when the answer is about `bytes` or more of JSON.
+  using ItemFn = std::function<void(size_t, JsonOut*)>;
+  void FormatSliced(size_t n, size_t bytes, const ItemFn& write, JsonOut* out) const;
   std::optional<RequestError> ServerOptions(const EmbedParams& p, M m, v1::EmbedOptions* o) const;
   std::string NextRequestId();
   // Posts fn to the worker pool. Holds an in-flight count across post(): a fast worker may

@@ -85,46 +85,55 @@ void Gateway::EmbedSparse(std::shared_ptr<EmbedParams> p, const ServedModel& m, 
        reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
         m.metrics.Inference(Since(t1));
         if (r.ok()) AddReplicaTimes(timing.get(), Since(t1), *r);
-        PostWork([&m, vocab, openai, model, tokens, t0, timing, r = std::move(r),
+        PostWork([this, &m, vocab, openai, model, tokens, t0, timing, r = std::move(r),
                   reply = std::move(reply)]() mutable {
           if (!r.ok()) return reply(ServerError(r.status(), m.replicas->RetryAfterSeconds()));
           const auto f0 = Clock::now();
-          JsonOut o(64);
-          o.Raw(openai ? "{\"object\":\"list\",\"data\":[" : "[");
-          int64_t index = 0;
+          // Every chunk's rows decoded first, then formatted in slices.
+          std::vector<wire::SparseRow> rows;
+          size_t entries = 0;
           for (size_t c = 0; c < r->ranges.size(); ++c) {
             const v1::EmbedResponse& resp = r->responses[c];
             const auto n = static_cast<int64_t>(r->ranges[c].second - r->ranges[c].first);
-            auto rows = wire::DecodeSparseRows(resp, n);
-            if (!rows.ok()) {
-              return reply(ServerError(Internal("server answer: " + rows.status().message())));
+            auto decoded = wire::DecodeSparseRows(resp, n);
+            if (!decoded.ok()) {
+              return reply(ServerError(Internal("server answer: " + decoded.status().message())));
             }
             if (resp.dimensions() != static_cast<uint64_t>(vocab)) {
               return reply(ServerError(
                   Internal("the server answered rows of " + std::to_string(resp.dimensions()) +
                            " values for a vocabulary of " + std::to_string(vocab))));
             }
-            for (const wire::SparseRow& row : *rows) {
-              if (index > 0) o.Raw(",");
-              if (openai) {
-                o.Raw("{\"object\":\"embedding\",\"index\":").Int(index);
-                o.Raw(",\"embedding\":{\"indices\":[");
-                for (size_t k = 0; k < row.indices.size(); ++k) {
-                  if (k) o.Raw(",");
-                  o.Int(row.indices[k]);
-                }
-                o.Raw("],\"values\":").FloatArray(row.values).Raw("}}");
-              } else {
-                o.Raw("[");
-                for (size_t k = 0; k < row.indices.size(); ++k) {
-                  o.Raw(k ? ",{\"index\":" : "{\"index\":").Int(row.indices[k]);
-                  o.Raw(",\"value\":").Float(row.values[k]).Raw("}");
-                }
-                o.Raw("]");
-              }
-              ++index;
+            for (auto& row : *decoded) {
+              entries += row.indices.size();
+              rows.push_back(std::move(row));
             }
           }
+          const size_t json_bytes = entries * (openai ? 16 : 32);  // about, per entry
+          JsonOut o(64 + json_bytes);
+          o.Raw(openai ? "{\"object\":\"list\",\"data\":[" : "[");
+          FormatSliced(
+              rows.size(), json_bytes,
+              [&](size_t i, JsonOut* out) {
+                const wire::SparseRow& row = rows[i];
+                if (openai) {
+                  out->Raw("{\"object\":\"embedding\",\"index\":").Int(static_cast<int64_t>(i));
+                  out->Raw(",\"embedding\":{\"indices\":[");
+                  for (size_t k = 0; k < row.indices.size(); ++k) {
+                    if (k) out->Raw(",");
+                    out->Int(row.indices[k]);
+                  }
+                  out->Raw("],\"values\":").FloatArray(row.values).Raw("}}");
+                } else {
+                  out->Raw("[");
+                  for (size_t k = 0; k < row.indices.size(); ++k) {
+                    out->Raw(k ? ",{\"index\":" : "{\"index\":").Int(row.indices[k]);
+                    out->Raw(",\"value\":").Float(row.values[k]).Raw("}");
+                  }
+                  out->Raw("]");
+                }
+              },
+              &o);
           if (openai) {
             o.Raw("],\"model\":").Str(model);
             o.Raw(",\"usage\":{\"prompt_tokens\":").Int(tokens);
