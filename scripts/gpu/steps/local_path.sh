@@ -13,7 +13,7 @@
 # petal on PATH: LP_MODEL=models/all-MiniLM-L6-v2 LP_BACKEND=cpu LP_WORDS="127 250" LP_BULK=0
 # (on the GPU machine: a random MiniLM-shape folder from scripts/gpu/make_minilm_shape.py)
 # OUT=... bash scripts/gpu/steps/local_path.sh. LP_TRANSPORTS (default "local unix") picks the
-# transports; the environment (e.g. PETAL_HTTP_DIRECT_REPLY=1) reaches `petal serve`.
+# transports; the environment (e.g. PETAL_HTTP_DIRECT_REPLY=0) reaches `petal serve`.
 set -uo pipefail
 # The health probe is the system curl, without the bundle's libraries (its libcurl breaks it).
 D="$OUT/local_path"
