@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "common/log.h"
+#include "server/row_output.h"
 
 namespace petal::server {
 namespace {
@@ -61,10 +62,8 @@ StatusOr<RequestHandle> EngineLoop::Submit(EmbedJob job, EmbedCallback done) {
   const int n = job.num_seqs(), rows = job.num_rows();
   r->tokens = job.token_ids.size();
   r->unresolved = n;
-  r->result.rows = rows;
   r->result.format = job.format;
-  r->result.data.resize(static_cast<size_t>(rows) * wire::BytesPerRow(job.format));
-  if (job.format.dtype == wire::OutputDType::kInt8) r->result.scales.resize(rows);
+  SizeResult(rows, &r->result);
   r->job = std::move(job);
   r->done = std::move(done);
   {
@@ -373,14 +372,8 @@ void EngineLoop::CompletionMain() {
         continue;
       }
       const int seq = item.entries[i].seq;
-      const size_t bpr = wire::BytesPerRow(r.result.format);
-      for (int k = 0; k < r.job.rows_of(seq); ++k) {
-        const int row = r.job.first_row(seq) + k;
-        float scale = 0;
-        wire::EncodeRow(out->row(static_cast<int>(out_row) + k), r.result.format,
-                        reinterpret_cast<uint8_t*>(r.result.data.data()) + row * bpr, &scale);
-        if (!r.result.scales.empty()) r.result.scales[row] = scale;
-      }
+      for (int k = 0; k < r.job.rows_of(seq); ++k)
+        StoreRow(*out, static_cast<int>(out_row) + k, r.job.first_row(seq) + k, &r.result);
     }
     finished.clear();
     lock.lock();

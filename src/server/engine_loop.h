@@ -33,6 +33,7 @@
 #include "server/scheduler.h"
 #include "trace/trace.h"
 #include "wire/codec.h"
+#include "wire/sparse_rows.h"
 
 namespace petal::server {
 
@@ -71,6 +72,8 @@ struct EmbedResult {
   int rows = 0;
   wire::OutputFormat format;
   std::string data;           // rows * wire::BytesPerRow(format) bytes, row-major
+  // format.sparse (a sparse model's rows as their non-zero entries): one per row; data empty.
+  std::vector<wire::SparseRow> sparse_rows;
   std::vector<float> scales;  // one per row for int8, else empty
   int64_t queue_us = 0;       // admission to first batch submitted
   int64_t total_us = 0;       // admission to completion

@@ -241,9 +241,9 @@ StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig
 void FillResponse(const std::string& request_id, EmbedResult* result, v1::EmbedResponse* resp) {
   resp->set_protocol_version(kProtocolVersion);
   resp->set_request_id(request_id);
-  if (result->format.sparse) {  // a sparse model's float32 rows: their non-zero entries only
-    wire::PackSparseRows(result->data, result->rows, result->format.dims, resp);
-    result->data.clear();
+  if (result->format.sparse) {  // a sparse model's rows: their non-zero entries only
+    wire::PackSparseRows(result->sparse_rows, result->format.dims, resp);
+    result->sparse_rows.clear();
   } else {
     resp->set_dtype(wire::DTypeToProto(result->format.dtype));
     resp->add_shape(static_cast<uint32_t>(result->rows));

@@ -153,16 +153,23 @@ TEST(SparseFixture, SpladeVectorsMatchTheReference) {
     double worst = 0;
     for (size_t i = 0; i < golden->cases.size(); ++i) {
       const ClassifyCase& c = golden->cases[i];
-      const float* row = all->row(static_cast<int>(i));
+      ASSERT_TRUE(all->sparse()) << "the engine answers SPLADE rows as their entries";
+      const std::vector<float> dense = all->DenseRow(static_cast<int>(i));
+      const float* row = dense.data();
+      EXPECT_EQ(all->sparse_offsets[i + 1] - all->sparse_offsets[i],
+                std::count_if(dense.begin(), dense.end(), [](float x) { return x > 0; }));
+      EXPECT_TRUE(std::is_sorted(all->sparse_indices.begin() + all->sparse_offsets[i],
+                                 all->sparse_indices.begin() + all->sparse_offsets[i + 1]));
       auto one = (*engine)->Embed(CasesBatch({c}));
       ASSERT_TRUE(one.ok()) << one.status().ToString();
+      const std::vector<float> alone = one->DenseRow(0);
       int64_t nnz = 0;
       double sum = 0, worst_alone = 0;
       for (int v = 0; v < all->dim; ++v) {
         EXPECT_GE(row[v], 0.0f);
         nnz += row[v] > 0;
         sum += row[v];
-        worst_alone = std::max(worst_alone, double{std::abs(one->row(0)[v] - row[v])});
+        worst_alone = std::max(worst_alone, double{std::abs(alone[v] - row[v])});
       }
       EXPECT_LE(worst_alone, kMaxLogitError) << "text " << i << " alone vs batched";
       EXPECT_LE(std::abs(nnz - c.nnz), c.near_zero) << "text " << i;

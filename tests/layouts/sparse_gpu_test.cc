@@ -5,7 +5,8 @@
 // can move across 0) and cosine >= 0.999 (issue 31); values within kMaxValueError. The texts run
 // twice in one batch plus one more batch of each text alone, with the logits in one chunk and in
 // 64-token chunks that cut sequences (CudaEngineOptions::sparse_chunk_tokens), three passes each
-// (eager, capture, replay). The CPU's values are anchored to the float64 reference as in
+// (eager, capture, replay). Both engines answer the sparse form (the CUDA engine compacts on the
+// device): indices ascending. The CPU's values are anchored to the float64 reference as in
 // classify_test. Label gpu; skips without a device. Thread-safety: single-threaded test.
 #include <gtest/gtest.h>
 
@@ -66,7 +67,7 @@ TEST_P(SparseGpuTest, CudaSpladeRowsMatchTheCpuEngine) {
   for (int i = 0; i < n; ++i) {
     const ClassifyCase& c = golden->cases[i];
     for (size_t k = 0; k < c.top_index.size(); ++k) {
-      EXPECT_NEAR(want->row(i)[c.top_index[k]], c.logits[k], 1e-5) << "cpu text " << i;
+      EXPECT_NEAR(want->DenseRow(i)[c.top_index[k]], c.logits[k], 1e-5) << "cpu text " << i;
     }
   }
 
@@ -86,9 +87,14 @@ TEST_P(SparseGpuTest, CudaSpladeRowsMatchTheCpuEngine) {
       ASSERT_EQ(e->dim, vocab);
       double worst_cos = 1, worst_err = 0;
       int64_t flips = 0, nnz = 0;
+      ASSERT_TRUE(e->sparse()) << "compacted on the device";
       for (int i = 0; i < e->rows; ++i) {
-        const float* g = e->row(i);
-        const float* w = want->row(alone < 0 ? i : alone);
+        ASSERT_TRUE(std::is_sorted(e->sparse_indices.begin() + e->sparse_offsets[i],
+                                   e->sparse_indices.begin() + e->sparse_offsets[i + 1]));
+        const std::vector<float> g_row = e->DenseRow(i);
+        const std::vector<float> w_row = want->DenseRow(alone < 0 ? i : alone);
+        const float* g = g_row.data();
+        const float* w = w_row.data();
         const std::string at = "chunk " + std::to_string(chunk) + " pass " + std::to_string(pass) +
                                (alone < 0 ? " batch" : " alone") + " row " + std::to_string(i);
         double dot = 0, gg = 0, ww = 0;
