@@ -20,7 +20,8 @@ namespace petal {
 // Row-major [rows, dim] float32 outputs, one row per sequence of the batch: pooled embeddings
 // (dim = hidden_size) or, for ranking models, relevance logits (dim = config.score_outputs).
 // Sparse (SPLADE) models answer in the sparse form instead (sparse() true, `data` empty): row i's
-// non-zero entries (values > 0, indices ascending in [0, dim = vocab_size)) are entries
+// non-zero entries (values > 0, indices ascending in [0, dim = vocab_size); only the
+// Batch::sparse_top_k[i] largest where the batch sets it) are entries
 // [sparse_offsets[i], sparse_offsets[i + 1]) of sparse_indices / sparse_values.
 struct Embeddings {
   int rows = 0;

@@ -256,10 +256,11 @@ void EngineLoop::SchedulerMain() {
     const auto now = Clock::now();
     // Token types travel only when some sequence of the batch has them (pairs of a ranking
     // model); the others then get zeros.
-    bool typed = false, spanned = false;
+    bool typed = false, spanned = false, top_k = false;
     for (const Entry& e : item.entries) {
       typed = typed || !e.request->job.token_type_ids.empty();
       spanned = spanned || !e.request->job.cu_spans.empty();
+      top_k = top_k || e.request->job.max_active_dims > 0;
     }
     // Pooling spans travel when some sequence has them; the others then get one span over the
     // whole sequence with the model's pooling and normalisation, which is their usual row.
@@ -290,6 +291,7 @@ void EngineLoop::SchedulerMain() {
         }
       }
       batch.cu_seqlens.push_back(static_cast<int32_t>(batch.token_ids.size()));
+      if (top_k) batch.sparse_top_k.push_back(r.job.max_active_dims);
       int64_t unset = -1;
       if (r.queue_us.compare_exchange_strong(unset, MicrosSince(r.admitted, now))) {
         metrics_->queue_wait_s.Observe(MicrosSince(r.admitted, now) * 1e-6);

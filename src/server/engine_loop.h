@@ -53,6 +53,8 @@ struct EmbedJob {
   // A multi-vector model's request: one output row per token (the engine's per-token vectors),
   // no spans.
   bool per_token = false;
+  // A sparse model's request: keep each row's max_active_dims largest values (0 = all).
+  int32_t max_active_dims = 0;
   wire::OutputFormat format;
   Clock::time_point deadline = Clock::time_point::max();
   // The request's server span (invalid: not traced); the loop records its "queue wait" and

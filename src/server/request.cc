@@ -140,6 +140,15 @@ StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig
     }
     job.format.sparse = true;
   }
+  if (opts.max_active_dims() != 0) {
+    if (config.task != ModelTask::kSparse) {
+      return InvalidArgument(
+          "options.max_active_dims: only sparse (SPLADE) models keep their top values");
+    }
+    // As SparseEncoder: more than the vocabulary keeps every non-zero.
+    job.max_active_dims = static_cast<int32_t>(
+        std::min<uint64_t>(opts.max_active_dims(), static_cast<uint64_t>(config.vocab_size)));
+  }
   const uint32_t hidden = static_cast<uint32_t>(config.hidden_size);
   if (config.HasHead()) {
     // options checked above

@@ -221,6 +221,30 @@ TEST(JobFromRequest, MultiVectorJobsHaveOneRowPerToken) {
   EXPECT_FALSE(JobFromRequest(wire::MakeEmbedRequest({{1, 2}}, o), c).ok());
 }
 
+// max_active_dims: a sparse model's option (clamped to the vocabulary, as SparseEncoder does);
+// refused for others, naming the field.
+TEST(JobFromRequest, MaxActiveDimsIsForSparseModels) {
+  ModelConfig c = CrossEncoder();
+  c.task = ModelTask::kSparse;
+  c.score_head = ScoreHead::kBertMlmSplade;
+  c.score_outputs = c.vocab_size;
+  v1::EmbedOptions o;
+  o.set_sparse(true);
+  o.set_max_active_dims(7);
+  auto job = JobFromRequest(wire::MakeEmbedRequest({{1, 2, 3}}, o), c);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->max_active_dims, 7);
+  o.set_max_active_dims(1u << 30);
+  job = JobFromRequest(wire::MakeEmbedRequest({{1, 2, 3}}, o), c);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->max_active_dims, c.vocab_size);
+  o.set_sparse(false);
+  auto other = JobFromRequest(wire::MakeEmbedRequest({{1, 2}}, o), CrossEncoder());
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.status().message().rfind("options.max_active_dims: only sparse", 0), 0u)
+      << other.status().message();
+}
+
 // A sparse (SPLADE) model's job may ask for sparse rows (another model may not), and its answer
 // then carries the non-zero entries only: the same entries DecodeSparseRows reads from dense rows.
 TEST(JobFromRequest, SparseRowsAreForSparseModelsAndCarryOnlyTheNonZeros) {

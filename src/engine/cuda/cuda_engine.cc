@@ -204,9 +204,9 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
 }
 
 size_t CudaEngine::InputInts() const {
-  // token ids + token type ids + cu_seqlens + num_seqs + pooling spans + key lengths
+  // token ids + token type ids + cu_seqlens + num_seqs + pooling spans + key lengths + top-k
   return 2 * static_cast<size_t>(options_.max_tokens) + buckets_.max_seqs + 1 + 1 +
-         static_cast<size_t>(Batch::kSpanInts) * buckets_.max_rows + buckets_.max_seqs;
+         static_cast<size_t>(Batch::kSpanInts) * buckets_.max_rows + 2 * buckets_.max_seqs;
 }
 
 StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch) {
@@ -291,6 +291,10 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch
   int32_t* d_num = d_cu + buckets_.max_seqs + 1;
   int32_t* d_spans = d_num + 1;
   int32_t* d_keys = d_spans + static_cast<size_t>(Batch::kSpanInts) * buckets_.max_rows;
+  int32_t* h_top_k = h_keys + buckets_.max_seqs;  // sparse models: Batch::sparse_top_k
+  int32_t* d_top_k = d_keys + buckets_.max_seqs;
+  const bool top_k = sparse_ && !batch.sparse_top_k.empty();
+  if (top_k) std::memcpy(h_top_k, batch.sparse_top_k.data(), S * sizeof(int32_t));
   auto copy = [&](int32_t* dst, const int32_t* src, size_t n) {
     return CheckCuda(
         cudaMemcpyAsync(dst, src, n * sizeof(int32_t), cudaMemcpyHostToDevice, stream_), "H2D");
@@ -301,6 +305,7 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch
   if (s.ok()) s = copy(d_num, h_num, 1);
   if (s.ok() && P > 0) s = copy(d_spans, h_spans, span_ints);
   if (s.ok() && multivector_keys_) s = copy(d_keys, h_keys, S_pad);
+  if (s.ok() && top_k) s = copy(d_top_k, h_top_k, S);
   DeviceBatch db{d, d_types, d_cu, d_num, T_pad, S_pad, L_pad, d_spans, P_pad};
   if (multivector_keys_) db.key_lengths = d_keys;
   if (s.ok()) {
@@ -319,6 +324,7 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch
     cp.dense = dev_pooled_;
     cp.ld = cp.vocab = config_.OutputDim();
     cp.rows = rows;
+    cp.top_k = top_k ? d_top_k : nullptr;
     cp.stride = cp.vocab;
     cp.counts = slot.dev_sparse;
     cp.indices = slot.dev_sparse + options_.max_seqs;
