@@ -15,9 +15,10 @@ then the head on the first token: BERT classifier(tanh(pooler.dense(h0))), XLM-R
 out_proj(tanh(dense(h0))). Probabilities: softmax over the labels, or an independent sigmoid per
 label when problem_type is multi_label_classification.
 
-A fixture of "kind": "sparse" is a BertForMaskedLM with a sentence-transformers SpladePooling
-module: the same encoder, then transformers' cls.predictions head on every token (dense, exact
-GELU, LayerNorm, the decoder tied to the word embeddings, plus cls.predictions.bias), and the
+A fixture of "kind": "sparse" is a BertForMaskedLM (or XLMRobertaForMaskedLM) with a
+sentence-transformers SpladePooling module: the same encoder, then transformers' cls.predictions
+head (XLM-R: lm_head) on every token (dense, exact GELU, LayerNorm, the decoder tied to the word
+embeddings, plus cls.predictions.bias / lm_head.bias), and the
 vector is the max over the sequence's tokens of log(1 + relu(logits)) (SparseEncoder's
 SpladePooling, max / relu). Its golden keeps, per text, the count of non-zero entries (and of those below 1e-5, which fp32
 may round either way), their sum
@@ -76,6 +77,10 @@ def state_dict_shapes(cfg):
                     "cls.predictions.transform.LayerNorm.weight": (h,),
                     "cls.predictions.transform.LayerNorm.bias": (h,),
                     "cls.predictions.bias": (cfg["vocab_size"],)})
+    elif cfg["architectures"][0] == "XLMRobertaForMaskedLM":  # lm_head.decoder tied, as above
+        out.update({"lm_head.dense.weight": (h, h), "lm_head.dense.bias": (h,),
+                    "lm_head.layer_norm.weight": (h,), "lm_head.layer_norm.bias": (h,),
+                    "lm_head.bias": (cfg["vocab_size"],)})
     elif cfg["architectures"][0].startswith("XLMRoberta"):
         out.update({"classifier.dense.weight": (h, h), "classifier.dense.bias": (h,),
                     "classifier.out_proj.weight": (labels, h), "classifier.out_proj.bias": (labels,)})
@@ -113,10 +118,16 @@ class Classifier:
         """max over tokens of log(1 + relu(MLM logits)), [vocab]."""
         x = self.encode(ids, types)
         w = self.w
-        t = gelu(self.lin(x, "cls.predictions.transform.dense"))
-        t = layer_norm(t, w["cls.predictions.transform.LayerNorm.weight"],
-                       w["cls.predictions.transform.LayerNorm.bias"], self.eps)
-        logits = t @ w["embeddings.word_embeddings.weight"].T + w["cls.predictions.bias"]
+        if self.xlmr:  # XLMRobertaForMaskedLM's lm_head (RobertaLMHead)
+            t = gelu(self.lin(x, "lm_head.dense"))
+            t = layer_norm(t, w["lm_head.layer_norm.weight"], w["lm_head.layer_norm.bias"], self.eps)
+            bias = w["lm_head.bias"]
+        else:
+            t = gelu(self.lin(x, "cls.predictions.transform.dense"))
+            t = layer_norm(t, w["cls.predictions.transform.LayerNorm.weight"],
+                           w["cls.predictions.transform.LayerNorm.bias"], self.eps)
+            bias = w["cls.predictions.bias"]
+        logits = t @ w["embeddings.word_embeddings.weight"].T + bias
         return np.log1p(np.maximum(logits, 0.0)).max(axis=0)
 
     def logits(self, ids, types):

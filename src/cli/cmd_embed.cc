@@ -1,12 +1,12 @@
 // `petal embed`: embeds texts (or pre-tokenized id arrays) with an engine (--backend) and prints
-// one JSON array of floats per input, one per line. With no TEXT arguments it reads JSON Lines from
+// one JSON array of floats per input, one per line (a sparse model: one {"indices", "values"}
+// object, embed_sparse_rows.h). With no TEXT arguments it reads JSON Lines from
 // stdin and answers line by line, flushing each answer, so that it can sit behind a pipe.
 // Inputs that are already waiting are packed into one ragged batch; a lone interactive line is
 // answered at once. A bad input line prints an error naming the line on stderr and `null` on
 // stdout (so output line N still answers input line N), and the exit code is 1 at the end.
-#include <poll.h>
 #include <simdjson.h>
-#include <unistd.h>
+#include <unistd.h>  // STDIN_FILENO
 
 #include <algorithm>
 #include <cmath>
@@ -17,8 +17,10 @@
 
 #include "bulk/embed_dataset.h"
 #include "cli/command.h"
+#include "cli/embed_sparse_rows.h"
 #include "cli/engine_flags.h"
 #include "cli/gpu_select.h"
+#include "cli/line_reader.h"
 #include "cli/model_arg.h"
 #include "engine/cuda/cuda_engine.h"
 #include "engine/engine_factory.h"
@@ -33,6 +35,7 @@ namespace {
 struct EmbedOptions {
   std::string model_dir = "models/all-MiniLM-L6-v2";
   int dimensions = 0;
+  int max_active_dims = 0;  // sparse models: keep each input's N largest values (0 = all)
   std::string prompt_name;  // sentence-transformers prompt; "" = the model's default prompt
   bool ids = false;
   int max_batch_texts = 64;
@@ -42,51 +45,6 @@ struct EmbedOptions {
   int device = 0;
   CudaEngineOptions quant;  // only the --quantize / fp8 fields are read
   CpuEngineOptions cpu;     // --cpu-precision, --cpu-threads
-};
-
-// Splits a file descriptor into lines. Next() with wait=false returns only a line that can be
-// had without blocking, which is how the batcher tells "more input is queued" from "the writer
-// is waiting for our answer".
-class LineReader {
- public:
-  explicit LineReader(int fd) : fd_(fd) {}
-  // Sets *line (without '\n') and returns true, or returns false at end of input or, when
-  // !wait, if no complete line is available yet.
-  bool Next(std::string* line, bool wait) {
-    for (;;) {
-      const size_t nl = buf_.find('\n', pos_);
-      if (nl != std::string::npos) {
-        line->assign(buf_, pos_, nl - pos_);
-        pos_ = nl + 1;
-        return true;
-      }
-      if (eof_) {
-        if (pos_ >= buf_.size()) return false;
-        line->assign(buf_, pos_, std::string::npos);
-        pos_ = buf_.size();
-        return true;
-      }
-      if (!wait) {
-        pollfd p{fd_, POLLIN, 0};
-        if (poll(&p, 1, 0) <= 0) return false;
-      }
-      buf_.erase(0, pos_);
-      pos_ = 0;
-      char chunk[1 << 16];
-      const ssize_t n = read(fd_, chunk, sizeof(chunk));
-      if (n <= 0) {
-        eof_ = true;
-      } else {
-        buf_.append(chunk, static_cast<size_t>(n));
-      }
-    }
-  }
-
- private:
-  int fd_;
-  std::string buf_;
-  size_t pos_ = 0;
-  bool eof_ = false;
 };
 
 // One input and, once run, its answer.
@@ -102,6 +60,8 @@ class Embedder {
 
   Status Init() {
     const ModelConfig& c = engine_->config();
+    if (c.task == ModelTask::kSparse && opts_.dimensions != 0)
+      return InvalidArgument("--dimensions does not apply to sparse (SPLADE) models");
     if (opts_.dimensions < 0 || opts_.dimensions > c.hidden_size) {
       return InvalidArgument("--dimensions " + std::to_string(opts_.dimensions) +
                              " is outside [1, " + std::to_string(c.hidden_size) + "]");
@@ -149,6 +109,7 @@ class Embedder {
       if (it.ids.ok()) batch.Add(*it.ids);
     }
     StatusOr<Embeddings> out = Embeddings{};
+    SetSparseTopK(opts_.max_active_dims, &batch);
     if (batch.num_seqs() > 0) out = engine_->Embed(batch);
     int row = 0;
     std::string line;
@@ -159,7 +120,11 @@ class Embedder {
         std::fputs("null\n", stdout);
         failed_ = true;
       } else {
-        FormatRow(out->row(row), out->dim, &line);
+        if (engine_->config().task == ModelTask::kSparse) {
+          FormatSparseRow(*out, row, &line);
+        } else {
+          FormatRow(out->row(row), out->dim, &line);
+        }
         std::fwrite(line.data(), 1, line.size(), stdout);
       }
       if (it.ids.ok()) ++row;
@@ -260,11 +225,16 @@ int RunEmbed(const EmbedOptions& opts) {
     std::fprintf(stderr, "petal embed: %s\n", engine.status().ToString().c_str());
     return 1;
   }
-  if (const ModelTask task = (*engine)->config().task; task != ModelTask::kEmbed) {
+  if (const ModelTask task = (*engine)->config().task;
+      task != ModelTask::kEmbed && task != ModelTask::kSparse) {
     // Not an embedder: say what it is and where it is served (the gateway's task table).
     std::fprintf(stderr, "petal embed: %s is %s, not an embedder: serve it and use %s\n",
                  opts.model_dir.c_str(), std::string(gateway::TaskNoun(task)).c_str(),
                  gateway::ServedRoutes(gateway::Gateway::Routes(), task).c_str());
+    return 2;
+  }
+  if (opts.max_active_dims != 0 && (*engine)->config().task != ModelTask::kSparse) {
+    std::fprintf(stderr, "petal embed: --max-active-dims is for sparse (SPLADE) models\n");
     return 2;
   }
   Embedder embedder(opts, std::move(engine).value());
@@ -350,6 +320,9 @@ std::function<int()> SetupEmbed(CLI::App* sub) {
   sub->add_option(
       "--dimensions", opts->dimensions,
       "Matryoshka: keep the first N dimensions (re-normalised if the model normalises)");
+  sub->add_option("--max-active-dims", opts->max_active_dims,
+                  "Sparse (SPLADE) models: keep each input's N largest values")
+      ->check(CLI::PositiveNumber);
   sub->add_option("--prompt-name", opts->prompt_name,
                   "sentence-transformers prompt to prepend (default: the model's default prompt, "
                   "as the gateway does)");

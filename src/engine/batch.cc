@@ -59,6 +59,14 @@ Status Batch::Validate(int vocab_size, int max_len) const {
                                std::to_string(seq_len(s)) + "]");
     }
   }
+  if (!sparse_top_k.empty()) {
+    if (static_cast<int>(sparse_top_k.size()) != num_seqs())
+      return InvalidArgument("sparse_top_k must hold one entry per sequence");
+    for (int s = 0; s < num_seqs(); ++s) {
+      if (sparse_top_k[s] < 0)
+        return InvalidArgument("sparse_top_k[" + std::to_string(s) + "] is negative");
+    }
+  }
   if (pool_spans.size() % kSpanInts != 0)
     return InvalidArgument("pool_spans must hold " + std::to_string(kSpanInts) + " ints per span");
   int seq = 0;  // spans come in sequence order: walk the sequences alongside

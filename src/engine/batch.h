@@ -24,6 +24,9 @@ struct Batch {
   // first key_lengths[i] tokens (1..its length), while every token is computed. Empty: all.
   // Multi-vector models' query expansion tokens (MultiVectorKeyLengths, engine.h).
   std::vector<int32_t> key_lengths;
+  // Optional per-sequence top-k of a sparse (SPLADE) model's rows (EmbedOptions.max_active_dims):
+  // sequence i's row keeps its sparse_top_k[i] largest values (0 = every non-zero). Empty: all.
+  std::vector<int32_t> sparse_top_k;
 
   int num_seqs() const { return cu_seqlens.empty() ? 0 : static_cast<int>(cu_seqlens.size()) - 1; }
   int num_tokens() const { return static_cast<int>(token_ids.size()); }

@@ -124,13 +124,14 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CpuEngine::Step(const Batch& batch)
   }
   PETAL_RETURN_IF_ERROR(model_->ForwardObserved(batch, &hidden, observer_));
   if (config_.task == ModelTask::kSparse) {
-    // SPLADE: one vocabulary-sized row per sequence, max-pooled over its tokens.
-    out.rows = batch.num_seqs();
-    out.dim = config_.vocab_size;
-    out.data.resize(static_cast<size_t>(out.rows) * out.dim);
-    if (out.rows > 0)
-      PETAL_RETURN_IF_ERROR(model_->SparsePool(batch, hidden.data(), out.data.data()));
-    return std::unique_ptr<PendingEmbeddings>(new ReadyEmbeddings(std::move(out)));
+    // SPLADE: one vocabulary-sized row per sequence, max-pooled over its tokens, answered as
+    // its non-zero entries (the sparse form, as the CUDA engine's), each row's top-k if asked.
+    std::vector<float> dense(static_cast<size_t>(batch.num_seqs()) * config_.vocab_size);
+    if (!dense.empty())
+      PETAL_RETURN_IF_ERROR(model_->SparsePool(batch, hidden.data(), dense.data()));
+    return std::unique_ptr<PendingEmbeddings>(new ReadyEmbeddings(Embeddings::SparseFromDense(
+        dense.data(), batch.num_seqs(), config_.vocab_size,
+        batch.sparse_top_k.empty() ? nullptr : batch.sparse_top_k.data())));
   }
   if (!batch.pool_spans.empty()) {
     // One row per span, pooled and normalised as each span's flags say.

@@ -19,11 +19,27 @@ namespace petal {
 
 // Row-major [rows, dim] float32 outputs, one row per sequence of the batch: pooled embeddings
 // (dim = hidden_size) or, for ranking models, relevance logits (dim = config.score_outputs).
+// Sparse (SPLADE) models answer in the sparse form instead (sparse() true, `data` empty): row i's
+// non-zero entries (values > 0, indices ascending in [0, dim = vocab_size); only the
+// Batch::sparse_top_k[i] largest where the batch sets it) are entries
+// [sparse_offsets[i], sparse_offsets[i + 1]) of sparse_indices / sparse_values.
 struct Embeddings {
   int rows = 0;
   int dim = 0;
   std::vector<float> data;
+  std::vector<int64_t> sparse_offsets;  // rows + 1 in the sparse form, else empty
+  std::vector<int32_t> sparse_indices;
+  std::vector<float> sparse_values;
   const float* row(int i) const { return data.data() + static_cast<size_t>(i) * dim; }
+  bool sparse() const { return !sparse_offsets.empty(); }
+  // The sparse form of `rows` dense rows of `dim` floats (cpu::SparseCompact; top_k: null or
+  // one per row, 0 = every non-zero).
+  static Embeddings SparseFromDense(const float* dense, int rows, int dim, const int32_t* top_k);
+  // Sets the sparse form of `rows` rows from counts[r] entries at indices / values + r * stride.
+  void SetSparseRows(const int32_t* counts, const int32_t* indices, const float* values,
+                     int64_t stride);
+  // Row i as `dim` floats (zeros where the sparse form has no entry), either form.
+  std::vector<float> DenseRow(int i) const;
 };
 
 class PendingEmbeddings {

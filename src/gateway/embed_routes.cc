@@ -40,6 +40,12 @@ StatusOr<std::string> ScoreJson(const ChunkedResult& r, const std::string& model
 
 std::optional<RequestError> Gateway::ServerOptions(const EmbedParams& p, const ServedModel& m,
                                                    v1::EmbedOptions* o) const {
+  if (p.max_active_dims != 0) {
+    return RequestError{400,
+                        "'max_active_dims' applies to sparse embeddings only (a SPLADE model's "
+                        "/embed_sparse, or /v1/embeddings with \"sparse\": true)",
+                        "max_active_dims"};
+  }
   if (p.dimensions > static_cast<uint32_t>(m.config.hidden_size)) {
     return RequestError{400,
                         "'dimensions' is " + std::to_string(p.dimensions) + "; the model has " +

@@ -12,15 +12,20 @@ using simdjson::dom::element;
 using simdjson::dom::element_type;
 using simdjson::dom::object;
 
-std::optional<RequestError> OptDimensions(const object& o, uint32_t* out) {
+// An optional positive integer field (at most 2^20): "dimensions", "max_active_dims".
+std::optional<RequestError> OptPositive(const object& o, const char* key, uint32_t* out) {
   element e;
-  if (o.at_key("dimensions").get(e) || e.is_null()) return std::nullopt;
+  if (o.at_key(key).get(e) || e.is_null()) return std::nullopt;
   int64_t v;
   if (e.get_int64().get(v) || v < 1 || v > 1 << 20) {
-    return Bad("'dimensions' must be a positive integer", "dimensions");
+    return Bad(std::string("'") + key + "' must be a positive integer", key);
   }
   *out = static_cast<uint32_t>(v);
   return std::nullopt;
+}
+
+std::optional<RequestError> OptDimensions(const object& o, uint32_t* out) {
+  return OptPositive(o, "dimensions", out);
 }
 
 std::optional<RequestError> OptOutput(const object& o, OutputType* out) {
@@ -121,6 +126,7 @@ std::optional<RequestError> ParseOpenAiEmbed(std::string_view body, size_t max_i
     return Bad("'long_input': \"mean\" and 'truncate': true exclude each other", "long_input");
   }
   if (auto err = OptBool(doc, "sparse", &out->sparse)) return err;
+  if (auto err = OptPositive(doc, "max_active_dims", &out->max_active_dims)) return err;
   return std::nullopt;
 }
 
@@ -216,6 +222,7 @@ std::optional<RequestError> ParseTeiEmbed(std::string_view body, size_t max_inpu
   if (auto err = OptString(doc, "prompt_name", &out->prompt_name)) return err;
   if (auto err = InputType(doc, &out->input_type)) return err;
   if (auto err = OptOutput(doc, &out->output)) return err;
+  if (auto err = OptPositive(doc, "max_active_dims", &out->max_active_dims)) return err;
   return std::nullopt;
 }
 

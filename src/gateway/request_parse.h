@@ -48,6 +48,9 @@ struct EmbedParams {
   // "sparse": true (OpenAI route, sparse models only): each input's non-zero entries, as
   // {"indices", "values"} (docs/api.md).
   bool sparse = false;
+  // "max_active_dims" (sparse embeddings only, both routes): keep each input's largest values
+  // only (sentence-transformers SparseEncoder's name); 0 = every non-zero.
+  uint32_t max_active_dims = 0;
 };
 
 // The top-level "model" string of a request body, as every route's parser reads it (the first

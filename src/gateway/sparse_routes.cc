@@ -74,8 +74,9 @@ void Gateway::EmbedSparse(std::shared_ptr<EmbedParams> p, const ServedModel& m, 
   timing->Add("tokenize", Since(t0));
   auto chunks = SplitChunks(*seqs, options_.chunk);
   m.metrics.Chunks(static_cast<int64_t>(chunks.size()));
-  v1::EmbedOptions so;  // a sparse model takes no other option: float32 rows of vocab_size
+  v1::EmbedOptions so;  // a sparse model's options: sparse rows of vocab_size, their top-k
   so.set_sparse(true);
+  so.set_max_active_dims(p->max_active_dims);
   const int64_t vocab = m.config.vocab_size;
   const std::string model = p->model.empty() ? m.name() : p->model;
   const auto t1 = Clock::now();

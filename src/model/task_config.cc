@@ -61,10 +61,11 @@ StatusOr<int> VocabId(const std::string& dir, const std::string& token) {
 // Pooling module is refused as ambiguous. The task and its source are in ModelInfo / petal info.
 Status ResolveTask(const std::string& dir, bool has_pooling_module, ModelConfig& c) {
   if (c.architecture == Architecture::kBert && c.task == ModelTask::kSparse) {
-    // SPLADE: BertForMaskedLM's head on every token (XLM-R's lm_head is not implemented).
-    if (c.hf_architecture != "BertForMaskedLM") {
+    // SPLADE: BertForMaskedLM's cls.predictions or XLMRobertaForMaskedLM's lm_head on every token.
+    if (c.hf_architecture != "BertForMaskedLM" && c.hf_architecture != "XLMRobertaForMaskedLM") {
       return InvalidArgument(JoinPath(dir, "modules.json") +
-                             ": a SpladePooling module needs a BertForMaskedLM checkpoint, but " +
+                             ": a SpladePooling module needs a BertForMaskedLM or "
+                             "XLMRobertaForMaskedLM checkpoint, but " +
                              JoinPath(dir, "config.json") + " 'architectures' = \"" +
                              c.hf_architecture + "\"");
     }

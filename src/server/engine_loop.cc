@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "common/log.h"
+#include "server/row_output.h"
 
 namespace petal::server {
 namespace {
@@ -61,10 +62,8 @@ StatusOr<RequestHandle> EngineLoop::Submit(EmbedJob job, EmbedCallback done) {
   const int n = job.num_seqs(), rows = job.num_rows();
   r->tokens = job.token_ids.size();
   r->unresolved = n;
-  r->result.rows = rows;
   r->result.format = job.format;
-  r->result.data.resize(static_cast<size_t>(rows) * wire::BytesPerRow(job.format));
-  if (job.format.dtype == wire::OutputDType::kInt8) r->result.scales.resize(rows);
+  SizeResult(rows, &r->result);
   r->job = std::move(job);
   r->done = std::move(done);
   {
@@ -257,10 +256,11 @@ void EngineLoop::SchedulerMain() {
     const auto now = Clock::now();
     // Token types travel only when some sequence of the batch has them (pairs of a ranking
     // model); the others then get zeros.
-    bool typed = false, spanned = false;
+    bool typed = false, spanned = false, top_k = false;
     for (const Entry& e : item.entries) {
       typed = typed || !e.request->job.token_type_ids.empty();
       spanned = spanned || !e.request->job.cu_spans.empty();
+      top_k = top_k || e.request->job.max_active_dims > 0;
     }
     // Pooling spans travel when some sequence has them; the others then get one span over the
     // whole sequence with the model's pooling and normalisation, which is their usual row.
@@ -291,6 +291,7 @@ void EngineLoop::SchedulerMain() {
         }
       }
       batch.cu_seqlens.push_back(static_cast<int32_t>(batch.token_ids.size()));
+      if (top_k) batch.sparse_top_k.push_back(r.job.max_active_dims);
       int64_t unset = -1;
       if (r.queue_us.compare_exchange_strong(unset, MicrosSince(r.admitted, now))) {
         metrics_->queue_wait_s.Observe(MicrosSince(r.admitted, now) * 1e-6);
@@ -373,14 +374,8 @@ void EngineLoop::CompletionMain() {
         continue;
       }
       const int seq = item.entries[i].seq;
-      const size_t bpr = wire::BytesPerRow(r.result.format);
-      for (int k = 0; k < r.job.rows_of(seq); ++k) {
-        const int row = r.job.first_row(seq) + k;
-        float scale = 0;
-        wire::EncodeRow(out->row(static_cast<int>(out_row) + k), r.result.format,
-                        reinterpret_cast<uint8_t*>(r.result.data.data()) + row * bpr, &scale);
-        if (!r.result.scales.empty()) r.result.scales[row] = scale;
-      }
+      for (int k = 0; k < r.job.rows_of(seq); ++k)
+        StoreRow(*out, static_cast<int>(out_row) + k, r.job.first_row(seq) + k, &r.result);
     }
     finished.clear();
     lock.lock();

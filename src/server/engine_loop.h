@@ -33,6 +33,7 @@
 #include "server/scheduler.h"
 #include "trace/trace.h"
 #include "wire/codec.h"
+#include "wire/sparse_rows.h"
 
 namespace petal::server {
 
@@ -52,6 +53,8 @@ struct EmbedJob {
   // A multi-vector model's request: one output row per token (the engine's per-token vectors),
   // no spans.
   bool per_token = false;
+  // A sparse model's request: keep each row's max_active_dims largest values (0 = all).
+  int32_t max_active_dims = 0;
   wire::OutputFormat format;
   Clock::time_point deadline = Clock::time_point::max();
   // The request's server span (invalid: not traced); the loop records its "queue wait" and
@@ -71,6 +74,8 @@ struct EmbedResult {
   int rows = 0;
   wire::OutputFormat format;
   std::string data;           // rows * wire::BytesPerRow(format) bytes, row-major
+  // format.sparse (a sparse model's rows as their non-zero entries): one per row; data empty.
+  std::vector<wire::SparseRow> sparse_rows;
   std::vector<float> scales;  // one per row for int8, else empty
   int64_t queue_us = 0;       // admission to first batch submitted
   int64_t total_us = 0;       // admission to completion

@@ -140,6 +140,15 @@ StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig
     }
     job.format.sparse = true;
   }
+  if (opts.max_active_dims() != 0) {
+    if (config.task != ModelTask::kSparse) {
+      return InvalidArgument(
+          "options.max_active_dims: only sparse (SPLADE) models keep their top values");
+    }
+    // As SparseEncoder: more than the vocabulary keeps every non-zero.
+    job.max_active_dims = static_cast<int32_t>(
+        std::min<uint64_t>(opts.max_active_dims(), static_cast<uint64_t>(config.vocab_size)));
+  }
   const uint32_t hidden = static_cast<uint32_t>(config.hidden_size);
   if (config.HasHead()) {
     // options checked above
@@ -241,9 +250,9 @@ StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig
 void FillResponse(const std::string& request_id, EmbedResult* result, v1::EmbedResponse* resp) {
   resp->set_protocol_version(kProtocolVersion);
   resp->set_request_id(request_id);
-  if (result->format.sparse) {  // a sparse model's float32 rows: their non-zero entries only
-    wire::PackSparseRows(result->data, result->rows, result->format.dims, resp);
-    result->data.clear();
+  if (result->format.sparse) {  // a sparse model's rows: their non-zero entries only
+    wire::PackSparseRows(result->sparse_rows, result->format.dims, resp);
+    result->sparse_rows.clear();
   } else {
     resp->set_dtype(wire::DTypeToProto(result->format.dtype));
     resp->add_shape(static_cast<uint32_t>(result->rows));

@@ -8,6 +8,7 @@
 
 #include <cstring>
 
+#include "server/row_output.h"
 #include "wire/messages.h"
 #include "wire/sparse_rows.h"
 
@@ -220,6 +221,30 @@ TEST(JobFromRequest, MultiVectorJobsHaveOneRowPerToken) {
   EXPECT_FALSE(JobFromRequest(wire::MakeEmbedRequest({{1, 2}}, o), c).ok());
 }
 
+// max_active_dims: a sparse model's option (clamped to the vocabulary, as SparseEncoder does);
+// refused for others, naming the field.
+TEST(JobFromRequest, MaxActiveDimsIsForSparseModels) {
+  ModelConfig c = CrossEncoder();
+  c.task = ModelTask::kSparse;
+  c.score_head = ScoreHead::kBertMlmSplade;
+  c.score_outputs = c.vocab_size;
+  v1::EmbedOptions o;
+  o.set_sparse(true);
+  o.set_max_active_dims(7);
+  auto job = JobFromRequest(wire::MakeEmbedRequest({{1, 2, 3}}, o), c);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->max_active_dims, 7);
+  o.set_max_active_dims(1u << 30);
+  job = JobFromRequest(wire::MakeEmbedRequest({{1, 2, 3}}, o), c);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->max_active_dims, c.vocab_size);
+  o.set_sparse(false);
+  auto other = JobFromRequest(wire::MakeEmbedRequest({{1, 2}}, o), CrossEncoder());
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.status().message().rfind("options.max_active_dims: only sparse", 0), 0u)
+      << other.status().message();
+}
+
 // A sparse (SPLADE) model's job may ask for sparse rows (another model may not), and its answer
 // then carries the non-zero entries only: the same entries DecodeSparseRows reads from dense rows.
 TEST(JobFromRequest, SparseRowsAreForSparseModelsAndCarryOnlyTheNonZeros) {
@@ -245,20 +270,32 @@ TEST(JobFromRequest, SparseRowsAreForSparseModelsAndCarryOnlyTheNonZeros) {
   rows[7] = 1.25f;
   rows[c.vocab_size + 3] = 0.5f;
   rows[c.vocab_size + 99] = -2.0f;
-  EmbedResult result;
-  result.rows = 2;
-  result.format = job->format;
-  result.data.assign(reinterpret_cast<const char*>(rows.data()), rows.size() * sizeof(float));
-  v1::EmbedResponse resp;
-  FillResponse("r", &result, &resp);
-  EXPECT_TRUE(resp.data().empty());
-  EXPECT_EQ(resp.sparse_counts_size(), 2);
-  EXPECT_EQ(resp.sparse_indices().size(), 8u);
-  auto got = wire::DecodeSparseRows(resp, 2);
-  ASSERT_TRUE(got.ok()) << got.status().ToString();
-  EXPECT_EQ((*got)[0].indices, std::vector<int32_t>{7});
-  EXPECT_EQ((*got)[1].indices, std::vector<int32_t>{3});
-  EXPECT_EQ((*got)[1].values, std::vector<float>{0.5f});
+  // The engines' sparse form and dense rows (an engine that answers those) give the same answer,
+  // rows stored out of order as a batch may complete them.
+  Embeddings dense_rows;
+  dense_rows.rows = 2;
+  dense_rows.dim = c.vocab_size;
+  dense_rows.data = rows;
+  const Embeddings sparse = Embeddings::SparseFromDense(rows.data(), 2, c.vocab_size, nullptr);
+  ASSERT_TRUE(sparse.sparse());
+  for (const Embeddings* out : {static_cast<const Embeddings*>(&dense_rows), &sparse}) {
+    EmbedResult result;
+    result.format = job->format;
+    SizeResult(2, &result);
+    StoreRow(*out, 1, 1, &result);
+    StoreRow(*out, 0, 0, &result);
+    v1::EmbedResponse resp;
+    FillResponse("r", &result, &resp);
+    EXPECT_TRUE(resp.data().empty());
+    EXPECT_EQ(resp.sparse_counts_size(), 2);
+    EXPECT_EQ(resp.sparse_indices().size(), 8u);
+    auto got = wire::DecodeSparseRows(resp, 2);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ((*got)[0].indices, std::vector<int32_t>{7});
+    EXPECT_EQ((*got)[0].values, std::vector<float>{1.25f});
+    EXPECT_EQ((*got)[1].indices, std::vector<int32_t>{3});
+    EXPECT_EQ((*got)[1].values, std::vector<float>{0.5f});
+  }
 }
 
 }  // namespace

@@ -71,6 +71,28 @@ void PackSparseRows(std::string_view data, int64_t rows, int dim, v1::EmbedRespo
   }
 }
 
+void PackSparseRows(const std::vector<SparseRow>& rows, int dim, v1::EmbedResponse* resp) {
+  resp->set_dtype(v1::DTYPE_FLOAT32);
+  resp->clear_shape();
+  resp->add_shape(static_cast<uint32_t>(rows.size()));
+  resp->add_shape(static_cast<uint32_t>(dim));
+  resp->set_dimensions(static_cast<uint32_t>(dim));
+  resp->clear_data();
+  std::string* indices = resp->mutable_sparse_indices();
+  std::string* values = resp->mutable_sparse_values();
+  size_t total = 0;
+  for (const SparseRow& r : rows) total += r.indices.size();
+  indices->clear();
+  values->clear();
+  indices->reserve(total * sizeof(int32_t));
+  values->reserve(total * sizeof(float));
+  for (const SparseRow& r : rows) {  // little-endian host
+    indices->append(reinterpret_cast<const char*>(r.indices.data()), r.indices.size() * 4);
+    values->append(reinterpret_cast<const char*>(r.values.data()), r.values.size() * 4);
+    resp->add_sparse_counts(static_cast<uint32_t>(r.indices.size()));
+  }
+}
+
 StatusOr<std::vector<SparseRow>> DecodeSparseRows(const v1::EmbedResponse& resp, int64_t rows) {
   if (resp.sparse_counts_size() == 0 && rows > 0) {  // dense rows (or a server before the field)
     PETAL_ASSIGN_OR_RETURN(const OutputFormat f, ResponseFormat(resp, rows));

@@ -1,5 +1,6 @@
 // Sparse (SPLADE) rows on the wire (EmbedOptions.sparse, EmbedResponse.sparse_*): the server
-// packs each dense vocabulary-sized float32 row into its non-zero entries before answering, and
+// packs each row's non-zero entries (as the engines answer them, or from a dense
+// vocabulary-sized float32 row) before answering, and
 // the gateway reads rows back from either form (the sparse fields, or dense float32 rows from a
 // server that predates them), so both give the same entries. A non-zero is a value > 0: SPLADE
 // values are log(1 + relu(x)) >= 0, and NaN is not > 0. Thread-safety: pure functions.
@@ -26,6 +27,9 @@ SparseRow SparseFromDense(const char* row, int dim);
 // Sets resp's dtype (FLOAT32), shape [rows, dim], dimensions and sparse fields from `rows` dense
 // rows of `dim` float32s (`data`, row-major little-endian bytes); leaves resp's data empty.
 void PackSparseRows(std::string_view data, int64_t rows, int dim, v1::EmbedResponse* resp);
+
+// The same fields from rows already in sparse form (the engines' answer): no scan.
+void PackSparseRows(const std::vector<SparseRow>& rows, int dim, v1::EmbedResponse* resp);
 
 // The rows of a sparse model's answer for a request of `rows` rows: from the sparse fields when
 // sparse_counts is set (checked: one count per row, counts summing to the packed entries, indices

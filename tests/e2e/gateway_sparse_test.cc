@@ -108,5 +108,77 @@ TEST(GatewaySparse, EmbedSparseAnswersLikeTheReference) {
       << r.body;
 }
 
+// "max_active_dims" (SparseEncoder's max_active_dims) on both routes: each text's answer is the
+// reference's k largest entries (its first k of the 64 kept; k where the gap to the next value is
+// >= 1e-4), in index order, within 1e-5; anything but a positive integer is a 400 naming it.
+TEST(GatewaySparse, MaxActiveDimsKeepsTheLargestValues) {
+  auto st = StartClassifyStack("bert-splade");
+  if (!st) GTEST_SKIP() << "fixture or tokenizer unavailable";
+  HttpClient c(st->gateway->port());
+  const auto& g = st->golden;
+  std::string texts = "[";
+  for (size_t i = 0; i < g.cases.size(); ++i) texts += (i ? "," : "") + Json(g.cases[i].text);
+  texts += "]";
+  simdjson::dom::parser parser;
+  for (const int k : {1, 16, 32}) {
+    for (const bool openai : {false, true}) {
+      const std::string body =
+          openai ? "{\"input\":" + texts + ",\"truncate\":true,\"sparse\":true"
+                 : "{\"inputs\":" + texts + ",\"truncate\":true";
+      auto r = c.Post(openai ? "/v1/embeddings" : "/embed_sparse",
+                      body + ",\"max_active_dims\":" + std::to_string(k) + "}");
+      ASSERT_EQ(r.status, 200u) << r.body.substr(0, 300);
+      simdjson::dom::element doc;
+      ASSERT_FALSE(parser.parse(r.body).get(doc));
+      std::vector<std::vector<std::pair<int64_t, double>>> rows;
+      if (openai) {
+        for (auto item : doc["data"].get_array()) {
+          rows.emplace_back();
+          auto values = item["embedding"]["values"].get_array().value();
+          auto v = values.begin();
+          for (auto index : item["embedding"]["indices"].get_array()) {
+            rows.back().emplace_back(index.get_int64().value(), (*v).get_double().value());
+            ++v;
+          }
+        }
+      } else {
+        for (auto list : doc.get_array()) {
+          rows.emplace_back();
+          for (auto e : list.get_array()) {
+            rows.back().emplace_back(e["index"].get_int64().value(),
+                                     e["value"].get_double().value());
+          }
+        }
+      }
+      ASSERT_EQ(rows.size(), g.cases.size());
+      for (size_t i = 0; i < rows.size(); ++i) {
+        const auto& cs = g.cases[i];
+        std::map<int64_t, double> want;
+        for (int j = 0; j < k && j < static_cast<int>(cs.top_index.size()); ++j)
+          want[cs.top_index[j]] = cs.logits[j];
+        ASSERT_EQ(rows[i].size(), want.size()) << "text " << i << " k " << k;
+        for (size_t j = 0; j < rows[i].size(); ++j) {
+          if (j > 0) EXPECT_GT(rows[i][j].first, rows[i][j - 1].first) << "index order";
+          ASSERT_TRUE(want.count(rows[i][j].first)) << "text " << i << " k " << k;
+          EXPECT_NEAR(rows[i][j].second, want[rows[i][j].first], kTol) << "text " << i;
+        }
+      }
+    }
+  }
+  for (const char* bad : {"0", "-3", "1.5", "\"8\"", "true"}) {
+    auto r = c.Post("/embed_sparse",
+                    std::string("{\"inputs\":\"x\",\"max_active_dims\":") + bad + "}");
+    EXPECT_EQ(r.status, 400u) << bad;
+    EXPECT_NE(r.body.find("\"param\":\"max_active_dims\""), std::string::npos) << r.body;
+    EXPECT_NE(r.body.find("'max_active_dims' must be a positive integer"), std::string::npos)
+        << r.body;
+    r = c.Post("/v1/embeddings",
+               std::string("{\"input\":\"x\",\"sparse\":true,\"max_active_dims\":") + bad +
+                   "}");
+    EXPECT_EQ(r.status, 400u) << bad;
+    EXPECT_NE(r.body.find("\"param\":\"max_active_dims\""), std::string::npos) << r.body;
+  }
+}
+
 }  // namespace
 }  // namespace petal::gateway

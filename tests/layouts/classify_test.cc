@@ -120,19 +120,23 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ClassifyFixtureTest, ::testing::Values("bert-
                            return s;
                          });
 
-// SPLADE (bert-splade: BertForMaskedLM + SpladePooling): one vocabulary-sized row per text on
+// SPLADE (bert-splade: BertForMaskedLM + SpladePooling; xlmr-splade: XLMRobertaForMaskedLM's
+// lm_head, vocabulary 250002): one vocabulary-sized row per text on
 // both CPU paths, batched and alone; the 64 largest entries at the reference's indices within
 // 1e-5, the non-zero count equal (up to entries the reference has below 1e-5), the sum within
 // 1e-5 relative.
-TEST(SparseFixture, SpladeVectorsMatchTheReference) {
+class SparseFixture : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SparseFixture, SpladeVectorsMatchTheReference) {
+  const std::string name = GetParam();
   auto m = LoadClassifyManifest();
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   ClassifyFixture fx;
   for (const auto& f : m->fixtures) {
-    if (f.spec.name == "bert-splade") fx = f;
+    if (f.spec.name == name) fx = f;
   }
-  ASSERT_EQ(fx.spec.name, "bert-splade");
-  auto golden = LoadClassifyGolden("bert-splade");
+  ASSERT_EQ(fx.spec.name, name);
+  auto golden = LoadClassifyGolden(name);
   ASSERT_TRUE(golden.ok()) << golden.status().ToString();
   auto dir = BuildClassifyFolder(*m, fx, *golden);
   ASSERT_TRUE(dir.ok()) << dir.status().ToString();
@@ -153,16 +157,23 @@ TEST(SparseFixture, SpladeVectorsMatchTheReference) {
     double worst = 0;
     for (size_t i = 0; i < golden->cases.size(); ++i) {
       const ClassifyCase& c = golden->cases[i];
-      const float* row = all->row(static_cast<int>(i));
+      ASSERT_TRUE(all->sparse()) << "the engine answers SPLADE rows as their entries";
+      const std::vector<float> dense = all->DenseRow(static_cast<int>(i));
+      const float* row = dense.data();
+      EXPECT_EQ(all->sparse_offsets[i + 1] - all->sparse_offsets[i],
+                std::count_if(dense.begin(), dense.end(), [](float x) { return x > 0; }));
+      EXPECT_TRUE(std::is_sorted(all->sparse_indices.begin() + all->sparse_offsets[i],
+                                 all->sparse_indices.begin() + all->sparse_offsets[i + 1]));
       auto one = (*engine)->Embed(CasesBatch({c}));
       ASSERT_TRUE(one.ok()) << one.status().ToString();
+      const std::vector<float> alone = one->DenseRow(0);
       int64_t nnz = 0;
       double sum = 0, worst_alone = 0;
       for (int v = 0; v < all->dim; ++v) {
         EXPECT_GE(row[v], 0.0f);
         nnz += row[v] > 0;
         sum += row[v];
-        worst_alone = std::max(worst_alone, double{std::abs(one->row(0)[v] - row[v])});
+        worst_alone = std::max(worst_alone, double{std::abs(alone[v] - row[v])});
       }
       EXPECT_LE(worst_alone, kMaxLogitError) << "text " << i << " alone vs batched";
       EXPECT_LE(std::abs(nnz - c.nnz), c.near_zero) << "text " << i;
@@ -174,10 +185,18 @@ TEST(SparseFixture, SpladeVectorsMatchTheReference) {
         EXPECT_LE(err, kMaxLogitError) << "text " << i << " entry " << c.top_index[k];
       }
     }
-    std::printf("bert-splade (%s): %zu texts, worst |top-64 value - ref| = %.3g\n", precision,
-                golden->cases.size(), worst);
+    std::printf("%s (%s): %zu texts, worst |top-64 value - ref| = %.3g\n", name.c_str(),
+                precision, golden->cases.size(), worst);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, SparseFixture,
+                         ::testing::Values("bert-splade", "xlmr-splade"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           n.erase(n.find('-'), 1);
+                           return n;
+                         });
 
 TEST(ClassProbabilities, SoftmaxSumsToOneAndSigmoidIsPerClass) {
   const float logits[] = {2.5f, -1.25f, 0.75f, 40.0f};

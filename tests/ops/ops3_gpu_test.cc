@@ -7,7 +7,11 @@
 // And SPLADE's pooling (LaunchSparseMaxPool against cpu::SparseMaxPool on the same bf16 logits,
 // over chunks that cut sequences, with bucket padding and an empty sequence): max_rel <= 1e-5
 // (both take log1p of the same float; only log1pf's last bit may differ), cosine >= 0.999999.
+// And SPLADE's compaction (LaunchSparseCompact against cpu::SparseCompact, with and without a
+// per-row top-k, on rows with ties, NaN and all-zero rows): counts, indices and values exact, into
+// device memory (the harness) and into mapped page-locked host memory (the engine's way).
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -165,6 +169,111 @@ TEST_F(OpsGpuTest3, SparseMaxPool) {
     };
     EXPECT_TRUE(RunOpCase(c));
   }
+}
+
+// Pooled rows for SparseCompact: values on a coarse grid (ties), about half zeros, NaN in row 0.
+std::vector<float> CompactRows(int rows, int ld, uint64_t seed) {
+  const auto grid = RandomInts(static_cast<size_t>(rows) * ld, seed, -40, 41);
+  std::vector<float> dense(grid.size());
+  for (size_t i = 0; i < grid.size(); ++i) dense[i] = std::max(0, grid[i]) * 0.125f;
+  if (!dense.empty()) dense[1] = std::nanf("");
+  return dense;
+}
+
+StatusOr<DeviceBuffer<float>> UploadFloats(const std::vector<float>& v) {
+  DeviceBuffer<float> d;
+  PETAL_RETURN_IF_ERROR(d.Allocate(v.size()));
+  PETAL_CUDA_CHECK(cudaMemcpy(d.get(), v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice));
+  return d;
+}
+
+TEST_F(OpsGpuTest3, SparseCompact) {
+  uint64_t seed = 9500;
+  struct Shape {
+    int rows, vocab, ld, k;  // k: -1 none; else every row's top-k (row 1 keeps all: k = vocab)
+  };
+  const Shape shapes[] = {{3, 37, 40, -1},   {5, 30522, 30522, -1}, {4, 1001, 1008, 7},
+                          {7, 30522, 30528, 64}, {2, 250002, 250008, 400}, {1, 2, 2, 1}};
+  for (const Shape& sh : shapes) {
+    const auto dense = CompactRows(sh.rows, sh.ld, seed++);
+    std::vector<int32_t> top_k(sh.rows, sh.k);
+    if (sh.rows > 1) top_k[1] = sh.vocab;
+    const int64_t stride = sh.vocab + 3;
+    OpCase c;
+    c.op = "SparseCompact";
+    c.shape = "rows=" + std::to_string(sh.rows) + " vocab=" + std::to_string(sh.vocab) +
+              " k=" + std::to_string(sh.k);
+    OpOutput counts, idx, val;
+    counts.name = "counts", counts.elem = Elem::kI32, counts.rows = sh.rows, counts.cols = 1;
+    counts.exact = true;
+    idx.name = "indices", idx.elem = Elem::kI32, idx.rows = sh.rows, idx.cols = stride;
+    idx.exact = true, idx.initial.assign(static_cast<size_t>(sh.rows) * stride, 0.f);
+    val = idx;
+    val.name = "values", val.elem = Elem::kF32;
+    c.outputs = {counts, idx, val};
+    c.gpu = [=, &dense](const std::vector<void*>& out) -> Status {
+      PETAL_ASSIGN_OR_RETURN(auto d_dense, UploadFloats(dense));
+      PETAL_ASSIGN_OR_RETURN(auto d_k, UploadInts(top_k));
+      SparseCompactParams p;
+      p.dense = d_dense.get(), p.ld = sh.ld, p.rows = sh.rows, p.vocab = sh.vocab;
+      p.top_k = sh.k < 0 ? nullptr : d_k.get();
+      p.stride = stride;
+      p.counts = static_cast<int32_t*>(out[0]);
+      p.indices = static_cast<int32_t*>(out[1]);
+      p.values = static_cast<float*>(out[2]);
+      PETAL_RETURN_IF_ERROR(LaunchSparseCompact(p, 0));
+      return SyncDevice();
+    };
+    c.reference = [=, &dense] {
+      std::vector<int32_t> n(sh.rows), i(static_cast<size_t>(sh.rows) * stride, 0);
+      std::vector<float> v(i.size(), 0.f);
+      cpu::SparseCompact(dense.data(), sh.ld, sh.rows, sh.vocab, sh.k < 0 ? nullptr : top_k.data(),
+                         stride, n.data(), i.data(), v.data());
+      return std::vector<std::vector<float>>{std::vector<float>(n.begin(), n.end()),
+                                             std::vector<float>(i.begin(), i.end()), v};
+    };
+    EXPECT_TRUE(RunOpCase(c));
+  }
+}
+
+// The engine's way: the entries written straight into mapped page-locked host memory.
+TEST_F(OpsGpuTest3, SparseCompactIntoMappedHostMemory) {
+  const int rows = 9, vocab = 30522;
+  const auto dense = CompactRows(rows, vocab, 9600);
+  std::vector<int32_t> top_k(rows, 0);
+  top_k[2] = 100, top_k[5] = 1;
+  auto d_dense = UploadFloats(dense);
+  ASSERT_TRUE(d_dense.ok());
+  auto d_k = UploadInts(top_k);
+  ASSERT_TRUE(d_k.ok());
+  const size_t n = static_cast<size_t>(rows) * vocab;
+  void* host = nullptr;
+  ASSERT_EQ(cudaHostAlloc(&host, rows * 4 + n * 8, cudaHostAllocMapped), cudaSuccess);
+  std::memset(host, 0xFF, rows * 4 + n * 8);
+  void* dev = nullptr;
+  ASSERT_EQ(cudaHostGetDevicePointer(&dev, host, 0), cudaSuccess);
+  SparseCompactParams p;
+  p.dense = d_dense->get(), p.ld = vocab, p.rows = rows, p.vocab = vocab, p.top_k = d_k->get();
+  p.stride = vocab;
+  p.counts = static_cast<int32_t*>(dev);
+  p.indices = p.counts + rows;
+  p.values = reinterpret_cast<float*>(p.indices + n);
+  ASSERT_TRUE(LaunchSparseCompact(p, 0).ok());
+  ASSERT_TRUE(SyncDevice().ok());
+  std::vector<int32_t> want_n(rows), want_i(n);
+  std::vector<float> want_v(n);
+  cpu::SparseCompact(dense.data(), vocab, rows, vocab, top_k.data(), vocab, want_n.data(),
+                     want_i.data(), want_v.data());
+  const auto* got_n = static_cast<const int32_t*>(host);
+  const int32_t* got_i = got_n + rows;
+  const auto* got_v = reinterpret_cast<const float*>(got_i + n);
+  for (int r = 0; r < rows; ++r) {
+    ASSERT_EQ(got_n[r], want_n[r]) << "row " << r;
+    const size_t at = static_cast<size_t>(r) * vocab;
+    EXPECT_EQ(std::memcmp(got_i + at, want_i.data() + at, 4 * size_t(want_n[r])), 0) << r;
+    EXPECT_EQ(std::memcmp(got_v + at, want_v.data() + at, 4 * size_t(want_n[r])), 0) << r;
+  }
+  cudaFreeHost(host);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kernels/cuda/gemm.h"
+#include "kernels/cuda/score_ops.h"
 #include "model/fp8_scales.h"
 #include "model/multivector.h"
 
@@ -21,7 +22,8 @@ Status CheckCuda(cudaError_t err, const char* what) {
 // The handle returned by Step(): owns a ring slot until the result has been copied out.
 class PendingSlot final : public PendingEmbeddings {
  public:
-  PendingSlot(RingSlot* slot, int rows, int dim) : slot_(slot), rows_(rows), dim_(dim) {}
+  PendingSlot(RingSlot* slot, int rows, int dim, int max_rows, bool sparse)
+      : slot_(slot), rows_(rows), dim_(dim), max_rows_(max_rows), sparse_(sparse) {}
   ~PendingSlot() override {
     if (slot_) Release();
   }
@@ -36,7 +38,11 @@ class PendingSlot final : public PendingEmbeddings {
     Embeddings e;
     e.rows = rows_;
     e.dim = dim_;
-    e.data.assign(slot_->host_out, slot_->host_out + static_cast<size_t>(rows_) * dim_);
+    if (sparse_) {  // row r's entries start at r * dim in host_sparse (after the counts) / host_out
+      e.SetSparseRows(slot_->host_sparse, slot_->host_sparse + max_rows_, slot_->host_out, dim_);
+    } else {
+      e.data.assign(slot_->host_out, slot_->host_out + static_cast<size_t>(rows_) * dim_);
+    }
     Release();
     return e;
   }
@@ -51,7 +57,8 @@ class PendingSlot final : public PendingEmbeddings {
     slot_ = nullptr;
   }
   RingSlot* slot_;
-  int rows_, dim_;
+  int rows_, dim_, max_rows_;
+  bool sparse_;
 };
 
 CudaEngine::~CudaEngine() {
@@ -60,6 +67,7 @@ CudaEngine::~CudaEngine() {
     if (s.done) cudaEventDestroy(s.done);
     if (s.host_in) cudaFreeHost(s.host_in);
     if (s.host_out) cudaFreeHost(s.host_out);
+    if (s.host_sparse) cudaFreeHost(s.host_sparse);
   }
   if (dev_inputs_) cudaFree(dev_inputs_);
   if (dev_pooled_) cudaFree(dev_pooled_);
@@ -72,6 +80,7 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
   PETAL_RETURN_IF_ERROR(CheckCuda(cudaSetDevice(opt.device), "cudaSetDevice"));
   PETAL_ASSIGN_OR_RETURN(config_, LoadModelConfig(model_dir));
   multivector_ = config_.task == ModelTask::kMultiVector;
+  sparse_ = config_.task == ModelTask::kSparse;
   // Key lengths only where expansion tokens must not be attended to: they keep cuDNN out.
   multivector_keys_ = multivector_ && !config_.multivector.attend_to_expansion_tokens &&
                       config_.multivector.mask_token_id >= 0;
@@ -156,21 +165,38 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
   // Rows of hidden_size floats (embedders) or of OutputDim() logits (a classifier may have more
   // labels than hidden dimensions).
   // Multi-vector models: one row per token. Sparse models: one vocabulary-sized row per sequence
-  // (no spans), so not row_cap rows of it.
-  const bool sparse = config_.task == ModelTask::kSparse;
-  const int out_rows = std::max({seq_cap, sparse ? 0 : row_cap, multivector_ ? opt.max_tokens : 0});
+  // (no spans), so not row_cap rows of it; only the real rows (max_seqs) leave the device, as
+  // entries: each slot holds room for all of their values (host_out) and indices (host_sparse,
+  // after max_seqs counts), the worst case of every entry non-zero, and nothing more on the device.
+  const int out_rows =
+      std::max({seq_cap, sparse_ ? 0 : row_cap, multivector_ ? opt.max_tokens : 0});
   const size_t out_floats =
       static_cast<size_t>(out_rows) * std::max(config_.hidden_size, config_.OutputDim());
   PETAL_RETURN_IF_ERROR(
       CheckCuda(cudaMalloc(&dev_pooled_, out_floats * sizeof(float)), "cudaMalloc pooled"));
+  const size_t entries = static_cast<size_t>(opt.max_seqs) * config_.OutputDim();
+  const size_t host_floats = sparse_ ? entries : out_floats;
+  const unsigned host_flags = sparse_ ? cudaHostAllocMapped : cudaHostAllocDefault;
   slots_ = std::vector<RingSlot>(std::max(1, opt.ring_slots));
   for (auto& s : slots_) {
     PETAL_RETURN_IF_ERROR(CheckCuda(cudaHostAlloc(reinterpret_cast<void**>(&s.host_in),
                                                   in_ints * sizeof(int32_t), cudaHostAllocDefault),
                                     "cudaHostAlloc staging"));
     PETAL_RETURN_IF_ERROR(CheckCuda(cudaHostAlloc(reinterpret_cast<void**>(&s.host_out),
-                                                  out_floats * sizeof(float), cudaHostAllocDefault),
+                                                  host_floats * sizeof(float), host_flags),
                                     "cudaHostAlloc output"));
+    if (sparse_) {
+      PETAL_RETURN_IF_ERROR(CheckCuda(
+          cudaHostAlloc(reinterpret_cast<void**>(&s.host_sparse),
+                        (opt.max_seqs + entries) * sizeof(int32_t), cudaHostAllocMapped),
+          "cudaHostAlloc sparse indices"));
+      PETAL_RETURN_IF_ERROR(CheckCuda(
+          cudaHostGetDevicePointer(reinterpret_cast<void**>(&s.dev_values), s.host_out, 0),
+          "cudaHostGetDevicePointer values"));
+      PETAL_RETURN_IF_ERROR(CheckCuda(
+          cudaHostGetDevicePointer(reinterpret_cast<void**>(&s.dev_sparse), s.host_sparse, 0),
+          "cudaHostGetDevicePointer indices"));
+    }
     PETAL_RETURN_IF_ERROR(
         CheckCuda(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming), "event"));
   }
@@ -178,9 +204,9 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
 }
 
 size_t CudaEngine::InputInts() const {
-  // token ids + token type ids + cu_seqlens + num_seqs + pooling spans + key lengths
+  // token ids + token type ids + cu_seqlens + num_seqs + pooling spans + key lengths + top-k
   return 2 * static_cast<size_t>(options_.max_tokens) + buckets_.max_seqs + 1 + 1 +
-         static_cast<size_t>(Batch::kSpanInts) * buckets_.max_rows + buckets_.max_seqs;
+         static_cast<size_t>(Batch::kSpanInts) * buckets_.max_rows + 2 * buckets_.max_seqs;
 }
 
 StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch) {
@@ -265,6 +291,10 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch
   int32_t* d_num = d_cu + buckets_.max_seqs + 1;
   int32_t* d_spans = d_num + 1;
   int32_t* d_keys = d_spans + static_cast<size_t>(Batch::kSpanInts) * buckets_.max_rows;
+  int32_t* h_top_k = h_keys + buckets_.max_seqs;  // sparse models: Batch::sparse_top_k
+  int32_t* d_top_k = d_keys + buckets_.max_seqs;
+  const bool top_k = sparse_ && !batch.sparse_top_k.empty();
+  if (top_k) std::memcpy(h_top_k, batch.sparse_top_k.data(), S * sizeof(int32_t));
   auto copy = [&](int32_t* dst, const int32_t* src, size_t n) {
     return CheckCuda(
         cudaMemcpyAsync(dst, src, n * sizeof(int32_t), cudaMemcpyHostToDevice, stream_), "H2D");
@@ -275,6 +305,7 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch
   if (s.ok()) s = copy(d_num, h_num, 1);
   if (s.ok() && P > 0) s = copy(d_spans, h_spans, span_ints);
   if (s.ok() && multivector_keys_) s = copy(d_keys, h_keys, S_pad);
+  if (s.ok() && top_k) s = copy(d_top_k, h_top_k, S);
   DeviceBatch db{d, d_types, d_cu, d_num, T_pad, S_pad, L_pad, d_spans, P_pad};
   if (multivector_keys_) db.key_lengths = d_keys;
   if (s.ok()) {
@@ -284,9 +315,22 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch
   // Embedders return [S, hidden] pooled rows (with spans: [P, hidden]); ranking models and
   // classifiers [S, score_outputs] logits.
   // Multi-vector models: [T, OutputDim()], one row per real token (padding tokens come last).
+  // Sparse models: the real rows compacted straight into the slot's mapped host memory (outside
+  // the graph: a captured graph would bake in one slot's addresses), no dense copy.
   const int rows = multivector_ ? T : batch.num_rows();
   const size_t out_n = static_cast<size_t>(rows) * config_.OutputDim();
-  if (s.ok()) {
+  if (s.ok() && sparse_) {
+    SparseCompactParams cp;
+    cp.dense = dev_pooled_;
+    cp.ld = cp.vocab = config_.OutputDim();
+    cp.rows = rows;
+    cp.top_k = top_k ? d_top_k : nullptr;
+    cp.stride = cp.vocab;
+    cp.counts = slot.dev_sparse;
+    cp.indices = slot.dev_sparse + options_.max_seqs;
+    cp.values = slot.dev_values;
+    s = LaunchSparseCompact(cp, stream_);
+  } else if (s.ok()) {
     s = CheckCuda(cudaMemcpyAsync(slot.host_out, dev_pooled_, out_n * sizeof(float),
                                   cudaMemcpyDeviceToHost, stream_),
                   "D2H");
@@ -300,7 +344,7 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch
     slot.busy.store(false, std::memory_order_release);
     return s;
   }
-  return std::unique_ptr<PendingEmbeddings>(new PendingSlot(&slot, rows, config_.OutputDim()));
+  return std::unique_ptr<PendingEmbeddings>(new PendingSlot(&slot, rows, config_.OutputDim(), options_.max_seqs, sparse_));
 }
 
 std::map<std::string, double> CudaEngine::Stats() const {

@@ -19,9 +19,14 @@ Status CheckCuda(cudaError_t err, const char* what);
 
 // One in-flight batch: page-locked staging for its inputs and its pooled output, and the event
 // that marks both "forward done" and "output readable on the host".
+// Sparse (SPLADE) models: host_out holds the rows' values and host_sparse their counts then
+// indices, both mapped into the device: the compaction kernel writes the entries there directly.
 struct RingSlot {
   int32_t* host_in = nullptr;
   float* host_out = nullptr;
+  int32_t* host_sparse = nullptr;  // sparse models: [max_seqs] counts, [max_seqs, vocab] indices
+  float* dev_values = nullptr;     // the device's addresses of host_out and host_sparse
+  int32_t* dev_sparse = nullptr;
   cudaEvent_t done = nullptr;
   std::atomic<bool> busy{false};  // held by a handle that has not copied its result out yet
   RingSlot() = default;
@@ -58,6 +63,8 @@ class CudaEngine final : public Engine {
   // A multi-vector (ColBERT) model: one output row per token, key lengths staged per batch.
   bool multivector_ = false;
   bool multivector_keys_ = false;  // ... whose expansion tokens are no token's keys
+  // A sparse (SPLADE) model: its pooled rows leave the device compacted (LaunchSparseCompact).
+  bool sparse_ = false;
 };
 
 }  // namespace petal::cuda

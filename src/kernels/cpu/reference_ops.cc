@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <vector>
 
 #include "kernels/cpu/ops.h"
@@ -150,6 +151,37 @@ void SparseMaxPool(const float* logits, int ld, int row0, int rows, int vocab,
         if (l[v] > 0) o[v] = std::max(o[v], std::log1p(l[v]));
       }
     }
+  }
+}
+
+void SparseCompact(const float* dense, int ld, int rows, int vocab, const int32_t* top_k,
+                   int64_t stride, int32_t* counts, int32_t* indices, float* values) {
+  std::vector<float> kept;
+  for (int r = 0; r < rows; ++r) {
+    const float* row = dense + static_cast<int64_t>(r) * ld;
+    kept.clear();
+    for (int v = 0; v < vocab; ++v) {
+      if (row[v] > 0) kept.push_back(row[v]);
+    }
+    const int k = top_k != nullptr ? top_k[r] : 0;
+    float threshold = 0;  // kept: value > threshold, or == threshold among the first `take`
+    int64_t take = 0;
+    if (k > 0 && static_cast<int64_t>(kept.size()) > k) {
+      std::nth_element(kept.begin(), kept.begin() + (k - 1), kept.end(), std::greater<float>());
+      threshold = kept[k - 1];
+      const int64_t above = std::count_if(kept.begin(), kept.end(),
+                                          [&](float x) { return x > threshold; });
+      take = k - above;
+    }
+    int32_t n = 0;
+    for (int v = 0; v < vocab; ++v) {
+      const float x = row[v];
+      if (!(x > 0) || x < threshold || (x == threshold && take-- <= 0)) continue;
+      indices[static_cast<int64_t>(r) * stride + n] = v;
+      values[static_cast<int64_t>(r) * stride + n] = x;
+      ++n;
+    }
+    counts[r] = n;
   }
 }
 

@@ -82,4 +82,11 @@ void DenseRows(const float* x, int x_stride, const float* w, const float* bias, 
 void SparseMaxPool(const float* logits, int ld, int row0, int rows, int vocab,
                    const int32_t* cu_seqlens, int num_seqs, float* out);
 
+// cuda::LaunchSparseCompact (a pooled SPLADE row to its non-zero entries): for each row r of
+// dense (rows ld apart), counts[r] entries (v, dense[r, v]) with value > 0, indices ascending,
+// written at indices / values + r * stride. top_k may be null; top_k[r] > 0 keeps the row's
+// top_k[r] largest values only (ties at the k-th largest: the lowest indices), in index order.
+void SparseCompact(const float* dense, int ld, int rows, int vocab, const int32_t* top_k,
+                   int64_t stride, int32_t* counts, int32_t* indices, float* values);
+
 }  // namespace petal::cpu

@@ -303,6 +303,43 @@ TEST(ReferenceOps, SparseMaxPoolOverChunksMatchesFloat64) {
   }
 }
 
+// Rows with zeros, NaN, -0 and many ties (values on a coarse grid): every non-zero in index
+// order, and with a top-k the k largest (ties at the k-th: the lowest indices) in index order,
+// against a stable sort by value.
+TEST(ReferenceOps, SparseCompactKeepsNonZerosInOrderAndTheTopK) {
+  const int rows = 6, vocab = 53, ld = 56, stride = 60;
+  std::mt19937 rng(33);
+  std::uniform_int_distribution<int> grid(-4, 6);
+  std::vector<float> dense(static_cast<size_t>(rows) * ld, 0.f);
+  for (float& x : dense) x = std::max(0, grid(rng)) * 0.25f;
+  dense[3] = std::numeric_limits<float>::quiet_NaN();
+  dense[4] = -0.0f;
+  std::fill(dense.begin() + 2 * ld, dense.begin() + 3 * ld, 0.f);  // an all-zero row
+  const std::vector<int32_t> top_k = {0, 5, 7, 1, 1000, 12};
+  for (const bool with_k : {false, true}) {
+    std::vector<int32_t> counts(rows, -1), idx(static_cast<size_t>(rows) * stride, -1);
+    std::vector<float> val(static_cast<size_t>(rows) * stride, -1.f);
+    SparseCompact(dense.data(), ld, rows, vocab, with_k ? top_k.data() : nullptr, stride,
+                  counts.data(), idx.data(), val.data());
+    for (int r = 0; r < rows; ++r) {
+      std::vector<int> order;
+      for (int v = 0; v < vocab; ++v) {
+        if (dense[static_cast<size_t>(r) * ld + v] > 0) order.push_back(v);
+      }
+      const float* row = dense.data() + static_cast<size_t>(r) * ld;
+      std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return row[a] > row[b]; });
+      const int k = with_k ? top_k[r] : 0;
+      if (k > 0 && static_cast<int>(order.size()) > k) order.resize(k);
+      std::sort(order.begin(), order.end());
+      ASSERT_EQ(counts[r], static_cast<int>(order.size())) << "row " << r << " k " << k;
+      for (size_t j = 0; j < order.size(); ++j) {
+        EXPECT_EQ(idx[static_cast<size_t>(r) * stride + j], order[j]) << r << " " << j;
+        EXPECT_EQ(val[static_cast<size_t>(r) * stride + j], row[order[j]]) << r << " " << j;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace petal::cpu
 

@@ -11,6 +11,7 @@ add_library(petal_kernels_cuda STATIC
   ${CMAKE_CURRENT_LIST_DIR}/token_norm.cu
   ${CMAKE_CURRENT_LIST_DIR}/dense_rows.cu
   ${CMAKE_CURRENT_LIST_DIR}/sparse_pool.cu
+  ${CMAKE_CURRENT_LIST_DIR}/sparse_compact.cu
   ${CMAKE_CURRENT_LIST_DIR}/gemm.cc
   ${CMAKE_CURRENT_LIST_DIR}/gemm_tune.cc
   ${CMAKE_CURRENT_LIST_DIR}/gemm_flush.cu

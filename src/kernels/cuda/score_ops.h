@@ -52,4 +52,27 @@ struct SparseMaxPoolParams {
 };
 Status LaunchSparseMaxPool(const SparseMaxPoolParams& p, cudaStream_t stream);
 
+// ---- Sparse (SPLADE) compaction ----------------------------------------------------------------
+// cpu::SparseCompact: each of `rows` pooled rows (dense[r, v] for v < vocab, rows ld apart) as its
+// non-zero entries: counts[r] = how many, and the entries (index v, value dense[r, v]) of every
+// value > 0 (NaN is not), indices ascending, at indices[r * stride ...] / values[r * stride ...]
+// (stride >= vocab: room for a row whose every entry is non-zero). With top_k (device, [rows],
+// may be null) and top_k[r] > 0, row r keeps only its top_k[r] largest values (still in index
+// order); among values equal to the k-th largest, the lowest indices are kept. One block per
+// row: a radix select (4 passes of 8 bits over the row) finds the k-th largest, then one ordered
+// pass (block prefix sums) writes the kept entries. The outputs may be page-locked host memory
+// mapped into the device (the CUDA engine writes there, so only the entries cross PCIe).
+// Sized by rows (a host value): deterministic; the engine launches it outside graph capture.
+struct SparseCompactParams {
+  const float* dense = nullptr;  // [rows, ld], every value >= 0 or NaN (SparseMaxPool's output)
+  int ld = 0;                    // >= vocab
+  int rows = 0, vocab = 0;
+  const int32_t* top_k = nullptr;  // [rows] or null: 0 (or null) = every non-zero
+  int64_t stride = 0;              // >= vocab
+  int32_t* counts = nullptr;       // [rows]
+  int32_t* indices = nullptr;      // [rows, stride]
+  float* values = nullptr;         // [rows, stride]
+};
+Status LaunchSparseCompact(const SparseCompactParams& p, cudaStream_t stream);
+
 }  // namespace petal::cuda

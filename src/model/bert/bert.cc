@@ -82,9 +82,16 @@ const std::vector<TensorSpec<L>>& LayerTable() {
   return t;
 }
 
-// The head tensors of a cross-encoder or classifier, by its head kind (names as the task class
-// stores them, without the encoder's "bert." / "roberta." prefix).
-const std::vector<TensorSpec<W>>& HeadTable(ScoreHead head) {
+// Whether a SPLADE model's masked-LM head is XLM-R's lm_head (XLMRobertaForMaskedLM), not BERT's
+// cls.predictions.
+bool XlmrMlmHead(const ModelConfig& c) {
+  return c.score_head == ScoreHead::kBertMlmSplade && c.hf_architecture == "XLMRobertaForMaskedLM";
+}
+
+// The head tensors of a cross-encoder, classifier or SPLADE model, by its head kind (names as the
+// task class stores them, without the encoder's "bert." / "roberta." prefix).
+const std::vector<TensorSpec<W>>& HeadTable(const ModelConfig& c) {
+  const ScoreHead head = c.score_head;
   static const std::vector<TensorSpec<W>> bert = {
       {"pooler.dense.weight", &W::head_dense_weight, {kH, kH}},
       {"pooler.dense.bias", &W::head_dense_bias, {kH}},
@@ -106,8 +113,18 @@ const std::vector<TensorSpec<W>>& HeadTable(ScoreHead head) {
       {"cls.predictions.transform.LayerNorm.bias", &W::mlm_norm_beta, {kH}},
       {"cls.predictions.bias", &W::mlm_bias, {Dim::kVocab}},
   };
+  // XLMRobertaForMaskedLM's lm_head: the same dense + GELU + LayerNorm + decoder + bias (RoBERTa's
+  // LMHead); lm_head.decoder.weight is tied to the word embeddings (read apart, as above) and
+  // lm_head.decoder.bias to lm_head.bias.
+  static const std::vector<TensorSpec<W>> xlmr_mlm = {
+      {"lm_head.dense.weight", &W::mlm_dense_weight, {kH, kH}},
+      {"lm_head.dense.bias", &W::mlm_dense_bias, {kH}},
+      {"lm_head.layer_norm.weight", &W::mlm_norm_gamma, {kH}},
+      {"lm_head.layer_norm.bias", &W::mlm_norm_beta, {kH}},
+      {"lm_head.bias", &W::mlm_bias, {Dim::kVocab}},
+  };
   static const std::vector<TensorSpec<W>> none;
-  if (head == ScoreHead::kBertMlmSplade) return mlm;
+  if (head == ScoreHead::kBertMlmSplade) return XlmrMlmHead(c) ? xlmr_mlm : mlm;
   if (head == ScoreHead::kBertPooler) return bert;
   if (head == ScoreHead::kRobertaClassifier) return roberta;
   return none;
@@ -185,7 +202,7 @@ std::vector<CheckpointTensor> BertCheckpointTensors(const ModelConfig& c) {
       t.push_back({prefix + spec.name, shape(spec.shape), is_norm(spec.name)});
     }
   }
-  for (const auto& spec : HeadTable(c.score_head)) {
+  for (const auto& spec : HeadTable(c)) {
     t.push_back({spec.name, shape(spec.shape), false});
   }
   return t;
@@ -208,13 +225,15 @@ StatusOr<BertWeights> LoadBertWeights(const ModelConfig& config, const WeightSto
       PETAL_RETURN_IF_ERROR(ReadInto(config, store, prefix, spec, w.layers[l]));
     }
   }
-  for (const auto& spec : HeadTable(config.score_head)) {
+  for (const auto& spec : HeadTable(config)) {
     PETAL_RETURN_IF_ERROR(ReadInto(config, store, "", spec, w));
   }
+  const char* decoder =
+      XlmrMlmHead(config) ? "lm_head.decoder.weight" : "cls.predictions.decoder.weight";
   if (config.score_head == ScoreHead::kBertMlmSplade &&
-      store.Find("cls.predictions.decoder.weight") != nullptr) {  // an untied decoder
-    PETAL_ASSIGN_OR_RETURN(w.mlm_decoder, store.ReadF32("cls.predictions.decoder.weight",
-                                                        {config.vocab_size, config.hidden_size}));
+      store.Find(decoder) != nullptr) {  // an untied decoder, or a tied one saved anyway
+    PETAL_ASSIGN_OR_RETURN(w.mlm_decoder,
+                           store.ReadF32(decoder, {config.vocab_size, config.hidden_size}));
   }
   return w;
 }

@@ -1,0 +1,42 @@
+// Engine rows into request results (row_output.h). Thread-safety: see the header.
+#include "server/row_output.h"
+
+#include <cstring>
+
+namespace petal::server {
+
+void SizeResult(int rows, EmbedResult* result) {
+  result->rows = rows;
+  if (result->format.sparse) {
+    result->sparse_rows.resize(static_cast<size_t>(rows));
+    return;
+  }
+  result->data.resize(static_cast<size_t>(rows) * wire::BytesPerRow(result->format));
+  if (result->format.dtype == wire::OutputDType::kInt8) result->scales.resize(rows);
+}
+
+void StoreRow(const Embeddings& out, int out_row, int row, EmbedResult* result) {
+  if (result->format.sparse) {
+    wire::SparseRow& dst = result->sparse_rows[static_cast<size_t>(row)];
+    if (out.sparse()) {
+      const int64_t begin = out.sparse_offsets[out_row], end = out.sparse_offsets[out_row + 1];
+      dst.indices.assign(out.sparse_indices.begin() + begin, out.sparse_indices.begin() + end);
+      dst.values.assign(out.sparse_values.begin() + begin, out.sparse_values.begin() + end);
+    } else {
+      dst = wire::SparseFromDense(reinterpret_cast<const char*>(out.row(out_row)), out.dim);
+    }
+    return;
+  }
+  float scale = 0;
+  const size_t bpr = wire::BytesPerRow(result->format);
+  auto* at = reinterpret_cast<uint8_t*>(result->data.data()) + row * bpr;
+  if (out.sparse()) {  // a sparse model's rows asked for as dense float32 rows
+    const std::vector<float> dense = out.DenseRow(out_row);
+    wire::EncodeRow(dense.data(), result->format, at, &scale);
+  } else {
+    wire::EncodeRow(out.row(out_row), result->format, at, &scale);
+  }
+  if (!result->scales.empty()) result->scales[row] = scale;
+}
+
+}  // namespace petal::server
