@@ -17,10 +17,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <thread>
 
 #include "cli/command.h"
 #include "cli/gateway_flags.h"
+#include "cli/gpu_memory.h"
 #include "cli/gpu_select.h"
 #include "cli/local_replicas.h"
 #include "cli/serve_children.h"
@@ -84,6 +86,43 @@ struct Locals {
     replicas.clear();
   }
 };
+
+// Several models on shared GPUs: their estimated weights and engine reserves against each GPU's
+// free memory (gpu_memory.h), before any engine starts; false (reported) when they cannot fit.
+// Skipped (true) for one model, the CPU and FakeEngine, and where the estimate cannot be made.
+bool SharedGpusFit(const ServeArgs& a, const std::vector<std::string>& gpus) {
+  const bool gpu = a.backend == "cuda" || (a.backend == "auto" && CudaDeviceCount() > 0);
+  if (a.fake || !gpu || a.gateway.models.size() < 2) return true;
+  const char* parent_visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  std::map<int, std::vector<EngineFootprint>> per_device;
+  for (const auto& model : a.gateway.models) {
+    auto bytes = EstimateWeightBytes(model.model_dir);
+    if (!bytes.ok()) return true;  // loading the model will say what is wrong with it
+    for (int i = 0; i < a.replicas; ++i) {
+      int device = 0;  // replicas without --gpus use the first visible GPU
+      if (!gpus.empty()) {
+        auto d = DeviceIndexOf(gpus[i], parent_visible ? parent_visible : "");
+        if (!d.ok()) return true;  // StartLocals / the children report it
+        device = *d;
+      }
+      per_device[device].push_back(
+          {model.model_name.empty() ? model.model_dir : model.model_name, *bytes});
+    }
+  }
+  for (const auto& [device, engines] : per_device) {
+    uint64_t free_bytes = 0, total_bytes = 0;
+    if (!CudaMemoryInfo(device, &free_bytes, &total_bytes).ok()) continue;
+    if (Status s = CheckEnginesFit(engines, free_bytes, device); !s.ok()) {
+      Log("error", "cannot serve these models together", {{"error", s.message()}});
+      return false;
+    }
+    Log("info", "models share a GPU",
+        {{"gpu", std::to_string(device)},
+         {"engines", std::to_string(engines.size())},
+         {"free_mib", std::to_string(free_bytes >> 20)}});
+  }
+  return true;
+}
 
 // Starts a.replicas local replicas per model and adds their addresses to the model's; false
 // (reported) if one cannot start.
@@ -153,6 +192,7 @@ int RunServe(ServeArgs& a) {
       if (a.transport != "local") a.devices = {0};  // each child sees only its GPU
     }
   }
+  if (!SharedGpusFit(a, gpus)) return 1;
   Locals locals;
   if (a.transport == "local" && !StartLocals(a, gpus, &locals)) return 1;
   // Unix sockets live in a folder only this user can enter, removed on the way out.

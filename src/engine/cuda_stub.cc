@@ -13,6 +13,10 @@ int CudaDeviceCount() { return 0; }
 
 std::string CudaDeviceName(int) { return "none"; }
 
+Status CudaMemoryInfo(int, uint64_t*, uint64_t*) {
+  return Unavailable("this petal binary was built without CUDA");
+}
+
 Status ResetCudaDevice(int) { return Unavailable("this petal binary was built without CUDA"); }
 
 }  // namespace petal

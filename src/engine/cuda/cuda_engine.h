@@ -6,6 +6,7 @@
 // Thread-safety: Step() from one thread at a time; handles may be waited on from any thread.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -72,6 +73,8 @@ bool CudaAvailable();
 int CudaDeviceCount();
 // The device's name (e.g. "NVIDIA H200"), or "none".
 std::string CudaDeviceName(int device);
+// Free and total memory of `device` (cudaMemGetInfo); Unavailable without CUDA or a device.
+Status CudaMemoryInfo(int device, uint64_t* free_bytes, uint64_t* total_bytes);
 // Resets this process's context on `device` (cudaDeviceReset), clearing a sticky CUDA error:
 // every allocation, stream and graph of the process on that device is gone, so only its sole user
 // may call this, after destroying its engine. Unavailable without CUDA.
