@@ -8,6 +8,7 @@
 #include <random>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "bench/bench_json.h"
 #include "common/git_sha.h"
@@ -200,8 +201,10 @@ StatusOr<double> CheckAgainstCpu(Engine& engine, const std::string& model_dir) {
   PETAL_ASSIGN_OR_RETURN(Embeddings got, engine.Embed(b));
   PETAL_ASSIGN_OR_RETURN(Embeddings ref, cpu->Embed(b));
   double worst = 1.0;
-  for (int r = 0; r < got.rows; ++r)
-    worst = std::min(worst, wire::CosineSimilarity(got.row(r), ref.row(r), got.dim));
+  for (int r = 0; r < got.rows; ++r) {  // DenseRow: a sparse model's rows come as entries
+    const std::vector<float> g = got.DenseRow(r), w = ref.DenseRow(r);
+    worst = std::min(worst, wire::CosineSimilarity(g.data(), w.data(), got.dim));
+  }
   return worst;
 }
 

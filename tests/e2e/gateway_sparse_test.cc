@@ -180,5 +180,33 @@ TEST(GatewaySparse, MaxActiveDimsKeepsTheLargestValues) {
   }
 }
 
+// Query / document prompts (the fixture's config_sentence_transformers.json: "query": "query: ",
+// no default): prompt_name and input_type prepend the prompt as on /embed, on both routes; an
+// unknown name is a 400 naming prompt_name.
+TEST(GatewaySparse, PromptsApplyAsOnEmbed) {
+  auto st = StartClassifyStack("bert-splade");
+  if (!st) GTEST_SKIP() << "fixture or tokenizer unavailable";
+  HttpClient c(st->gateway->port());
+  auto plain = c.Post("/embed_sparse", R"({"inputs":"query: It is a chair."})");
+  ASSERT_EQ(plain.status, 200u) << plain.body.substr(0, 300);
+  auto named = c.Post("/embed_sparse", R"({"inputs":"It is a chair.","prompt_name":"query"})");
+  ASSERT_EQ(named.status, 200u) << named.body.substr(0, 300);
+  EXPECT_EQ(named.body, plain.body);
+  auto bare = c.Post("/embed_sparse", R"({"inputs":"It is a chair."})");
+  ASSERT_EQ(bare.status, 200u);
+  EXPECT_NE(bare.body, plain.body);  // no default prompt
+  auto typed = c.Post("/v1/embeddings",
+                      R"({"input":"It is a chair.","sparse":true,"input_type":"query"})");
+  auto typed_plain =
+      c.Post("/v1/embeddings", R"({"input":"query: It is a chair.","sparse":true})");
+  ASSERT_EQ(typed.status, 200u) << typed.body.substr(0, 300);
+  ASSERT_EQ(typed_plain.status, 200u);
+  const auto usage = typed.body.find("\"model\"");
+  EXPECT_EQ(typed.body.substr(0, usage), typed_plain.body.substr(0, usage));
+  auto unknown = c.Post("/embed_sparse", R"({"inputs":"x","prompt_name":"nope"})");
+  EXPECT_EQ(unknown.status, 400u);
+  EXPECT_NE(unknown.body.find("\"param\":\"prompt_name\""), std::string::npos) << unknown.body;
+}
+
 }  // namespace
 }  // namespace petal::gateway
