@@ -374,8 +374,8 @@ void EngineLoop::CompletionMain() {
         continue;
       }
       const int seq = item.entries[i].seq;
-      for (int k = 0; k < r.job.rows_of(seq); ++k)
-        StoreRow(*out, static_cast<int>(out_row) + k, r.job.first_row(seq) + k, &r.result);
+      StoreRows(*out, static_cast<int>(out_row), r.job.first_row(seq), r.job.rows_of(seq),
+                &r.result);
     }
     finished.clear();
     lock.lock();

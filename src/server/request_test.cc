@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "server/row_output.h"
@@ -295,6 +296,30 @@ TEST(JobFromRequest, SparseRowsAreForSparseModelsAndCarryOnlyTheNonZeros) {
     EXPECT_EQ((*got)[0].values, std::vector<float>{1.25f});
     EXPECT_EQ((*got)[1].indices, std::vector<int32_t>{3});
     EXPECT_EQ((*got)[1].values, std::vector<float>{0.5f});
+  }
+}
+
+// StoreRows copies float32 rows that need no change at once, and falls back to StoreRow (here:
+// normalisation) otherwise; both land where the row loop would put them.
+TEST(RowOutput, StoreRowsMatchesStoreRowOneByOne) {
+  Embeddings out;
+  out.rows = 5;
+  out.dim = 3;
+  for (int i = 0; i < 15; ++i) out.data.push_back(0.25f * static_cast<float>(i + 1));
+  for (bool normalize : {false, true}) {
+    EmbedResult bulk, one;
+    for (EmbedResult* r : {&bulk, &one}) {
+      r->format.dims = 3;
+      r->format.normalize = normalize;
+      SizeResult(6, r);
+      std::memset(r->data.data(), 0x7f, r->data.size());  // poison: every row must be written
+    }
+    StoreRows(out, 1, 2, 4, &bulk);
+    for (int k = 0; k < 4; ++k) StoreRow(out, 1 + k, 2 + k, &one);
+    EXPECT_EQ(bulk.data, one.data) << "normalize " << normalize;
+    float first;
+    std::memcpy(&first, bulk.data.data() + 2 * 12, 4);
+    EXPECT_FLOAT_EQ(first, normalize ? 1.0f / std::sqrt(1.0f + 1.5625f + 2.25f) : 1.0f);
   }
 }
 

@@ -39,4 +39,16 @@ void StoreRow(const Embeddings& out, int out_row, int row, EmbedResult* result) 
   if (!result->scales.empty()) result->scales[row] = scale;
 }
 
+void StoreRows(const Embeddings& out, int out_row, int row, int count, EmbedResult* result) {
+  const wire::OutputFormat& f = result->format;
+  if (!f.sparse && !out.sparse() && f.dtype == wire::OutputDType::kFloat32 && !f.normalize &&
+      f.dims == out.dim) {
+    // float32 rows as they are (a multi-vector request's token vectors): one copy for all.
+    std::memcpy(result->data.data() + static_cast<size_t>(row) * wire::BytesPerRow(f),
+                out.row(out_row), static_cast<size_t>(count) * out.dim * sizeof(float));
+    return;
+  }
+  for (int k = 0; k < count; ++k) StoreRow(out, out_row + k, row + k, result);
+}
+
 }  // namespace petal::server

@@ -16,4 +16,7 @@ void SizeResult(int rows, EmbedResult* result);
 // Stores output row `out_row` of `out` as row `row` of `result`.
 void StoreRow(const Embeddings& out, int out_row, int row, EmbedResult* result);
 
+// StoreRow for `count` consecutive rows; float32 rows that need no change are copied at once.
+void StoreRows(const Embeddings& out, int out_row, int row, int count, EmbedResult* result);
+
 }  // namespace petal::server
