@@ -111,7 +111,8 @@ int RunEmbedDataset(const DatasetOptions& o) {
   if (!config.ok()) return fail(config.status());
   if (config->task != ModelTask::kEmbed)  // its rows are not embeddings of hidden_size floats
     return fail(InvalidArgument(std::string("--input / --output need an embedding model; this one "
-                                            "is a ") + ModelTaskName(config->task) +
+                                            "is a ") +
+                                ModelTaskName(config->task) +
                                 " model (petal embed TEXT... prints a sparse model's rows)"));
   if (o.dimensions < 0 || o.dimensions > config->hidden_size) {
     return fail(InvalidArgument("--dimensions is outside [1, " +

@@ -21,8 +21,8 @@ std::vector<float> Embeddings::DenseRow(int i) const {
   return out;
 }
 
-void Embeddings::SetSparseRows(const int32_t* counts, const int32_t* indices,
-                               const float* values, int64_t stride) {
+void Embeddings::SetSparseRows(const int32_t* counts, const int32_t* indices, const float* values,
+                               int64_t stride) {
   sparse_offsets.assign(1, 0);
   for (int r = 0; r < rows; ++r) sparse_offsets.push_back(sparse_offsets.back() + counts[r]);
   sparse_indices.clear();

@@ -151,9 +151,9 @@ TEST_F(ClassifyFolder, SpladePoolingMakesASparseModel) {
   Write("config.json", Bert("BertModel", ""));
   auto plain = LoadModelConfig(dir_);
   ASSERT_FALSE(plain.ok());
-  EXPECT_NE(plain.status().message().find(
-                "needs a BertForMaskedLM or XLMRobertaForMaskedLM checkpoint"),
-            std::string::npos)
+  EXPECT_NE(
+      plain.status().message().find("needs a BertForMaskedLM or XLMRobertaForMaskedLM checkpoint"),
+      std::string::npos)
       << plain.status().message();
 }
 

@@ -73,7 +73,7 @@ struct EmbedJob {
 struct EmbedResult {
   int rows = 0;
   wire::OutputFormat format;
-  std::string data;           // rows * wire::BytesPerRow(format) bytes, row-major
+  std::string data;  // rows * wire::BytesPerRow(format) bytes, row-major
   // format.sparse (a sparse model's rows as their non-zero entries): one per row; data empty.
   std::vector<wire::SparseRow> sparse_rows;
   std::vector<float> scales;  // one per row for int8, else empty

@@ -122,9 +122,8 @@ TEST(GatewaySparse, MaxActiveDimsKeepsTheLargestValues) {
   simdjson::dom::parser parser;
   for (const int k : {1, 16, 32}) {
     for (const bool openai : {false, true}) {
-      const std::string body =
-          openai ? "{\"input\":" + texts + ",\"truncate\":true,\"sparse\":true"
-                 : "{\"inputs\":" + texts + ",\"truncate\":true";
+      const std::string body = openai ? "{\"input\":" + texts + ",\"truncate\":true,\"sparse\":true"
+                                      : "{\"inputs\":" + texts + ",\"truncate\":true";
       auto r = c.Post(openai ? "/v1/embeddings" : "/embed_sparse",
                       body + ",\"max_active_dims\":" + std::to_string(k) + "}");
       ASSERT_EQ(r.status, 200u) << r.body.substr(0, 300);
@@ -166,15 +165,14 @@ TEST(GatewaySparse, MaxActiveDimsKeepsTheLargestValues) {
     }
   }
   for (const char* bad : {"0", "-3", "1.5", "\"8\"", "true"}) {
-    auto r = c.Post("/embed_sparse",
-                    std::string("{\"inputs\":\"x\",\"max_active_dims\":") + bad + "}");
+    auto r =
+        c.Post("/embed_sparse", std::string("{\"inputs\":\"x\",\"max_active_dims\":") + bad + "}");
     EXPECT_EQ(r.status, 400u) << bad;
     EXPECT_NE(r.body.find("\"param\":\"max_active_dims\""), std::string::npos) << r.body;
     EXPECT_NE(r.body.find("'max_active_dims' must be a positive integer"), std::string::npos)
         << r.body;
     r = c.Post("/v1/embeddings",
-               std::string("{\"input\":\"x\",\"sparse\":true,\"max_active_dims\":") + bad +
-                   "}");
+               std::string("{\"input\":\"x\",\"sparse\":true,\"max_active_dims\":") + bad + "}");
     EXPECT_EQ(r.status, 400u) << bad;
     EXPECT_NE(r.body.find("\"param\":\"max_active_dims\""), std::string::npos) << r.body;
   }
@@ -195,10 +193,9 @@ TEST(GatewaySparse, PromptsApplyAsOnEmbed) {
   auto bare = c.Post("/embed_sparse", R"({"inputs":"It is a chair."})");
   ASSERT_EQ(bare.status, 200u);
   EXPECT_NE(bare.body, plain.body);  // no default prompt
-  auto typed = c.Post("/v1/embeddings",
-                      R"({"input":"It is a chair.","sparse":true,"input_type":"query"})");
-  auto typed_plain =
-      c.Post("/v1/embeddings", R"({"input":"query: It is a chair.","sparse":true})");
+  auto typed =
+      c.Post("/v1/embeddings", R"({"input":"It is a chair.","sparse":true,"input_type":"query"})");
+  auto typed_plain = c.Post("/v1/embeddings", R"({"input":"query: It is a chair.","sparse":true})");
   ASSERT_EQ(typed.status, 200u) << typed.body.substr(0, 300);
   ASSERT_EQ(typed_plain.status, 200u);
   const auto usage = typed.body.find("\"model\"");

@@ -185,13 +185,12 @@ TEST_P(SparseFixture, SpladeVectorsMatchTheReference) {
         EXPECT_LE(err, kMaxLogitError) << "text " << i << " entry " << c.top_index[k];
       }
     }
-    std::printf("%s (%s): %zu texts, worst |top-64 value - ref| = %.3g\n", name.c_str(),
-                precision, golden->cases.size(), worst);
+    std::printf("%s (%s): %zu texts, worst |top-64 value - ref| = %.3g\n", name.c_str(), precision,
+                golden->cases.size(), worst);
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, SparseFixture,
-                         ::testing::Values("bert-splade", "xlmr-splade"),
+INSTANTIATE_TEST_SUITE_P(Fixtures, SparseFixture, ::testing::Values("bert-splade", "xlmr-splade"),
                          [](const auto& info) {
                            std::string n = info.param;
                            n.erase(n.find('-'), 1);

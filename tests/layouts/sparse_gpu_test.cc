@@ -144,14 +144,14 @@ TEST_P(SparseGpuTest, CudaSpladeRowsMatchTheCpuEngine) {
 }
 
 // 0: one chunk (the default sizing); 64: chunks that cut the 48-token sequences.
-INSTANTIATE_TEST_SUITE_P(
-    Chunks, SparseGpuTest,
-    ::testing::Combine(::testing::Values("bert-splade", "xlmr-splade"), ::testing::Values(0, 64)),
-    [](const auto& info) {
-      std::string n = std::get<0>(info.param);
-      n.erase(n.find('-'), 1);
-      return n + "_chunk" + std::to_string(std::get<1>(info.param));
-    });
+INSTANTIATE_TEST_SUITE_P(Chunks, SparseGpuTest,
+                         ::testing::Combine(::testing::Values("bert-splade", "xlmr-splade"),
+                                            ::testing::Values(0, 64)),
+                         [](const auto& info) {
+                           std::string n = std::get<0>(info.param);
+                           n.erase(n.find('-'), 1);
+                           return n + "_chunk" + std::to_string(std::get<1>(info.param));
+                         });
 
 // Batch::sparse_top_k (max_active_dims) on the device: each row keeps exactly its k largest
 // values of the same engine's full row (the pooling is deterministic, so the same values), in index

@@ -192,7 +192,7 @@ TEST_F(OpsGpuTest3, SparseCompact) {
   struct Shape {
     int rows, vocab, ld, k;  // k: -1 none; else every row's top-k (row 1 keeps all: k = vocab)
   };
-  const Shape shapes[] = {{3, 37, 40, -1},   {5, 30522, 30522, -1}, {4, 1001, 1008, 7},
+  const Shape shapes[] = {{3, 37, 40, -1},       {5, 30522, 30522, -1},    {4, 1001, 1008, 7},
                           {7, 30522, 30528, 64}, {2, 250002, 250008, 400}, {1, 2, 2, 1}};
   for (const Shape& sh : shapes) {
     const auto dense = CompactRows(sh.rows, sh.ld, seed++);

@@ -186,10 +186,10 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
                                                   host_floats * sizeof(float), host_flags),
                                     "cudaHostAlloc output"));
     if (sparse_) {
-      PETAL_RETURN_IF_ERROR(CheckCuda(
-          cudaHostAlloc(reinterpret_cast<void**>(&s.host_sparse),
-                        (opt.max_seqs + entries) * sizeof(int32_t), cudaHostAllocMapped),
-          "cudaHostAlloc sparse indices"));
+      PETAL_RETURN_IF_ERROR(
+          CheckCuda(cudaHostAlloc(reinterpret_cast<void**>(&s.host_sparse),
+                                  (opt.max_seqs + entries) * sizeof(int32_t), cudaHostAllocMapped),
+                    "cudaHostAlloc sparse indices"));
       PETAL_RETURN_IF_ERROR(CheckCuda(
           cudaHostGetDevicePointer(reinterpret_cast<void**>(&s.dev_values), s.host_out, 0),
           "cudaHostGetDevicePointer values"));
@@ -344,7 +344,8 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch
     slot.busy.store(false, std::memory_order_release);
     return s;
   }
-  return std::unique_ptr<PendingEmbeddings>(new PendingSlot(&slot, rows, config_.OutputDim(), options_.max_seqs, sparse_));
+  return std::unique_ptr<PendingEmbeddings>(
+      new PendingSlot(&slot, rows, config_.OutputDim(), options_.max_seqs, sparse_));
 }
 
 std::map<std::string, double> CudaEngine::Stats() const {

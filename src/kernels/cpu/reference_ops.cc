@@ -169,8 +169,8 @@ void SparseCompact(const float* dense, int ld, int rows, int vocab, const int32_
     if (k > 0 && static_cast<int64_t>(kept.size()) > k) {
       std::nth_element(kept.begin(), kept.begin() + (k - 1), kept.end(), std::greater<float>());
       threshold = kept[k - 1];
-      const int64_t above = std::count_if(kept.begin(), kept.end(),
-                                          [&](float x) { return x > threshold; });
+      const int64_t above =
+          std::count_if(kept.begin(), kept.end(), [&](float x) { return x > threshold; });
       take = k - above;
     }
     int32_t n = 0;
