@@ -117,7 +117,8 @@ void Gateway::EmbedSparseStatic(EmbedParams* p, const ServedModel& m, bool opena
     for (size_t i = 0; i < seqs.size(); ++i) {
       const std::string& text = p->inputs.texts[i];
       const std::string at = std::string(field) + "[" + std::to_string(i) + "]";
-      if (text.empty()) return reply(ErrorResponse({400, "'" + at + "' is an empty string", field}));
+      if (text.empty())
+        return reply(ErrorResponse({400, "'" + at + "' is an empty string", field}));
       auto ids = m.tokenizer->Encode(prefix->empty() ? text : *prefix + text, eo);
       if (!ids.ok()) {
         return reply(ErrorResponse({400, "'" + at + "': " + ids.status().message(), field}));

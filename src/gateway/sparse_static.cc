@@ -10,8 +10,8 @@
 
 namespace petal::gateway {
 
-StatusOr<std::shared_ptr<const SparseStaticQuery>> SparseStaticQuery::Load(
-    const std::string& dir, int64_t vocab_size) {
+StatusOr<std::shared_ptr<const SparseStaticQuery>> SparseStaticQuery::Load(const std::string& dir,
+                                                                           int64_t vocab_size) {
   PETAL_ASSIGN_OR_RETURN(RouterFolder r, ReadRouterFolder(dir));
   if (!r.present || r.query_static.empty()) return std::shared_ptr<const SparseStaticQuery>();
   const std::string path = JoinPath(JoinPath(dir, r.query_static), "model.safetensors");

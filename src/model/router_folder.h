@@ -15,10 +15,10 @@
 namespace petal {
 
 struct RouterFolder {
-  bool present = false;       // modules.json has a Router module
-  std::string query_static;   // the query route's SparseStaticEmbedding folder (relative), or ""
+  bool present = false;         // modules.json has a Router module
+  std::string query_static;     // the query route's SparseStaticEmbedding folder (relative), or ""
   std::string doc_transformer;  // the document route's (MLM)Transformer folder (relative), or ""
-  std::string doc_splade;     // the document route's SpladePooling folder (relative), or ""
+  std::string doc_splade;       // the document route's SpladePooling folder (relative), or ""
 };
 
 // The Router of dir/modules.json; present = false (and OK) when there is none. Paths that leave

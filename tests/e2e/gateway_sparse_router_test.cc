@@ -174,8 +174,7 @@ TEST(GatewaySparseRouter, DocumentsGoToTheEngine) {
         entries[got[i].indices[e]] = got[i].values[e];
         sum += got[i].values[e];
       }
-      EXPECT_LE(std::abs(static_cast<int64_t>(entries.size()) - g.doc_nnz[i]),
-                g.doc_near_zero[i])
+      EXPECT_LE(std::abs(static_cast<int64_t>(entries.size()) - g.doc_nnz[i]), g.doc_near_zero[i])
           << i;
       EXPECT_NEAR(sum, g.doc_sum[i], 1e-5 * std::abs(g.doc_sum[i])) << i;
       for (size_t t = 0; t < g.doc_top[i].indices.size(); ++t) {
