@@ -6,7 +6,9 @@
 // "embedding": {"indices": [...], "values": [...]}. Servers are asked for sparse rows
 // (EmbedOptions.sparse: only the non-zeros cross the wire); dense rows from an older server give
 // the same entries (wire/sparse_rows.h). Which models may ask which route is the route table's
-// (gateway.cc); /v1/embeddings sends sparse models here (embed_routes.cc).
+// (gateway.cc); /v1/embeddings sends sparse models here (embed_routes.cc). On an inference-free
+// SPLADE model (a Router with a static query module), "query" texts (prompt_name, else
+// input_type) are encoded here in the gateway (sparse_static.h) and answered in the same shape.
 // Thread-safety: handlers run on I/O or worker threads; all state they share is the gateway's.
 #include <boost/asio/post.hpp>
 
