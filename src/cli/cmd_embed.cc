@@ -25,6 +25,7 @@
 #include "engine/cuda/cuda_engine.h"
 #include "engine/engine_factory.h"
 #include "gateway/task_routes.h"
+#include "model/router_folder.h"
 #include "tokenizer/prompts.h"
 #include "tokenizer/tokenizer.h"
 #include "wire/codec.h"
@@ -67,7 +68,7 @@ class Embedder {
                              " is outside [1, " + std::to_string(c.hidden_size) + "]");
     }
     if (opts_.ids) return Status::Ok();
-    PETAL_ASSIGN_OR_RETURN(tokenizer_, Tokenizer::FromModelDir(c.model_dir));
+    PETAL_ASSIGN_OR_RETURN(tokenizer_, Tokenizer::FromModelDir(TransformerDir(c.model_dir)));
     // The gateway's prompt rule (tokenizer/prompts.h), so the CLI embeds the same text as HTTP.
     PETAL_ASSIGN_OR_RETURN(const Prompts prompts, Prompts::Load(c.model_dir));
     PETAL_ASSIGN_OR_RETURN(prefix_, prompts.Prefix(opts_.prompt_name));

@@ -15,6 +15,7 @@
 #include "common/json_literal.h"
 #include "kernels/cpu/cpu_features.h"
 #include "model/config.h"
+#include "model/router_folder.h"
 #include "model/safetensors.h"
 
 namespace petal::cli {
@@ -38,7 +39,7 @@ int RunInfo(const InfoOptions& opts) {
     std::fprintf(stderr, "petal info: %s\n", config.status().ToString().c_str());
     return 1;
   }
-  auto store = WeightStore::Open(opts.model_dir);
+  auto store = WeightStore::Open(TransformerDir(opts.model_dir));
   if (!store.ok()) {
     std::fprintf(stderr, "petal info: %s\n", store.status().ToString().c_str());
     return 1;

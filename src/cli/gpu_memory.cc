@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "model/router_folder.h"
 #include "model/safetensors.h"
 
 namespace petal::cli {
@@ -17,7 +18,8 @@ std::string GiB(uint64_t bytes) {
 
 }  // namespace
 
-StatusOr<uint64_t> EstimateWeightBytes(const std::string& model_dir) {
+StatusOr<uint64_t> EstimateWeightBytes(const std::string& dir) {
+  const std::string model_dir = TransformerDir(dir);  // a Router folder's document transformer
   namespace fs = std::filesystem;
   std::error_code ec;
   uint64_t bytes = 0;

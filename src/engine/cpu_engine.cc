@@ -11,6 +11,7 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/span_pool.h"
 #include "model/cpu_fast.h"
+#include "model/router_folder.h"
 
 namespace petal {
 
@@ -20,7 +21,7 @@ StatusOr<std::unique_ptr<CpuEngine>> CpuEngine::Load(const std::string& model_di
   std::unique_ptr<CpuEngine> e(new CpuEngine());
   e->observer_ = observer;
   PETAL_ASSIGN_OR_RETURN(e->config_, LoadModelConfig(model_dir));
-  PETAL_ASSIGN_OR_RETURN(e->weights_, WeightStore::Open(model_dir));
+  PETAL_ASSIGN_OR_RETURN(e->weights_, WeightStore::Open(TransformerDir(model_dir)));
   const cpu::CpuFeatures& f = cpu::DetectCpuFeatures();
   e->threads_ = cpu::ResolveCpuThreads(options.threads);
   const std::string threads = cpu::ConfigureCpuThreads(e->threads_);

@@ -173,6 +173,10 @@ class Gateway {
   // non-zero entries in the route's shape.
   void TeiEmbedSparse(const HttpRequest& req, M m, Reply reply);
   void EmbedSparse(std::shared_ptr<EmbedParams> p, M m, bool openai, Reply reply);
+  // "query" texts of a Router model with a static query module (sparse_static.h), in the gateway.
+  void EmbedSparseStatic(EmbedParams* p, M m, bool openai, Reply reply);
+  HttpResponse SparseRowsResponse(const std::vector<wire::SparseRow>& rows, bool openai,
+                                  const std::string& model, int64_t tokens) const;
   // Multi-vector (ColBERT) models (multivector_routes.cc): TEI's /embed_all, and /v1/score by
   // MaxSim; texts shaped as PyLate does, queries or documents; errors name `field`[i].
   void TeiEmbedAll(const HttpRequest& req, M m, Reply reply);

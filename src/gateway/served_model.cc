@@ -3,6 +3,8 @@
 
 #include <filesystem>
 
+#include "model/router_folder.h"
+
 namespace petal::gateway {
 
 StatusOr<ModelNames> NamesOf(const ModelOptions& o) {
@@ -29,7 +31,11 @@ StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const ModelOptions& o,
   m->dir = o.model_dir;
   PETAL_ASSIGN_OR_RETURN(m->names, NamesOf(o));
   PETAL_ASSIGN_OR_RETURN(m->config, LoadModelConfig(o.model_dir));
-  PETAL_ASSIGN_OR_RETURN(m->tokenizer, Tokenizer::FromModelDir(o.model_dir));
+  PETAL_ASSIGN_OR_RETURN(m->tokenizer, Tokenizer::FromModelDir(TransformerDir(o.model_dir)));
+  if (m->config.task == ModelTask::kSparse) {
+    PETAL_ASSIGN_OR_RETURN(m->static_query,
+                           SparseStaticQuery::Load(o.model_dir, m->config.vocab_size));
+  }
   PETAL_ASSIGN_OR_RETURN(m->prompts, Prompts::Load(o.model_dir));
   m->replicas = std::make_unique<ReplicaSet>(o.servers, rs.health_interval, rs.request_timeout,
                                              rs.flow, rs.reply_poll);

@@ -15,6 +15,7 @@
 #include "gateway/metrics.h"
 #include "gateway/model_select.h"
 #include "gateway/replica_set.h"
+#include "gateway/sparse_static.h"
 #include "model/config.h"
 #include "tokenizer/prompts.h"
 #include "tokenizer/tokenizer.h"
@@ -37,6 +38,8 @@ struct ServedModel {
   ModelConfig config;
   std::unique_ptr<Tokenizer> tokenizer;
   Prompts prompts;  // sentence-transformers prompts
+  // A SPLADE Router model's inference-free query encoder (sparse_static.h); null for others.
+  std::shared_ptr<const SparseStaticQuery> static_query;
   std::unique_ptr<ReplicaSet> replicas;
   mutable GatewayMetrics metrics;  // rendered with the label model="<name>"
 

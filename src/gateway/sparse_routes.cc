@@ -6,7 +6,9 @@
 // "embedding": {"indices": [...], "values": [...]}. Servers are asked for sparse rows
 // (EmbedOptions.sparse: only the non-zeros cross the wire); dense rows from an older server give
 // the same entries (wire/sparse_rows.h). Which models may ask which route is the route table's
-// (gateway.cc); /v1/embeddings sends sparse models here (embed_routes.cc).
+// (gateway.cc); /v1/embeddings sends sparse models here (embed_routes.cc). On an inference-free
+// SPLADE model (a Router with a static query module), "query" texts (prompt_name, else
+// input_type) are encoded here in the gateway (sparse_static.h) and answered in the same shape.
 // Thread-safety: handlers run on I/O or worker threads; all state they share is the gateway's.
 #include <boost/asio/post.hpp>
 
@@ -51,6 +53,110 @@ std::optional<RequestError> SparseOptionError(const EmbedParams& p, const Served
 
 }  // namespace
 
+HttpResponse Gateway::SparseRowsResponse(const std::vector<wire::SparseRow>& rows, bool openai,
+                                         const std::string& model, int64_t tokens) const {
+  size_t entries = 0;
+  for (const auto& row : rows) entries += row.indices.size();
+  const size_t json_bytes = entries * (openai ? 16 : 32);  // about, per entry
+  JsonOut o(64 + json_bytes);
+  o.Raw(openai ? "{\"object\":\"list\",\"data\":[" : "[");
+  FormatSliced(
+      rows.size(), json_bytes,
+      [&](size_t i, JsonOut* out) {
+        const wire::SparseRow& row = rows[i];
+        if (openai) {
+          out->Raw("{\"object\":\"embedding\",\"index\":").Int(static_cast<int64_t>(i));
+          out->Raw(",\"embedding\":{\"indices\":[");
+          for (size_t k = 0; k < row.indices.size(); ++k) {
+            if (k) out->Raw(",");
+            out->Int(row.indices[k]);
+          }
+          out->Raw("],\"values\":").FloatArray(row.values).Raw("}}");
+        } else {
+          out->Raw("[");
+          for (size_t k = 0; k < row.indices.size(); ++k) {
+            out->Raw(k ? ",{\"index\":" : "{\"index\":").Int(row.indices[k]);
+            out->Raw(",\"value\":").Float(row.values[k]).Raw("}");
+          }
+          out->Raw("]");
+        }
+      },
+      &o);
+  if (openai) {
+    o.Raw("],\"model\":").Str(model);
+    o.Raw(",\"usage\":{\"prompt_tokens\":").Int(tokens);
+    o.Raw(",\"total_tokens\":").Int(tokens).Raw("}}");
+  } else {
+    o.Raw("]");
+  }
+  return MakeResponse(200, o.Take());
+}
+
+void Gateway::EmbedSparseStatic(EmbedParams* p, const ServedModel& m, bool openai, Reply reply) {
+  const auto t0 = Clock::now();
+  const char* field = openai ? "input" : "inputs";
+  const int max_len = m.MaxInputTokens();
+  std::vector<std::vector<int32_t>> seqs;
+  if (p->inputs.pretokenized) {
+    seqs = std::move(p->inputs.ids);
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      for (int32_t id : seqs[i]) {
+        if (id < 0 || static_cast<size_t>(id) >= m.static_query->size()) {
+          return reply(ErrorResponse({400,
+                                      "'" + std::string(field) + "[" + std::to_string(i) +
+                                          "]' holds token id " + std::to_string(id) +
+                                          " outside the vocabulary",
+                                      field}));
+        }
+      }
+    }
+  } else {
+    auto prefix = m.prompts.Prefix(p->prompt_name, p->input_type);
+    if (!prefix.ok()) return reply(ErrorResponse({400, prefix.status().message(), "prompt_name"}));
+    EncodeOptions eo;
+    eo.add_special_tokens = false;  // as SparseStaticEmbedding tokenizes
+    seqs.resize(p->inputs.texts.size());
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      const std::string& text = p->inputs.texts[i];
+      const std::string at = std::string(field) + "[" + std::to_string(i) + "]";
+      if (text.empty())
+        return reply(ErrorResponse({400, "'" + at + "' is an empty string", field}));
+      auto ids = m.tokenizer->Encode(prefix->empty() ? text : *prefix + text, eo);
+      if (!ids.ok()) {
+        return reply(ErrorResponse({400, "'" + at + "': " + ids.status().message(), field}));
+      }
+      seqs[i] = std::move(ids).value();
+    }
+  }
+  int64_t tokens = 0;
+  std::vector<wire::SparseRow> rows;
+  rows.reserve(seqs.size());
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    auto& s = seqs[i];
+    if (s.size() > static_cast<size_t>(max_len)) {
+      if (!p->truncate) {
+        return reply(ErrorResponse(
+            {413,
+             "'" + std::string(field) + "[" + std::to_string(i) + "]' has " +
+                 std::to_string(s.size()) + " tokens; the model's maximum context length is " +
+                 std::to_string(max_len) + " (send \"truncate\": true to cut it)",
+             field}));
+      }
+      if (p->truncate_left) s.erase(s.begin(), s.end() - max_len);
+      s.resize(max_len);
+    }
+    tokens += static_cast<int64_t>(s.size());
+    rows.push_back(m.static_query->Encode(s, p->max_active_dims));
+  }
+  m.metrics.Tokenized(Since(t0), static_cast<int64_t>(seqs.size()), tokens);
+  HttpResponse res =
+      SparseRowsResponse(rows, openai, p->model.empty() ? m.name() : p->model, tokens);
+  ServerTiming timing;
+  timing.Add("gateway", Since(t0));
+  res.set("Server-Timing", timing.value());
+  reply(std::move(res));
+}
+
 void Gateway::TeiEmbedSparse(const HttpRequest& req, const ServedModel& m, Reply reply) {
   auto p = std::make_shared<EmbedParams>();
   if (auto err = ParseTeiEmbed(req.body(), options_.max_inputs, p.get())) {
@@ -62,6 +168,11 @@ void Gateway::TeiEmbedSparse(const HttpRequest& req, const ServedModel& m, Reply
 void Gateway::EmbedSparse(std::shared_ptr<EmbedParams> p, const ServedModel& m, bool openai,
                           Reply reply) {
   if (auto err = SparseOptionError(*p, m, openai)) return reply(ErrorResponse(*err));
+  // A Router model's "query" texts: its static query module, no engine (sparse_static.h).
+  const std::string& route = p->prompt_name.empty() ? p->input_type : p->prompt_name;
+  if (m.static_query && route == "query") {
+    return EmbedSparseStatic(p.get(), m, openai, std::move(reply));
+  }
   auto seqs = std::make_shared<std::vector<std::vector<int32_t>>>();
   const auto t0 = Clock::now();
   if (auto err = ToSequences(p.get(), m, openai ? "input" : "inputs", seqs.get())) {
@@ -92,7 +203,6 @@ void Gateway::EmbedSparse(std::shared_ptr<EmbedParams> p, const ServedModel& m, 
           const auto f0 = Clock::now();
           // Every chunk's rows decoded first, then formatted in slices.
           std::vector<wire::SparseRow> rows;
-          size_t entries = 0;
           for (size_t c = 0; c < r->ranges.size(); ++c) {
             const v1::EmbedResponse& resp = r->responses[c];
             const auto n = static_cast<int64_t>(r->ranges[c].second - r->ranges[c].first);
@@ -105,44 +215,9 @@ void Gateway::EmbedSparse(std::shared_ptr<EmbedParams> p, const ServedModel& m, 
                   Internal("the server answered rows of " + std::to_string(resp.dimensions()) +
                            " values for a vocabulary of " + std::to_string(vocab))));
             }
-            for (auto& row : *decoded) {
-              entries += row.indices.size();
-              rows.push_back(std::move(row));
-            }
+            for (auto& row : *decoded) rows.push_back(std::move(row));
           }
-          const size_t json_bytes = entries * (openai ? 16 : 32);  // about, per entry
-          JsonOut o(64 + json_bytes);
-          o.Raw(openai ? "{\"object\":\"list\",\"data\":[" : "[");
-          FormatSliced(
-              rows.size(), json_bytes,
-              [&](size_t i, JsonOut* out) {
-                const wire::SparseRow& row = rows[i];
-                if (openai) {
-                  out->Raw("{\"object\":\"embedding\",\"index\":").Int(static_cast<int64_t>(i));
-                  out->Raw(",\"embedding\":{\"indices\":[");
-                  for (size_t k = 0; k < row.indices.size(); ++k) {
-                    if (k) out->Raw(",");
-                    out->Int(row.indices[k]);
-                  }
-                  out->Raw("],\"values\":").FloatArray(row.values).Raw("}}");
-                } else {
-                  out->Raw("[");
-                  for (size_t k = 0; k < row.indices.size(); ++k) {
-                    out->Raw(k ? ",{\"index\":" : "{\"index\":").Int(row.indices[k]);
-                    out->Raw(",\"value\":").Float(row.values[k]).Raw("}");
-                  }
-                  out->Raw("]");
-                }
-              },
-              &o);
-          if (openai) {
-            o.Raw("],\"model\":").Str(model);
-            o.Raw(",\"usage\":{\"prompt_tokens\":").Int(tokens);
-            o.Raw(",\"total_tokens\":").Int(tokens).Raw("}}");
-          } else {
-            o.Raw("]");
-          }
-          HttpResponse res = MakeResponse(200, o.Take());
+          HttpResponse res = SparseRowsResponse(rows, openai, model, tokens);
           timing->Add("format", Since(f0));
           timing->Add("gateway", Since(t0));
           res.set("Server-Timing", timing->value());

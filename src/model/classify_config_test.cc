@@ -10,6 +10,7 @@
 
 #include "model/config.h"
 #include "model/factory.h"
+#include "model/router_folder.h"
 
 namespace petal {
 namespace {
@@ -158,4 +159,47 @@ TEST_F(ClassifyFolder, SpladePoolingMakesASparseModel) {
 }
 
 }  // namespace
+// An inference-free SPLADE model (a sentence-transformers Router): the document route's
+// transformer folder holds config.json (TransformerDir finds it), its SpladePooling makes the model
+// sparse, the query route's SparseStaticEmbedding folder is reported; a Router without a
+// SpladePooling document route, or with a module folder leaving the model folder, is refused.
+TEST_F(ClassifyFolder, RouterWithAStaticQueryRouteIsASparseModel) {
+  fs::remove(dir_ + "/config.json");
+  fs::create_directories(dir_ + "/document_0_MLMTransformer");
+  fs::create_directories(dir_ + "/document_1_SpladePooling");
+  Write("document_0_MLMTransformer/config.json", Bert("BertForMaskedLM", ""));
+  Write("document_1_SpladePooling/config.json", R"({"pooling_strategy":"max"})");
+  Write("modules.json", R"([{"idx":0,"name":"0","path":"","type":)"
+                        R"("sentence_transformers.base.modules.router.Router"}])");
+  const std::string types =
+      R"("types":{"query_0_SparseStaticEmbedding":"x.SparseStaticEmbedding",)"
+      R"("document_0_MLMTransformer":"x.MLMTransformer","document_1_SpladePooling":)"
+      R"("x.SpladePooling"})";
+  Write("router_config.json",
+        "{" + types +
+            R"(,"structure":{"query":["query_0_SparseStaticEmbedding"],"document":)"
+            R"(["document_0_MLMTransformer","document_1_SpladePooling"]}})");
+  EXPECT_EQ(TransformerDir(dir_), dir_ + "/document_0_MLMTransformer");
+  auto r = ReadRouterFolder(dir_);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->present);
+  EXPECT_EQ(r->query_static, "query_0_SparseStaticEmbedding");
+  EXPECT_EQ(r->doc_splade, "document_1_SpladePooling");
+  auto c = LoadModelConfig(dir_);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->task, ModelTask::kSparse);
+  EXPECT_EQ(c->score_head, ScoreHead::kBertMlmSplade);
+  Write("router_config.json", "{" + types +
+                                  R"(,"structure":{"query":["query_0_SparseStaticEmbedding"],)"
+                                  R"("document":["document_0_MLMTransformer"]}})");
+  auto no_splade = LoadModelConfig(dir_);
+  ASSERT_FALSE(no_splade.ok());
+  EXPECT_NE(no_splade.status().message().find("only as a SPLADE model"), std::string::npos)
+      << no_splade.status().message();
+  Write("router_config.json", "{" + types + R"(,"structure":{"query":["../x"]}})");
+  auto escape = ReadRouterFolder(dir_);
+  ASSERT_FALSE(escape.ok());
+  EXPECT_NE(escape.status().message().find("leaves the model folder"), std::string::npos);
+}
+
 }  // namespace petal

@@ -10,6 +10,7 @@
 #include "model/config_fields.h"
 #include "model/multivector_config.h"
 #include "model/registry.h"
+#include "model/router_folder.h"
 #include "model/task_config.h"
 
 namespace petal {
@@ -242,6 +243,19 @@ Status ApplySentenceTransformers(const std::string& dir, ModelConfig& c, bool* h
       std::string_view type, path;
       if (m["type"].get_string().get(type) != simdjson::SUCCESS) continue;
       if (m["path"].get_string().get(path) != simdjson::SUCCESS) path = "";
+      if (type.find("Router") != std::string_view::npos) {
+        // A query / document Router (an inference-free SPLADE model): the document route's
+        // SpladePooling makes the model sparse; its transformer is found by TransformerDir and
+        // the query route's static module by the gateway (router_folder.h).
+        PETAL_ASSIGN_OR_RETURN(RouterFolder r, ReadRouterFolder(dir));
+        if (r.doc_splade.empty()) {
+          return Unimplemented(modules_path +
+                               ": a Router is served only as a SPLADE model (a document route "
+                               "with SpladePooling)");
+        }
+        PETAL_RETURN_IF_ERROR(ReadSpladePooling(dir, r.doc_splade, c));
+        continue;
+      }
       if (type.find("SpladePooling") != std::string_view::npos) {
         // A SPLADE model (sentence-transformers SparseEncoder): max over tokens of
         // log(1 + relu(MLM logits)); other strategies and activations are refused.
@@ -287,7 +301,7 @@ Status ApplySentenceTransformers(const std::string& dir, ModelConfig& c, bool* h
     }
     if (modes != 1) return Unimplemented(p + ": exactly one pooling mode must be set");
   }
-  const std::string sbert = JoinPath(dir, "sentence_bert_config.json");
+  const std::string sbert = JoinPath(TransformerDir(dir), "sentence_bert_config.json");
   if (FileExists(sbert)) {
     PETAL_ASSIGN_OR_RETURN(std::string text, ReadFile(sbert));
     PETAL_ASSIGN_OR_RETURN(object obj, ParseObject(parser, text, sbert));
@@ -376,7 +390,7 @@ StatusOr<ModelConfig> ParseModelConfig(const std::string& config_json) {
 }
 
 StatusOr<ModelConfig> LoadModelConfig(const std::string& dir) {
-  const std::string path = JoinPath(dir, "config.json");
+  const std::string path = JoinPath(TransformerDir(dir), "config.json");
   PETAL_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   simdjson::dom::parser parser;
   PETAL_ASSIGN_OR_RETURN(object obj, ParseObject(parser, text, path));

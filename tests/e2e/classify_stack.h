@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -32,7 +33,10 @@ struct ClassifyStack {
   }
 };
 
-inline std::unique_ptr<ClassifyStack> StartClassifyStack(const std::string& name) {
+// `remap`, if given, turns the built folder into the one served (e.g. a Router folder around it).
+inline std::unique_ptr<ClassifyStack> StartClassifyStack(
+    const std::string& name,
+    const std::function<StatusOr<std::string>(const std::string&)>& remap = nullptr) {
   auto st = std::make_unique<ClassifyStack>();
   auto m = ::petal::testing::LoadClassifyManifest();
   EXPECT_TRUE(m.ok()) << m.status().ToString();
@@ -48,6 +52,11 @@ inline std::unique_ptr<ClassifyStack> StartClassifyStack(const std::string& name
   auto dir = ::petal::testing::BuildClassifyFolder(*m, fx, *g);
   EXPECT_TRUE(dir.ok()) << dir.status().ToString();
   if (!dir.ok() || !FileExists(*dir + "/tokenizer.json")) return nullptr;
+  if (remap) {
+    dir = remap(*dir);
+    EXPECT_TRUE(dir.ok()) << dir.status().ToString();
+    if (!dir.ok()) return nullptr;
+  }
   GatewayOptions go;
   for (int r = 0; r < 2; ++r) {
     EngineOptions eo;

@@ -10,6 +10,7 @@
 #include "kernels/cuda/score_ops.h"
 #include "model/fp8_scales.h"
 #include "model/multivector.h"
+#include "model/router_folder.h"
 
 namespace petal {
 namespace cuda {
@@ -84,7 +85,7 @@ Status CudaEngine::Init(const std::string& model_dir, const CudaEngineOptions& o
   // Key lengths only where expansion tokens must not be attended to: they keep cuDNN out.
   multivector_keys_ = multivector_ && !config_.multivector.attend_to_expansion_tokens &&
                       config_.multivector.mask_token_id >= 0;
-  PETAL_ASSIGN_OR_RETURN(auto store, WeightStore::Open(model_dir));
+  PETAL_ASSIGN_OR_RETURN(auto store, WeightStore::Open(TransformerDir(model_dir)));
   PETAL_RETURN_IF_ERROR(
       CheckCuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream"));
   // Sequence capacity: the caller's sequences, the dummy sequence that owns bucket padding, and
