@@ -222,13 +222,19 @@ TEST(JobFromRequest, MultiVectorJobsHaveOneRowPerToken) {
   EXPECT_FALSE(JobFromRequest(wire::MakeEmbedRequest({{1, 2}}, o), c).ok());
 }
 
-// max_active_dims: a sparse model's option (clamped to the vocabulary, as SparseEncoder does);
-// refused for others, naming the field.
-TEST(JobFromRequest, MaxActiveDimsIsForSparseModels) {
+// A SPLADE model's config: the cross-encoder's encoder with the MLM head over its vocabulary.
+ModelConfig SpladeModel() {
   ModelConfig c = CrossEncoder();
   c.task = ModelTask::kSparse;
   c.score_head = ScoreHead::kBertMlmSplade;
   c.score_outputs = c.vocab_size;
+  return c;
+}
+
+// max_active_dims: a sparse model's option (clamped to the vocabulary, as SparseEncoder does);
+// refused for others, naming the field.
+TEST(JobFromRequest, MaxActiveDimsIsForSparseModels) {
+  const ModelConfig c = SpladeModel();
   v1::EmbedOptions o;
   o.set_sparse(true);
   o.set_max_active_dims(7);
@@ -249,10 +255,7 @@ TEST(JobFromRequest, MaxActiveDimsIsForSparseModels) {
 // A sparse (SPLADE) model's job may ask for sparse rows (another model may not), and its answer
 // then carries the non-zero entries only: the same entries DecodeSparseRows reads from dense rows.
 TEST(JobFromRequest, SparseRowsAreForSparseModelsAndCarryOnlyTheNonZeros) {
-  ModelConfig c = CrossEncoder();
-  c.task = ModelTask::kSparse;
-  c.score_head = ScoreHead::kBertMlmSplade;
-  c.score_outputs = c.vocab_size;
+  const ModelConfig c = SpladeModel();
   v1::EmbedOptions o;
   o.set_sparse(true);
   auto job = JobFromRequest(wire::MakeEmbedRequest({{1, 2, 3}, {4, 5}}, o), c);

@@ -22,6 +22,14 @@ using testing::Json;
 using testing::StartClassifyStack;
 constexpr double kTol = 1e-5;  // CPU fp32 against the float64 reference
 
+// The golden's texts as a JSON array of strings.
+template <typename Golden>
+std::string GoldenTextsJson(const Golden& g) {
+  std::string texts = "[";
+  for (size_t i = 0; i < g.cases.size(); ++i) texts += (i ? "," : "") + Json(g.cases[i].text);
+  return texts + "]";
+}
+
 // TEI's /embed_sparse on the SPLADE fixture (bert-splade): per text, its non-zero entries in index
 // order, as many as the reference's, summing to its sum, the 64 largest equal to the reference's
 // within 1e-5; /v1/embeddings with "sparse": true gives the same entries (without it: 400); other
@@ -31,9 +39,7 @@ TEST(GatewaySparse, EmbedSparseAnswersLikeTheReference) {
   if (!st) GTEST_SKIP() << "fixture or tokenizer unavailable";
   HttpClient c(st->gateway->port());
   const auto& g = st->golden;
-  std::string texts = "[";
-  for (size_t i = 0; i < g.cases.size(); ++i) texts += (i ? "," : "") + Json(g.cases[i].text);
-  texts += "]";
+  const std::string texts = GoldenTextsJson(g);
   auto r = c.Post("/embed_sparse", "{\"inputs\":" + texts + ",\"truncate\":true}");
   ASSERT_EQ(r.status, 200u) << r.body.substr(0, 300);
   simdjson::dom::parser parser;
@@ -116,9 +122,7 @@ TEST(GatewaySparse, MaxActiveDimsKeepsTheLargestValues) {
   if (!st) GTEST_SKIP() << "fixture or tokenizer unavailable";
   HttpClient c(st->gateway->port());
   const auto& g = st->golden;
-  std::string texts = "[";
-  for (size_t i = 0; i < g.cases.size(); ++i) texts += (i ? "," : "") + Json(g.cases[i].text);
-  texts += "]";
+  const std::string texts = GoldenTextsJson(g);
   simdjson::dom::parser parser;
   for (const int k : {1, 16, 32}) {
     for (const bool openai : {false, true}) {
@@ -157,7 +161,9 @@ TEST(GatewaySparse, MaxActiveDimsKeepsTheLargestValues) {
           want[cs.top_index[j]] = cs.logits[j];
         ASSERT_EQ(rows[i].size(), want.size()) << "text " << i << " k " << k;
         for (size_t j = 0; j < rows[i].size(); ++j) {
-          if (j > 0) EXPECT_GT(rows[i][j].first, rows[i][j - 1].first) << "index order";
+          if (j > 0) {
+            EXPECT_GT(rows[i][j].first, rows[i][j - 1].first) << "index order";
+          }
           ASSERT_TRUE(want.count(rows[i][j].first)) << "text " << i << " k " << k;
           EXPECT_NEAR(rows[i][j].second, want[rows[i][j].first], kTol) << "text " << i;
         }
