@@ -34,8 +34,8 @@ class QueryEncoder {
     if (o_.ids) return Status::Ok();
     PETAL_ASSIGN_OR_RETURN(tokenizer_, Tokenizer::FromModelDir(TransformerDir(o_.model_dir)));
     PETAL_ASSIGN_OR_RETURN(const Prompts prompts, Prompts::Load(o_.model_dir));
-    // The "query" prompt where the model has one (as the gateway's input_type "query").
-    PETAL_ASSIGN_OR_RETURN(prefix_, prompts.Prefix("", "query"));
+    // The "query" prompt where the model has one; none else (not the default prompt).
+    if (auto it = prompts.by_name.find("query"); it != prompts.by_name.end()) prefix_ = it->second;
     return Status::Ok();
   }
 
