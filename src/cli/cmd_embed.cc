@@ -5,6 +5,8 @@
 // Inputs that are already waiting are packed into one ragged batch; a lone interactive line is
 // answered at once. A bad input line prints an error naming the line on stderr and `null` on
 // stdout (so output line N still answers input line N), and the exit code is 1 at the end.
+// `--prompt-name query` on an inference-free SPLADE model encodes queries without an engine
+// (embed_query.h); --input/--output embed a dataset (embed_dataset_flags.h, bulk/).
 #include <simdjson.h>
 #include <unistd.h>  // STDIN_FILENO
 
@@ -17,6 +19,8 @@
 
 #include "bulk/embed_dataset.h"
 #include "cli/command.h"
+#include "cli/embed_dataset_flags.h"
+#include "cli/embed_query.h"
 #include "cli/embed_sparse_rows.h"
 #include "cli/engine_flags.h"
 #include "cli/gpu_select.h"
@@ -204,6 +208,11 @@ class Embedder {
 };
 
 int RunEmbed(const EmbedOptions& opts) {
+  // --prompt-name query on an inference-free SPLADE model: its static query route, no engine.
+  if (auto rc = RunQueryRoute({opts.model_dir, opts.prompt_name, opts.dimensions,
+                               opts.max_active_dims, opts.ids, opts.texts})) {
+    return *rc;
+  }
   EngineOptions eo;
   eo.backend = opts.backend;
   eo.cuda.device = opts.device;
@@ -274,41 +283,6 @@ int RunEmbed(const EmbedOptions& opts) {
   return embedder.failed() ? 1 : 0;
 }
 
-// The dataset flags (--input ...): embed_dataset.h.
-void AddDatasetFlags(CLI::App* sub, bulk::DatasetOptions* d, std::string* shard,
-                     std::string* gpus) {
-  sub->add_option("--input", d->input, "Dataset to embed: .jsonl or .parquet (with --output)");
-  sub->add_option("--output", d->output, "Where the embeddings go: .parquet or .npy (+ ids)");
-  sub->add_option("--text-field", d->text_field, "--input: the text column")->capture_default_str();
-  sub->add_option("--id-field", d->id_field, "--input: the id column ('' = the row number)")
-      ->capture_default_str();
-  sub->add_option("--on-error", d->on_error,
-                  "--input: a bad row (missing or null text, past the model length) fails the run "
-                  "or is skipped; either way it is reported with its id")
-      ->check(CLI::IsMember({"fail", "skip"}))
-      ->capture_default_str();
-  sub->add_option("--shard", *shard, "--input: I/N, embed the I-th of N contiguous row ranges");
-  sub->add_flag("--resume", d->resume, "--input: continue an interrupted run (OUTPUT.parts/)");
-  sub->add_flag("--truncate", d->truncate, "--input: cut texts past the model length");
-  sub->add_option("--dtype", d->dtype, "--input: embedding type in the output")
-      ->check(CLI::IsMember({"float32", "float16", "int8"}))
-      ->capture_default_str();
-  sub->add_option("--rows-per-part", d->rows_per_part, "--input: rows per resumable part")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  sub->add_option("--batch-rows", d->batch_rows, "--input: rows per task")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  sub->add_option("--threads", d->threads, "--input: tasks in flight (0 = hardware threads)");
-  sub->add_option("--server", d->servers,
-                  "--input: embed on these servers (host:port, repeatable) instead of locally");
-  sub->add_option("--gpus", *gpus, "--input: local CUDA engines on all|N|LIST devices");
-  sub->add_flag("!--no-progress", d->progress, "--input: no progress bar or log lines");
-  sub->add_flag("--fake-engine", d->fake_engine,
-                "--input: a deterministic engine that computes nothing (tests; measuring the "
-                "reading, tokenizing and writing path alone)");
-}
-
 std::function<int()> SetupEmbed(CLI::App* sub) {
   auto opts = std::make_shared<EmbedOptions>();
   auto data = std::make_shared<bulk::DatasetOptions>();
@@ -326,7 +300,8 @@ std::function<int()> SetupEmbed(CLI::App* sub) {
       ->check(CLI::PositiveNumber);
   sub->add_option("--prompt-name", opts->prompt_name,
                   "sentence-transformers prompt to prepend (default: the model's default prompt, "
-                  "as the gateway does)");
+                  "as the gateway does); `query` on an inference-free SPLADE (Router) model: "
+                  "encode as queries, with its static query module (no engine)");
   sub->add_option("--backend", opts->backend,
                   "Engine backend: auto (cuda if a GPU is visible), cpu, cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))

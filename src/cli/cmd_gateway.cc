@@ -30,7 +30,7 @@ std::function<int()> SetupGateway(CLI::App* app) {
       std::fprintf(stderr, "error: --model is required\n");
       return 2;
     }
-    if (!ResolveModels("petal gateway", *models, &o->models)) return 1;
+    if (!ResolveModels("petal gateway", *models, o.get())) return 1;
     std::vector<gateway::ModelNames> names;
     for (const auto& m : o->models) {
       auto n = gateway::NamesOf(m);

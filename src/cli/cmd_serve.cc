@@ -354,7 +354,7 @@ std::function<int()> SetupServe(CLI::App* app) {
       a->gateway.listen = l.substr(0, l.rfind(':')) + ":" + std::to_string(a->port);
     }
     // The gateway tokenizes from this folder even in front of fake replicas.
-    if (!ResolveModels("petal serve", a->models, &a->gateway.models)) return 1;
+    if (!ResolveModels("petal serve", a->models, &a->gateway)) return 1;
     return RunServe(*a);
   };
 }

@@ -26,6 +26,11 @@ void FormatSparseRow(const Embeddings& out, int row, std::string* line) {
       }
     }
   }
+  FormatSparseEntries(indices, values, line);
+}
+
+void FormatSparseEntries(const std::vector<int32_t>& indices, const std::vector<float>& values,
+                         std::string* line) {
   char num[32];
   line->assign("{\"indices\":[");
   for (size_t i = 0; i < indices.size(); ++i) {

@@ -4,7 +4,9 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "engine/batch.h"
 #include "engine/engine.h"
@@ -13,6 +15,10 @@ namespace petal::cli {
 
 // Sets every sequence of `batch` to keep its `max_active_dims` largest values (0: all).
 void SetSparseTopK(int max_active_dims, Batch* batch);
+
+// One row's entries as "{\"indices\":[...],\"values\":[...]}\n" (values as %.9g).
+void FormatSparseEntries(const std::vector<int32_t>& indices, const std::vector<float>& values,
+                         std::string* line);
 
 // Row `row` of a sparse model's answer as "{\"indices\":[...],\"values\":[...]}\n" (either form
 // of Embeddings: the engines answer the sparse one).

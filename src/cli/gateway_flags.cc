@@ -4,13 +4,13 @@
 #include <cstdio>
 
 #include "cli/model_arg.h"
+#include "cli/model_limits.h"
 #include "common/log.h"
 #include "gateway/task_routes.h"
 
 namespace petal::cli {
 
-bool ResolveModels(const char* command, const ModelFlags& flags,
-                   std::vector<gateway::ModelOptions>* out) {
+bool ResolveModels(const char* command, const ModelFlags& flags, gateway::GatewayOptions* o) {
   if (flags.models.empty()) {
     std::fprintf(stderr, "%s: --model is required\n", command);
     return false;
@@ -20,11 +20,17 @@ bool ResolveModels(const char* command, const ModelFlags& flags,
                  command, flags.names.size(), flags.models.size());
     return false;
   }
-  out->clear();
+  o->models.assign(flags.models.size(), {});
   for (size_t i = 0; i < flags.models.size(); ++i) {
-    gateway::ModelOptions m;
-    m.model_dir = flags.models[i];
-    if (!flags.names.empty()) m.model_name = flags.names[i];
+    o->models[i].model_dir = flags.models[i];
+    if (!flags.names.empty()) o->models[i].model_name = flags.names[i];
+  }
+  // The flag counts first: a mistake there is reported before any download.
+  if (Status st = ApplyModelLimits(flags, o); !st.ok()) {
+    std::fprintf(stderr, "%s: %s\n", command, st.message().c_str());
+    return false;
+  }
+  for (gateway::ModelOptions& m : o->models) {
     std::string hub_name;  // ORG/NAME when the value was a hub id
     if (!ResolveModelFlag(command, &m.model_dir, &hub_name)) return false;
     if (m.model_name.empty()) {
@@ -32,7 +38,6 @@ bool ResolveModels(const char* command, const ModelFlags& flags,
     } else if (!hub_name.empty()) {
       m.aliases.push_back(hub_name);  // a request may still name it by its hub id
     }
-    out->push_back(std::move(m));
   }
   return true;
 }

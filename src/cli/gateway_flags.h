@@ -12,11 +12,23 @@
 
 namespace petal::cli {
 
-// The models of `petal gateway` and `petal serve`: --model and --model-name, each repeatable.
+// The models of `petal gateway` and `petal serve`: --model and --model-name, each repeatable,
+// and the limits each model may have of its own (model_limits.h): each of those flags is given
+// not at all (the default), once (every model's) or once per --model, in the same order.
 struct ModelFlags {
-  std::vector<std::string> models;  // folders or hub ids, in order
-  std::vector<std::string> names;   // none, or one per --model, in the same order
+  std::vector<std::string> models;         // folders or hub ids, in order
+  std::vector<std::string> names;          // none, or one per --model, in the same order
+  std::vector<size_t> max_inputs;          // --max-inputs
+  std::vector<int> chunk_max_seqs;         // --chunk-max-sequences
+  std::vector<int64_t> chunk_max_tokens;   // --chunk-max-tokens
+  std::vector<int64_t> max_queued_tokens;  // --max-queued-tokens
 };
+
+// How a per-model flag's help ends: its default and the once-or-once-per-model rule.
+inline std::string PerModelHelp(const std::string& what, const std::string& default_value) {
+  return what + " (default " + default_value +
+         "); once for every model, or once per --model in the same order";
+}
 
 // --model, --model-name and every other gateway flag.
 inline void AddGatewayFlags(CLI::App* app, gateway::GatewayOptions* o, ModelFlags* m) {
@@ -35,17 +47,18 @@ inline void AddGatewayFlags(CLI::App* app, gateway::GatewayOptions* o, ModelFlag
   app->add_option("--worker-threads", o->worker_threads,
                   "Threads that parse, tokenize and format (0 = one per hardware thread)")
       ->capture_default_str();
-  app->add_option("--chunk-max-sequences", o->chunk.max_seqs, "Most sequences per chunk")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app->add_option("--chunk-max-tokens", o->chunk.max_tokens, "Most tokens per chunk")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app->add_option("--max-queued-tokens", o->flow.max_held_tokens,
-                  "Tokens the gateway holds (queued + in flight) before it answers 429; 0 = "
-                  "sized from memory (1/8 of it at 16 bytes per token)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+  app->add_option("--chunk-max-sequences", m->chunk_max_seqs,
+                  PerModelHelp("Most sequences per chunk", std::to_string(o->chunk.max_seqs)))
+      ->check(CLI::PositiveNumber);
+  app->add_option("--chunk-max-tokens", m->chunk_max_tokens,
+                  PerModelHelp("Most tokens per chunk", std::to_string(o->chunk.max_tokens)))
+      ->check(CLI::PositiveNumber);
+  app->add_option("--max-queued-tokens", m->max_queued_tokens,
+                  PerModelHelp("Tokens the gateway holds for a model (queued + in flight) before "
+                               "it answers 429; 0 = sized from memory (1/8 of it at 16 bytes per "
+                               "token, split between the models)",
+                               "0"))
+      ->check(CLI::NonNegativeNumber);
   app->add_option("--replica-window-tokens", o->flow.replica_window_tokens,
                   "Tokens in flight per server (at most its --max-queue-tokens)")
       ->check(CLI::PositiveNumber)
@@ -57,9 +70,10 @@ inline void AddGatewayFlags(CLI::App* app, gateway::GatewayOptions* o, ModelFlag
   app->add_option("--reply-poll-us", o->reply_poll_us,
                   "Collect servers' replies on a thread that polls while calls are in flight and "
                   "this long after (microseconds; -1, the default: gRPC's callback threads)");
-  app->add_option("--max-inputs", o->max_inputs, "Most inputs per request (beyond: 413)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  app->add_option(
+         "--max-inputs", m->max_inputs,
+         PerModelHelp("Most inputs per request (beyond: 413)", std::to_string(o->max_inputs)))
+      ->check(CLI::PositiveNumber);
   app->add_option("--max-body-bytes", o->body_limit, "Largest request body (beyond: 413)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -78,9 +92,9 @@ inline void AddGatewayFlags(CLI::App* app, gateway::GatewayOptions* o, ModelFlag
 }
 
 // Resolves each --model (hub ids through the cache: model_arg.h), pairs it with its --model-name
-// and returns the models, without servers. False after printing the error on stderr.
-bool ResolveModels(const char* command, const ModelFlags& flags,
-                   std::vector<gateway::ModelOptions>* out);
+// and its own limits (ApplyModelLimits, model_limits.h) and sets o->models, without servers.
+// False after printing the error on stderr.
+bool ResolveModels(const char* command, const ModelFlags& flags, gateway::GatewayOptions* o);
 
 // Logs the gateway's start and prints, for each model, a curl of its own route (task_routes.h;
 // with several models the body names the model).

@@ -23,7 +23,7 @@ namespace petal::gateway {
 
 void Gateway::TeiPredict(const HttpRequest& req, const ServedModel& m, Reply reply) {
   auto p = std::make_shared<ClassifyParams>();
-  if (auto err = ParsePredict(req.body(), options_.max_inputs, p.get())) {
+  if (auto err = ParsePredict(req.body(), m.max_inputs, p.get())) {
     return reply(ErrorResponse(*err));
   }
   RunClassify(p, m, ClassifyShape::kTei, "inputs", std::move(reply));
@@ -31,7 +31,7 @@ void Gateway::TeiPredict(const HttpRequest& req, const ServedModel& m, Reply rep
 
 void Gateway::VllmClassify(const HttpRequest& req, const ServedModel& m, Reply reply) {
   auto p = std::make_shared<ClassifyParams>();
-  if (auto err = ParseClassify(req.body(), options_.max_inputs, p.get())) {
+  if (auto err = ParseClassify(req.body(), m.max_inputs, p.get())) {
     return reply(ErrorResponse(*err));
   }
   RunClassify(p, m, ClassifyShape::kVllm, "input", std::move(reply));
@@ -180,7 +180,7 @@ void Gateway::RunClassify(std::shared_ptr<ClassifyParams> p, const ServedModel& 
   int64_t tokens = 0;
   for (const auto& s : *seqs) tokens += static_cast<int64_t>(s.size());
   m.metrics.Tokenized(Since(t0), static_cast<int64_t>(seqs->size()), tokens);
-  auto chunks = SplitChunks(*seqs, options_.chunk);
+  auto chunks = SplitChunks(*seqs, m.chunk);
   m.metrics.Chunks(static_cast<int64_t>(chunks.size()));
   v1::EmbedOptions so;  // a classifier takes none: float32 logits
   const std::string model = p->model.empty() ? m.name() : p->model;

@@ -50,7 +50,7 @@ void Gateway::RunSpanPlan(std::shared_ptr<SpanPlan> plan, const ServedModel& m,
   v1::EmbedOptions so;
   so.set_dtype(v1::DTYPE_FLOAT32);
   so.set_normalize(v1::NORMALIZE_FALSE);  // raw span states: combined before normalising
-  auto chunks = SplitChunks(plan->seqs, options_.chunk);
+  auto chunks = SplitChunks(plan->seqs, m.chunk);
   m.metrics.Chunks(static_cast<int64_t>(chunks.size()));
   const int dim = m.config.hidden_size;
   const auto t1 = Clock::now();

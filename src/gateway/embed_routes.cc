@@ -191,8 +191,8 @@ void Gateway::Embed(const HttpRequest& req, const ServedModel& m, bool openai, R
   auto p = std::make_shared<EmbedParams>();
   const char* field = openai ? "input" : "inputs";
   trace::Span parse = trace::Span::Child("parse", tc);
-  auto err = openai ? ParseOpenAiEmbed(req.body(), options_.max_inputs, p.get())
-                    : ParseTeiEmbed(req.body(), options_.max_inputs, p.get());
+  auto err = openai ? ParseOpenAiEmbed(req.body(), m.max_inputs, p.get())
+                    : ParseTeiEmbed(req.body(), m.max_inputs, p.get());
   // A sparse (SPLADE) model on /v1/embeddings answers with "sparse": true only (an explicit
   // field: its rows are not dense vectors); "sparse" on an embedder is refused there.
   if (!err && openai && (p->sparse || m.config.task == ModelTask::kSparse)) {
@@ -213,7 +213,7 @@ void Gateway::Embed(const HttpRequest& req, const ServedModel& m, bool openai, R
   int64_t tokens = 0;
   for (const auto& s : *seqs) tokens += static_cast<int64_t>(s.size());
   m.metrics.Tokenized(Since(t0), static_cast<int64_t>(seqs->size()), tokens);
-  auto chunks = SplitChunks(*seqs, options_.chunk);
+  auto chunks = SplitChunks(*seqs, m.chunk);
   m.metrics.Chunks(static_cast<int64_t>(chunks.size()));
   const auto t1 = Clock::now();
   auto timing = std::make_shared<ServerTiming>();
@@ -303,7 +303,7 @@ void Gateway::Score(const HttpRequest& req, const ServedModel& m, Reply reply) {
   ScoreParams sp;
   if (m.config.task == ModelTask::kScore) {
     // A ranking model scores each (query, document) pair itself.
-    if (auto err = ParseScore(req.body(), options_.max_inputs, &sp)) {
+    if (auto err = ParseScore(req.body(), m.max_inputs, &sp)) {
       return reply(ErrorResponse(*err));
     }
     auto p = std::make_shared<RerankParams>();
@@ -317,12 +317,12 @@ void Gateway::Score(const HttpRequest& req, const ServedModel& m, Reply reply) {
   }
   if (m.config.task == ModelTask::kMultiVector) {
     // A multi-vector model ranks by MaxSim over the query's and each document's token vectors.
-    if (auto err = ParseScore(req.body(), options_.max_inputs - 1, &sp)) {
+    if (auto err = ParseScore(req.body(), m.max_inputs - 1, &sp)) {
       return reply(ErrorResponse(*err));
     }
     return MaxSimScore(std::move(sp), m, std::move(reply));
   }
-  if (auto err = ParseScore(req.body(), options_.max_inputs - 1, &sp)) {
+  if (auto err = ParseScore(req.body(), m.max_inputs - 1, &sp)) {
     return reply(ErrorResponse(*err));
   }
   // The query and the documents are tokenized separately so that errors name the right field
@@ -343,7 +343,7 @@ void Gateway::Score(const HttpRequest& req, const ServedModel& m, Reply reply) {
   so.set_dtype(v1::DTYPE_FLOAT32);
   const std::string model = sp.model.empty() ? m.name() : sp.model;
   const size_t top_k = sp.top_k;
-  auto chunks = SplitChunks(*seqs, options_.chunk);
+  auto chunks = SplitChunks(*seqs, m.chunk);
   m.metrics.Chunks(static_cast<int64_t>(chunks.size()));
   const auto t1 = Clock::now();
   EmbedChunks(
@@ -364,7 +364,7 @@ void Gateway::Score(const HttpRequest& req, const ServedModel& m, Reply reply) {
 
 void Gateway::Tokenize(const HttpRequest& req, const ServedModel& m, Reply reply) {
   TokenizeParams tp;
-  if (auto err = ParseTokenize(req.body(), options_.max_inputs, &tp)) {
+  if (auto err = ParseTokenize(req.body(), m.max_inputs, &tp)) {
     return reply(ErrorResponse(*err));
   }
   EncodeOptions eo;

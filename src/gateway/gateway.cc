@@ -133,19 +133,33 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayOptions options) {
   GatewayOptions& o = g->options_;
   if (o.models.empty()) {
     if (o.servers.empty()) return InvalidArgument("servers: at least one --server is required");
-    o.models.push_back({o.model_dir, o.model_name, {}, o.servers});
+    ModelOptions one;
+    one.model_dir = o.model_dir;
+    one.model_name = o.model_name;
+    one.servers = o.servers;
+    o.models.push_back(std::move(one));
   } else if (!o.model_dir.empty() || !o.servers.empty()) {
     return InvalidArgument("give the models either as `models` or as model_dir and servers");
   }
   if (o.max_inputs < 1) return InvalidArgument("max_inputs: must be at least 1");
-  ReplicaSettings rs{o.health_interval, o.request_timeout, o.flow,
-                     std::chrono::microseconds(o.reply_poll_us)};
-  // Each model holds its own tokens; the memory-sized default is shared out between them.
-  if (rs.flow.max_held_tokens <= 0 && o.models.size() > 1) {
-    rs.flow.max_held_tokens = DefaultMaxHeldTokens() / static_cast<int64_t>(o.models.size());
-  }
+  const ReplicaSettings shared{o.health_interval, o.request_timeout, o.flow,
+                               std::chrono::microseconds(o.reply_poll_us)};
   for (const ModelOptions& mo : o.models) {
+    // Its own limits, else the gateway's.
+    ReplicaSettings rs = shared;
+    rs.flow.max_held_tokens = mo.max_held_tokens.value_or(o.flow.max_held_tokens);
+    // Each model holds its own tokens; the memory-sized default is shared out between them.
+    if (rs.flow.max_held_tokens <= 0 && o.models.size() > 1) {
+      rs.flow.max_held_tokens = DefaultMaxHeldTokens() / static_cast<int64_t>(o.models.size());
+    }
+    const size_t max_inputs = mo.max_inputs.value_or(o.max_inputs);
+    if (max_inputs < 1) {
+      return InvalidArgument("max_inputs: model '" + mo.model_dir + "': must be at least 1");
+    }
     PETAL_ASSIGN_OR_RETURN(auto m, LoadServedModel(mo, rs));
+    m->max_inputs = max_inputs;
+    m->chunk.max_seqs = mo.chunk_max_seqs.value_or(o.chunk.max_seqs);
+    m->chunk.max_tokens = mo.chunk_max_tokens.value_or(o.chunk.max_tokens);
     for (const auto& other : g->names_) {
       if (other.name == m->name()) {
         return InvalidArgument("two models are named '" + m->name() +

@@ -44,6 +44,8 @@ struct GatewayOptions {
   // Several models, in order (the first that serves a route answers requests naming no model:
   // model_select.h); when set, model_dir and servers must be empty. Each model gets its own
   // replicas with `flow`; a default (0) max_held_tokens is the memory-sized bound split evenly.
+  // max_inputs, chunk and flow.max_held_tokens below are every model's, except where a model's
+  // ModelOptions sets its own.
   std::vector<ModelOptions> models;
   std::string listen = "127.0.0.1:8080";
   int http_threads = 2;

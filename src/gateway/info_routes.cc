@@ -81,9 +81,9 @@ void Gateway::Info(const HttpRequest&, const ServedModel& m, Reply reply) {
   }
   o.Raw(",\"pooling\":").Str(PoolingModeName(c.pooling));
   o.Raw(",\"normalize\":").Raw(c.normalize ? "true" : "false");
-  o.Raw(",\"max_client_batch_size\":").Int(static_cast<int64_t>(options_.max_inputs));
-  o.Raw(",\"chunk_max_sequences\":").Int(options_.chunk.max_seqs);
-  o.Raw(",\"chunk_max_tokens\":").Int(options_.chunk.max_tokens);
+  o.Raw(",\"max_client_batch_size\":").Int(static_cast<int64_t>(m.max_inputs));
+  o.Raw(",\"chunk_max_sequences\":").Int(m.chunk.max_seqs);
+  o.Raw(",\"chunk_max_tokens\":").Int(m.chunk.max_tokens);
   o.Raw(",\"prompts\":[");
   bool first = true;
   for (const auto& [name, text] : m.prompts.by_name) {

@@ -111,7 +111,7 @@ std::optional<RequestError> Gateway::ToTokenSequences(EmbedParams* p, const Serv
 
 void Gateway::TeiEmbedAll(const HttpRequest& req, const ServedModel& m, Reply reply) {
   auto p = std::make_shared<EmbedParams>();
-  if (auto err = ParseTeiEmbed(req.body(), options_.max_inputs, p.get())) {
+  if (auto err = ParseTeiEmbed(req.body(), m.max_inputs, p.get())) {
     return reply(ErrorResponse(*err));
   }
   if (p->dimensions != 0) {
@@ -132,7 +132,7 @@ void Gateway::TeiEmbedAll(const HttpRequest& req, const ServedModel& m, Reply re
   int64_t tokens = 0;
   for (const auto& s : *seqs) tokens += static_cast<int64_t>(s.size());
   m.metrics.Tokenized(Since(t0), static_cast<int64_t>(seqs->size()), tokens);
-  auto chunks = SplitChunks(*seqs, options_.chunk);
+  auto chunks = SplitChunks(*seqs, m.chunk);
   m.metrics.Chunks(static_cast<int64_t>(chunks.size()));
   v1::EmbedOptions so;
   so.set_dtype(WireDType(p->output));
@@ -193,7 +193,7 @@ void Gateway::MaxSimScore(ScoreParams sp, const ServedModel& m, Reply reply) {
   so.set_dtype(v1::DTYPE_FLOAT32);
   const std::string model = sp.model.empty() ? m.name() : sp.model;
   const size_t top_k = sp.top_k;
-  auto chunks = SplitChunks(*seqs, options_.chunk);
+  auto chunks = SplitChunks(*seqs, m.chunk);
   m.metrics.Chunks(static_cast<int64_t>(chunks.size()));
   const auto t1 = Clock::now();
   EmbedChunks(

@@ -81,7 +81,7 @@ void SortByScore(std::vector<Scored>* s) {
 
 void Gateway::TeiRerank(const HttpRequest& req, const ServedModel& m, Reply reply) {
   auto p = std::make_shared<RerankParams>();
-  if (auto err = ParseTeiRerank(req.body(), options_.max_inputs, p.get())) {
+  if (auto err = ParseTeiRerank(req.body(), m.max_inputs, p.get())) {
     return reply(ErrorResponse(*err));
   }
   RunRerank(p, m, RerankShape::kTei, "texts", std::move(reply));
@@ -89,7 +89,7 @@ void Gateway::TeiRerank(const HttpRequest& req, const ServedModel& m, Reply repl
 
 void Gateway::CohereRerank(const HttpRequest& req, const ServedModel& m, Reply reply) {
   auto p = std::make_shared<RerankParams>();
-  if (auto err = ParseCohereRerank(req.body(), options_.max_inputs, p.get())) {
+  if (auto err = ParseCohereRerank(req.body(), m.max_inputs, p.get())) {
     return reply(ErrorResponse(*err));
   }
   RunRerank(p, m, RerankShape::kCohere, "documents", std::move(reply));
@@ -104,7 +104,7 @@ void Gateway::RunRerank(std::shared_ptr<RerankParams> p, const ServedModel& m, R
   int64_t tokens = 0;
   for (const auto& s : *seqs) tokens += static_cast<int64_t>(s.size());
   m.metrics.Tokenized(Since(t0), static_cast<int64_t>(seqs->size()), tokens);
-  auto chunks = SplitChunks(*seqs, options_.chunk);
+  auto chunks = SplitChunks(*seqs, m.chunk);
   m.metrics.Chunks(static_cast<int64_t>(chunks.size()));
   v1::EmbedOptions so;  // a ranking model takes none: float32 logits
   const bool identity = m.config.score_activation == ScoreActivation::kIdentity;

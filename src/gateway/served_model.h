@@ -1,6 +1,7 @@
 // One model behind the gateway: its folder, the names a request's `model` may use for it, its
-// config, tokenizer and prompts, its own replicas (each with its own flow-control bound: one
-// model's backlog never takes another's room) and its metrics. A gateway serves one or several
+// config, tokenizer and prompts, its own limits (inputs per request, chunk sizes), its own
+// replicas (each with its own flow-control bound: one model's backlog never takes another's room)
+// and its metrics. A gateway serves one or several
 // (`petal serve --model A --model B`; model_select.h says which a request gets).
 // Thread-safety: immutable after LoadServedModel, except `replicas` and `metrics`, which are
 // internally synchronised.
@@ -8,10 +9,12 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
+#include "gateway/chunker.h"
 #include "gateway/metrics.h"
 #include "gateway/model_select.h"
 #include "gateway/replica_set.h"
@@ -30,6 +33,12 @@ struct ModelOptions {
   // folder's own name is always one.
   std::vector<std::string> aliases;
   std::vector<std::string> servers;  // its inference servers, host:port (or unix:, local:)
+  // Its own limits (`petal serve --max-inputs 8 --max-inputs 64`: one per --model); unset: the
+  // gateway's (GatewayOptions' max_inputs, chunk and flow.max_held_tokens).
+  std::optional<size_t> max_inputs;         // inputs per request (at least 1)
+  std::optional<int> chunk_max_seqs;        // ChunkLimits::max_seqs
+  std::optional<int64_t> chunk_max_tokens;  // ChunkLimits::max_tokens
+  std::optional<int64_t> max_held_tokens;   // its replicas' bound; 0: its memory-sized share
 };
 
 struct ServedModel {
@@ -40,6 +49,8 @@ struct ServedModel {
   Prompts prompts;  // sentence-transformers prompts
   // A SPLADE Router model's inference-free query encoder (sparse_static.h); null for others.
   std::shared_ptr<const SparseStaticQuery> static_query;
+  size_t max_inputs = 2048;  // inputs per request (beyond: 413)
+  ChunkLimits chunk;         // how a request's sequences are split over its replicas
   std::unique_ptr<ReplicaSet> replicas;
   mutable GatewayMetrics metrics;  // rendered with the label model="<name>"
 

@@ -159,7 +159,7 @@ void Gateway::EmbedSparseStatic(EmbedParams* p, const ServedModel& m, bool opena
 
 void Gateway::TeiEmbedSparse(const HttpRequest& req, const ServedModel& m, Reply reply) {
   auto p = std::make_shared<EmbedParams>();
-  if (auto err = ParseTeiEmbed(req.body(), options_.max_inputs, p.get())) {
+  if (auto err = ParseTeiEmbed(req.body(), m.max_inputs, p.get())) {
     return reply(ErrorResponse(*err));
   }
   EmbedSparse(std::move(p), m, false, std::move(reply));
@@ -183,7 +183,7 @@ void Gateway::EmbedSparse(std::shared_ptr<EmbedParams> p, const ServedModel& m, 
   m.metrics.Tokenized(Since(t0), static_cast<int64_t>(seqs->size()), tokens);
   auto timing = std::make_shared<ServerTiming>();
   timing->Add("tokenize", Since(t0));
-  auto chunks = SplitChunks(*seqs, options_.chunk);
+  auto chunks = SplitChunks(*seqs, m.chunk);
   m.metrics.Chunks(static_cast<int64_t>(chunks.size()));
   v1::EmbedOptions so;  // a sparse model's options: sparse rows of vocab_size, their top-k
   so.set_sparse(true);

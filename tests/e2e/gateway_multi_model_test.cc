@@ -6,7 +6,8 @@
 // model serving the route; an unknown name is a 404 naming the served models; a route the named
 // model cannot serve is a 400; /v1/models lists all three with their tasks; /info?model= and
 // the metrics' `model` label. A second test runs `petal gateway` with `--server MODEL=ADDRESS`
-// per model. Needs models/all-MiniLM-L6-v2 (skipped if absent).
+// per model, and a third gives two models limits of their own (--max-inputs once per --model).
+// The first two need models/all-MiniLM-L6-v2 (skipped if absent).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -86,9 +87,10 @@ std::unique_ptr<Serve> StartPetal(std::vector<std::string> args, const std::stri
 }
 
 // Starts `petal serve` on the CPU engine (fp32, one in-process replica per model) with `models`
-// as (folder, name) pairs, and waits for its gateway.
+// as (folder, name) pairs and `extra` flags, and waits for its gateway.
 std::unique_ptr<Serve> StartServe(const std::vector<std::pair<std::string, std::string>>& models,
-                                  const std::string& tag) {
+                                  const std::string& tag,
+                                  const std::vector<std::string>& extra = {}) {
   std::vector<std::string> args = {"petal",
                                    "serve",
                                    "--backend",
@@ -100,6 +102,7 @@ std::unique_ptr<Serve> StartServe(const std::vector<std::pair<std::string, std::
                                    "--server-arg=--cpu-precision=fp32"};
   for (const auto& [dir, name] : models) args.insert(args.end(), {"--model", dir});
   for (const auto& [dir, name] : models) args.insert(args.end(), {"--model-name", name});
+  args.insert(args.end(), extra.begin(), extra.end());
   return StartPetal(args, ::testing::TempDir() + "/gateway_multi_model_" + tag + ".log");
 }
 
@@ -262,6 +265,72 @@ TEST(GatewayMultiModel, EachModelAnswersItsRoutesAsItsOwnServer) {
         R"(petal_gateway_max_held_tokens{model="minilm"})"}) {
     EXPECT_NE(metrics.body.find(sample), std::string::npos) << sample;
   }
+}
+
+// Each model's own limits (--max-inputs and --chunk-max-sequences once per --model, in order;
+// --chunk-max-tokens once, for both): the same route answers 413 at each model's own count, with
+// a message naming the field and that model's limit, and /info reports each model's values. A
+// count that is neither one nor one per --model stops start-up with a message saying so.
+TEST(GatewayMultiModel, EachModelHasItsOwnLimits) {
+  std::string ce, splade;
+  ASSERT_TRUE(BuildFixtures(&ce, &splade));
+  auto serve = StartServe({{ce, "ce"}, {splade, "splade"}}, "limits",
+                          {"--max-inputs", "2", "--max-inputs", "3", "--chunk-max-sequences", "5",
+                           "--chunk-max-sequences", "7", "--chunk-max-tokens", "1000"});
+  ASSERT_NE(serve->port, 0) << ReadText(serve->log);
+  HttpClient c(static_cast<uint16_t>(serve->port));
+  auto texts = [](size_t n) {
+    std::string t = "[";
+    for (size_t i = 0; i < n; ++i) t += (i ? ",\"text " : "\"text ") + std::to_string(i) + "\"";
+    return t + "]";
+  };
+  auto too_many = [](const std::string& field, size_t n, size_t limit) {
+    return "'" + field + "' has " + std::to_string(n) + " items; at most " + std::to_string(limit) +
+           " are allowed";
+  };
+  struct Case {
+    std::string name, path, field, before;  // `before`: the body's other fields
+    size_t limit;
+  };
+  const std::vector<Case> cases = {
+      {"ce", "/tokenize", "inputs", "", 2},
+      {"splade", "/tokenize", "inputs", "", 3},
+      {"ce", "/rerank", "texts", R"("query": "capital of France?", )", 2},
+      {"splade", "/embed_sparse", "inputs", "", 3},
+  };
+  for (const Case& k : cases) {
+    const std::string what = k.name + " " + k.path;
+    auto body = [&](size_t n) {
+      return "{\"model\": \"" + k.name + "\", " + k.before + "\"" + k.field + "\": " + texts(n) +
+             "}";
+    };
+    const auto at = c.Post(k.path, body(k.limit));
+    EXPECT_EQ(at.status, 200u) << what << ": " << at.body;
+    const auto past = c.Post(k.path, body(k.limit + 1));
+    EXPECT_EQ(past.status, 413u) << what << ": " << past.body;
+    EXPECT_NE(past.body.find(too_many(k.field, k.limit + 1, k.limit)), std::string::npos)
+        << what << ": " << past.body;
+  }
+  for (const auto& [name, inputs, seqs] :
+       std::vector<std::tuple<std::string, int, int>>{{"ce", 2, 5}, {"splade", 3, 7}}) {
+    const std::string info = c.Get("/info?model=" + name).body;
+    EXPECT_NE(info.find("\"max_client_batch_size\":" + std::to_string(inputs) + ","),
+              std::string::npos)
+        << info;
+    EXPECT_NE(info.find("\"chunk_max_sequences\":" + std::to_string(seqs) + ","), std::string::npos)
+        << info;
+    EXPECT_NE(info.find("\"chunk_max_tokens\":1000,"), std::string::npos) << info;
+  }
+  serve.reset();
+
+  auto bad = StartServe({{ce, "ce"}, {splade, "splade"}}, "limits_bad",
+                        {"--max-inputs", "2", "--max-inputs", "3", "--max-inputs", "4"});
+  EXPECT_EQ(bad->port, 0);
+  const std::string log = ReadText(bad->log);
+  EXPECT_NE(log.find("petal serve: --max-inputs is given 3 times for 2 --model: give it once (for "
+                     "every model) or once per --model, in the same order"),
+            std::string::npos)
+      << log;
 }
 
 // `petal gateway` in front of servers started elsewhere: each --server names its model. The

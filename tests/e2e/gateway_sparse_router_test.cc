@@ -17,79 +17,19 @@
 #include "classify_stack.h"
 #include "common/file_util.h"
 #include "gateway_test_util.h"
+#include "splade_router_fixture.h"
 
 namespace petal::gateway {
 namespace {
 
-namespace fs = std::filesystem;
 using testing::HttpClient;
 using testing::Json;
 
-// The committed Router folder with the built bert-splade folder as its document transformer.
-StatusOr<std::string> RouterFolder(const std::string& built) {
-  const std::string root = ::petal::testing::LayoutTempDir("bert-splade-router");
-  std::error_code ec;
-  fs::remove_all(root, ec);
-  fs::copy(::petal::testing::SourceDir() + "/tests/fixtures/classify/bert-splade-router", root,
-           fs::copy_options::recursive, ec);
-  if (ec) return Internal("copy the Router fixture: " + ec.message());
-  const fs::path doc = fs::path(root) / "document_0_MLMTransformer";
-  fs::create_directories(doc, ec);
-  for (const auto& e : fs::directory_iterator(built)) {
-    const std::string f = e.path().filename().string();
-    if (!e.is_regular_file() || f == "modules.json" || f == "config_sentence_transformers.json") {
-      continue;
-    }
-    fs::copy_file(e.path(), doc / f, fs::copy_options::overwrite_existing, ec);
-    if (ec) return Internal("copy " + f + ": " + ec.message());
-  }
-  if (FileExists(built + "/petal_config.json")) {
-    fs::copy_file(built + "/petal_config.json", root + "/petal_config.json", ec);
-  }
-  return root;
-}
-
-struct Sparse {
-  std::vector<int64_t> indices;
-  std::vector<double> values;
-};
-
-struct Golden {
-  std::vector<std::string> texts;
-  std::vector<Sparse> query, query_top3, doc_top;
-  std::vector<int64_t> doc_nnz, doc_near_zero;
-  std::vector<double> doc_sum;
-};
-
-Sparse ReadSparse(simdjson::dom::element e) {
-  Sparse s;
-  for (auto i : e["indices"].get_array()) s.indices.push_back(i.get_int64().value());
-  for (auto v : e["values"].get_array()) s.values.push_back(v.get_double().value());
-  return s;
-}
-
-Golden LoadGolden() {
-  Golden g;
-  simdjson::dom::parser parser;
-  auto text = ReadFile(::petal::testing::SourceDir() +
-                       "/tests/fixtures/classify/golden_bert-splade-router.json");
-  EXPECT_TRUE(text.ok());
-  if (!text.ok()) return g;
-  simdjson::dom::element doc = parser.parse(*text).value();
-  for (auto c : doc["cases"].get_array()) {
-    g.texts.emplace_back(c["text"].get_string().value());
-    g.query.push_back(ReadSparse(c["query"]));
-    g.query_top3.push_back(ReadSparse(c["query_top3"]));
-    Sparse top;
-    for (auto i : c["doc"]["top_index"].get_array()) top.indices.push_back(i.get_int64().value());
-    for (auto v : c["doc"]["values"].get_array()) top.values.push_back(v.get_double().value());
-    g.doc_top.push_back(top);
-    g.doc_nnz.push_back(c["doc"]["nnz"].get_int64().value());
-    g.doc_near_zero.push_back(c["doc"]["near_zero"].get_int64().value());
-    g.doc_sum.push_back(c["doc"]["sum"].get_double().value());
-  }
-  return g;
-}
+using ::petal::testing::LoadRouterGolden;
+using ::petal::testing::ReadSparse;
+using ::petal::testing::RouterFolder;
+using ::petal::testing::RouterGolden;
+using ::petal::testing::Sparse;
 
 // Each input's entries of a TEI (/embed_sparse) or OpenAI (/v1/embeddings) answer.
 std::vector<Sparse> Parse(const std::string& body, bool openai) {
@@ -124,7 +64,7 @@ void ExpectExact(const std::vector<Sparse>& got, const std::vector<Sparse>& want
   }
 }
 
-std::string TextsJson(const Golden& g) {
+std::string TextsJson(const RouterGolden& g) {
   std::string t = "[";
   for (size_t i = 0; i < g.texts.size(); ++i) t += (i ? "," : "") + Json(g.texts[i]);
   return t + "]";
@@ -135,7 +75,7 @@ std::string TextsJson(const Golden& g) {
 TEST(GatewaySparseRouter, QueriesAreTheStaticModulesVectors) {
   auto st = testing::StartClassifyStack("bert-splade", RouterFolder);
   if (!st) GTEST_SKIP() << "fixture or tokenizer unavailable";
-  const Golden g = LoadGolden();
+  const RouterGolden g = LoadRouterGolden();
   ASSERT_FALSE(g.texts.empty());
   HttpClient c(st->gateway->port());
   const std::string texts = TextsJson(g);
@@ -159,7 +99,7 @@ TEST(GatewaySparseRouter, QueriesAreTheStaticModulesVectors) {
 TEST(GatewaySparseRouter, DocumentsGoToTheEngine) {
   auto st = testing::StartClassifyStack("bert-splade", RouterFolder);
   if (!st) GTEST_SKIP() << "fixture or tokenizer unavailable";
-  const Golden g = LoadGolden();
+  const RouterGolden g = LoadRouterGolden();
   HttpClient c(st->gateway->port());
   const std::string texts = TextsJson(g);
   for (const char* extra : {"", ",\"prompt_name\":\"document\""}) {
