@@ -91,15 +91,12 @@ const char* OutputTypeName(OutputType t) {
   return "?";
 }
 
-std::optional<RequestError> ParseOpenAiEmbed(std::string_view body, size_t max_inputs,
-                                             EmbedParams* out) {
-  object doc;
-  if (auto err = ParseBody(body, &doc)) return err;
-  element input;
-  if (doc.at_key("input").get(input) || input.is_null()) {
-    return Bad("'input' is required", "input");
-  }
-  if (auto err = ParseInputs(input, "input", max_inputs, true, &out->inputs)) return err;
+namespace {
+
+// The fields both OpenAI-shaped embedding routes share: model, dimensions, encoding_format
+// ("float" or "base64") and output_dtype, into `out`'s fields of the same names.
+template <typename Params>
+std::optional<RequestError> OpenAiOutputFields(const object& doc, Params* out) {
   if (auto err = OptString(doc, "model", &out->model)) return err;
   if (auto err = OptDimensions(doc, &out->dimensions)) return err;
   std::string format;
@@ -110,6 +107,21 @@ std::optional<RequestError> ParseOpenAiEmbed(std::string_view body, size_t max_i
     return Bad("'encoding_format' must be \"float\" or \"base64\"", "encoding_format");
   }
   if (auto err = OptOutput(doc, &out->output)) return err;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<RequestError> ParseOpenAiEmbed(std::string_view body, size_t max_inputs,
+                                             EmbedParams* out) {
+  object doc;
+  if (auto err = ParseBody(body, &doc)) return err;
+  element input;
+  if (doc.at_key("input").get(input) || input.is_null()) {
+    return Bad("'input' is required", "input");
+  }
+  if (auto err = ParseInputs(input, "input", max_inputs, true, &out->inputs)) return err;
+  if (auto err = OpenAiOutputFields(doc, out)) return err;
   // Extensions beyond OpenAI's fields (documented in docs/api.md).
   if (auto err = OptBool(doc, "truncate", &out->truncate)) return err;
   if (auto err = TruncationDirection(doc, &out->truncate_left)) return err;
@@ -181,16 +193,7 @@ std::optional<RequestError> ParseContextualEmbed(std::string_view body, Contextu
     }
     ++i;
   }
-  if (auto err = OptString(doc, "model", &out->model)) return err;
-  if (auto err = OptDimensions(doc, &out->dimensions)) return err;
-  std::string format;
-  if (auto err = OptString(doc, "encoding_format", &format)) return err;
-  if (format == "base64") {
-    out->base64 = true;
-  } else if (!format.empty() && format != "float") {
-    return Bad("'encoding_format' must be \"float\" or \"base64\"", "encoding_format");
-  }
-  if (auto err = OptOutput(doc, &out->output)) return err;
+  if (auto err = OpenAiOutputFields(doc, out)) return err;
   element ov;
   if (!doc.at_key("window_overlap").get(ov) && !ov.is_null()) {
     int64_t v;
