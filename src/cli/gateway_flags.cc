@@ -57,9 +57,14 @@ void LogGatewayStarted(const gateway::GatewayOptions& o, const gateway::Gateway&
        {"port", std::to_string(g.port())},
        {"model", models},
        {"servers", servers},
-       {"chunk_max_sequences", std::to_string(o.chunk.max_seqs)},
-       {"chunk_max_tokens", std::to_string(o.chunk.max_tokens)},
        {"reply_poll_us", std::to_string(o.reply_poll_us)}});
+  for (const auto& m : g.models()) {  // each model's own limits (model_limits.h)
+    Log("info", "model limits",
+        {{"model", m->name()},
+         {"max_inputs", std::to_string(m->max_inputs)},
+         {"chunk_max_sequences", std::to_string(m->chunk.max_seqs)},
+         {"chunk_max_tokens", std::to_string(m->chunk.max_tokens)}});
+  }
   std::string host = o.listen.substr(0, o.listen.rfind(':'));
   if (host.empty() || host == "0.0.0.0") host = "127.0.0.1";
   const std::string url = "http://" + host + ":" + std::to_string(g.port());
