@@ -14,28 +14,18 @@
 
 #include "../layouts/colbert_fixture.h"
 #include "common/file_util.h"
-#include "engine/engine_factory.h"
-#include "gateway/gateway.h"
+#include "cpu_stack.h"
 #include "gateway_test_util.h"
-#include "server/server.h"
 
 namespace petal::gateway {
 namespace {
 
 using petal::testing::ColbertGolden;
 using testing::HttpClient;
+using testing::Json;
 
-struct Stack {
-  std::vector<server::EmbedServer*> servers;
-  Gateway* gateway = nullptr;
+struct Stack : testing::CpuStack {
   ColbertGolden golden;
-  ~Stack() {
-    delete gateway;
-    for (auto* s : servers) {
-      s->Shutdown(std::chrono::milliseconds(1000));
-      delete s;
-    }
-  }
 };
 
 std::unique_ptr<Stack> Start(const std::string& name) {
@@ -43,45 +33,8 @@ std::unique_ptr<Stack> Start(const std::string& name) {
   st->golden = petal::testing::LoadColbertGolden(name);
   const std::string dir = petal::testing::BuildColbertFolder(name, st->golden);
   if (!FileExists(dir + "/tokenizer.json")) return nullptr;
-  GatewayOptions go;
-  for (int r = 0; r < 2; ++r) {
-    EngineOptions eo;
-    eo.backend = "cpu";
-    eo.cpu.precision = "fp32";
-    auto engine = CreateEngine(dir, eo);
-    EXPECT_TRUE(engine.ok()) << engine.status().ToString();
-    if (!engine.ok()) return nullptr;
-    server::ServerOptions so;
-    so.listen = "127.0.0.1:0";
-    auto srv = server::EmbedServer::Start(so);
-    EXPECT_TRUE(srv.ok());
-    if (!srv.ok()) return nullptr;
-    st->servers.push_back(std::move(srv).value().release());
-    st->servers.back()->AttachEngine(std::move(engine).value());
-    go.servers.push_back("127.0.0.1:" + std::to_string(st->servers.back()->port()));
-  }
-  go.model_dir = dir;
-  go.model_name = name;
-  go.listen = "127.0.0.1:0";
-  go.chunk = {2, 4096};  // two inputs per chunk: requests spread over both replicas
-  go.max_inputs = 9;
-  auto gw = Gateway::Start(go);
-  EXPECT_TRUE(gw.ok()) << gw.status().ToString();
-  if (!gw.ok()) return nullptr;
-  st->gateway = std::move(gw).value().release();
-  for (int i = 0; i < 200 && !st->gateway->replicas().AnyUp(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  if (!testing::StartCpuStack(dir, name, /*max_inputs=*/9, st.get())) return nullptr;
   return st;
-}
-
-std::string Json(const std::string& s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') out += '\\';
-    out += ch;
-  }
-  return out + "\"";
 }
 
 std::string Texts(const std::vector<petal::testing::ColbertSeq>& seqs) {

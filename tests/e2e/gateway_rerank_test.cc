@@ -15,28 +15,17 @@
 
 #include "../layouts/rerank_fixture.h"
 #include "common/file_util.h"
-#include "engine/engine_factory.h"
-#include "gateway/gateway.h"
+#include "cpu_stack.h"
 #include "gateway_test_util.h"
-#include "server/server.h"
 
 namespace petal::gateway {
 namespace {
 
 using testing::HttpClient;
 
-struct Stack {
-  std::vector<server::EmbedServer*> servers;
-  Gateway* gateway = nullptr;
+struct Stack : testing::CpuStack {
   petal::testing::RerankGolden golden;
   petal::testing::RerankManifest manifest;
-  ~Stack() {
-    delete gateway;
-    for (auto* s : servers) {
-      s->Shutdown(std::chrono::milliseconds(1000));
-      delete s;
-    }
-  }
 };
 
 // Builds the fixture, starts two CPU servers and a gateway in front of them (max_inputs 8).
@@ -63,35 +52,7 @@ std::unique_ptr<Stack> Start(const std::string& name) {
   if (f == nullptr) return nullptr;
   std::fprintf(f, "{\"max_seq_length\": %d}\n", fx.max_length);
   std::fclose(f);
-  GatewayOptions go;
-  for (int r = 0; r < 2; ++r) {
-    EngineOptions eo;
-    eo.backend = "cpu";
-    eo.cpu.precision = "fp32";  // the fp32 goldens: auto may pick bf16
-    auto engine = CreateEngine(*dir, eo);
-    EXPECT_TRUE(engine.ok()) << engine.status().ToString();
-    if (!engine.ok()) return nullptr;
-    server::ServerOptions so;
-    so.listen = "127.0.0.1:0";
-    auto srv = server::EmbedServer::Start(so);
-    EXPECT_TRUE(srv.ok());
-    if (!srv.ok()) return nullptr;
-    st->servers.push_back(std::move(srv).value().release());
-    st->servers.back()->AttachEngine(std::move(engine).value());
-    go.servers.push_back("127.0.0.1:" + std::to_string(st->servers.back()->port()));
-  }
-  go.model_dir = *dir;
-  go.model_name = name;
-  go.listen = "127.0.0.1:0";
-  go.chunk = {2, 4096};  // two pairs per chunk: a request of six spreads over both replicas
-  go.max_inputs = 8;
-  auto gw = Gateway::Start(go);
-  EXPECT_TRUE(gw.ok()) << gw.status().ToString();
-  if (!gw.ok()) return nullptr;
-  st->gateway = std::move(gw).value().release();
-  for (int i = 0; i < 200 && !st->gateway->replicas().AnyUp(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  if (!testing::StartCpuStack(*dir, name, /*max_inputs=*/8, st.get())) return nullptr;
   return st;
 }
 
