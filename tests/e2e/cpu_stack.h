@@ -8,10 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "../layouts/layout_fixture.h"
+#include "common/file_util.h"
 #include "engine/engine_factory.h"
 #include "gateway/gateway.h"
 #include "server/server.h"
@@ -69,6 +72,33 @@ inline bool StartCpuStack(const std::string& dir, const std::string& name, size_
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return true;
+}
+
+// A gateway in front of the `bge` layout fixture (an embedding model) and no reachable server: for
+// the refusals the gateway decides from the model's config. Null when the fixture has no tokenizer
+// here (the caller skips) or after an EXPECT failure.
+inline std::unique_ptr<Gateway> StartEmbedderWithoutServers(const std::string& temp_name) {
+  uint64_t seed = 0;
+  auto layouts = ::petal::testing::LoadLayouts(&seed);
+  EXPECT_TRUE(layouts.ok()) << layouts.status().ToString();
+  if (!layouts.ok()) return nullptr;
+  ::petal::testing::LayoutSpec bge;
+  for (const auto& l : *layouts) {
+    if (l.name == "bge") bge = l;
+  }
+  const std::string dir = ::petal::testing::LayoutTempDir(temp_name);
+  const Status built = ::petal::testing::BuildLayoutFolder(bge, seed, dir);
+  EXPECT_TRUE(built.ok()) << built.ToString();
+  if (!built.ok() || !FileExists(dir + "/tokenizer.json")) return nullptr;
+  GatewayOptions go;
+  go.model_dir = dir;
+  go.model_name = "bge";
+  go.servers = {"127.0.0.1:1"};
+  go.listen = "127.0.0.1:0";
+  auto g = Gateway::Start(go);
+  EXPECT_TRUE(g.ok()) << g.status().ToString();
+  if (!g.ok()) return nullptr;
+  return std::move(g).value();
 }
 
 // `s` as a JSON string literal (quotes and backslashes escaped; the fixtures' texts need no more).

@@ -231,24 +231,9 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, GatewayClassify, ::testing::Values("bert-cls"
 // The classification routes on an embedding model: 400 saying what the model serves (the gateway
 // decides from its own config before any server is asked).
 TEST(GatewayClassifyOnEmbedder, IsRefusedSayingWhatTheModelServes) {
-  uint64_t seed = 0;
-  auto layouts = petal::testing::LoadLayouts(&seed);
-  ASSERT_TRUE(layouts.ok());
-  petal::testing::LayoutSpec bge;
-  for (const auto& l : *layouts) {
-    if (l.name == "bge") bge = l;
-  }
-  const std::string dir = petal::testing::LayoutTempDir("classify_on_bge");
-  ASSERT_TRUE(petal::testing::BuildLayoutFolder(bge, seed, dir).ok());
-  if (!FileExists(dir + "/tokenizer.json")) GTEST_SKIP() << "no tokenizer";
-  GatewayOptions go;
-  go.model_dir = dir;
-  go.model_name = "bge";
-  go.servers = {"127.0.0.1:1"};
-  go.listen = "127.0.0.1:0";
-  auto g = Gateway::Start(go);
-  ASSERT_TRUE(g.ok()) << g.status().ToString();
-  HttpClient c((*g)->port());
+  auto g = testing::StartEmbedderWithoutServers("classify_on_bge");
+  if (!g) GTEST_SKIP() << "no bge fixture with a tokenizer here";
+  HttpClient c(g->port());
   for (const char* route : {"/predict", "/classify"}) {
     auto r = c.Post(route, "{\"inputs\":\"a\",\"input\":\"a\"}");
     EXPECT_EQ(r.status, 400u) << route;
