@@ -269,13 +269,14 @@ TEST(GatewayMultiModel, EachModelAnswersItsRoutesAsItsOwnServer) {
 
 // Each model's own limits (--max-inputs and --chunk-max-sequences once per --model, in order;
 // --chunk-max-tokens once, for both): the same route answers 413 at each model's own count, with
-// a message naming the field and that model's limit, and /info reports each model's values. A
+// a message naming the field and that model's limit, /info reports each model's values and each
+// model's requests are cut into chunks of its own size. A
 // count that is neither one nor one per --model stops start-up with a message saying so.
 TEST(GatewayMultiModel, EachModelHasItsOwnLimits) {
   std::string ce, splade;
   ASSERT_TRUE(BuildFixtures(&ce, &splade));
   auto serve = StartServe({{ce, "ce"}, {splade, "splade"}}, "limits",
-                          {"--max-inputs", "2", "--max-inputs", "3", "--chunk-max-sequences", "5",
+                          {"--max-inputs", "2", "--max-inputs", "3", "--chunk-max-sequences", "1",
                            "--chunk-max-sequences", "7", "--chunk-max-tokens", "1000"});
   ASSERT_NE(serve->port, 0) << ReadText(serve->log);
   HttpClient c(static_cast<uint16_t>(serve->port));
@@ -312,7 +313,7 @@ TEST(GatewayMultiModel, EachModelHasItsOwnLimits) {
         << what << ": " << past.body;
   }
   for (const auto& [name, inputs, seqs] :
-       std::vector<std::tuple<std::string, int, int>>{{"ce", 2, 5}, {"splade", 3, 7}}) {
+       std::vector<std::tuple<std::string, int, int>>{{"ce", 2, 1}, {"splade", 3, 7}}) {
     const std::string info = c.Get("/info?model=" + name).body;
     EXPECT_NE(info.find("\"max_client_batch_size\":" + std::to_string(inputs) + ","),
               std::string::npos)
@@ -320,6 +321,13 @@ TEST(GatewayMultiModel, EachModelHasItsOwnLimits) {
     EXPECT_NE(info.find("\"chunk_max_sequences\":" + std::to_string(seqs) + ","), std::string::npos)
         << info;
     EXPECT_NE(info.find("\"chunk_max_tokens\":1000,"), std::string::npos) << info;
+  }
+  // The chunks each model's answered requests were cut into: ce's two pairs one per chunk
+  // (--chunk-max-sequences 1), splade's three inputs in one (7); the refused requests sent none.
+  const std::string metrics = c.Get("/metrics").body;
+  for (const char* sample : {R"(petal_gateway_chunks_total{model="ce"} 2)",
+                             R"(petal_gateway_chunks_total{model="splade"} 1)"}) {
+    EXPECT_NE(metrics.find(std::string(sample) + "\n"), std::string::npos) << sample;
   }
   serve.reset();
 
