@@ -1,3 +1,5 @@
+// Reading a model folder's configuration: config.json through the architecture registry, then
+// sentence-transformers' files and petal_config.json on top (see config.h).
 #include "model/config.h"
 
 #include <cmath>
@@ -14,70 +16,6 @@
 #include "model/task_config.h"
 
 namespace petal {
-
-const char* ArchitectureName(Architecture a) {
-  switch (a) {
-    case Architecture::kBert:
-      return "bert";
-    case Architecture::kQwen3:
-      return "qwen3";
-  }
-  return "?";
-}
-
-const char* PoolingModeName(PoolingMode p) {
-  switch (p) {
-    case PoolingMode::kMean:
-      return "mean";
-    case PoolingMode::kCls:
-      return "cls";
-    case PoolingMode::kLastToken:
-      return "last_token";
-  }
-  return "?";
-}
-
-const char* AttentionMaskName(AttentionMask m) {
-  return m == AttentionMask::kCausal ? "causal" : "bidirectional";
-}
-
-const char* Int8ModeName(Int8Mode m) { return m == Int8Mode::kTanh ? "tanh" : "linear"; }
-
-const char* ModelTaskName(ModelTask t) {
-  switch (t) {
-    case ModelTask::kEmbed:
-      return "embed";
-    case ModelTask::kScore:
-      return "score";
-    case ModelTask::kClassify:
-      return "classify";
-    case ModelTask::kSparse:
-      return "sparse";
-    case ModelTask::kMultiVector:
-      return "multivector";
-  }
-  return "?";
-}
-
-const char* ClassActivationName(ClassActivation a) {
-  return a == ClassActivation::kSigmoid ? "sigmoid" : "softmax";
-}
-
-const char* ScoreHeadName(ScoreHead h) {
-  switch (h) {
-    case ScoreHead::kNone:
-      return "none";
-    case ScoreHead::kBertPooler:
-      return "bert_pooler_classifier";
-    case ScoreHead::kRobertaClassifier:
-      return "roberta_classifier";
-    case ScoreHead::kLmYesNo:
-      return "lm_yes_no";
-    case ScoreHead::kBertMlmSplade:
-      return "bert_mlm_splade";
-  }
-  return "?";
-}
 
 int64_t ModelConfig::ParameterCount() const {
   // Exact: the parse below rejects shapes of more than 10^13 parameters, well under 2^53.
