@@ -1,68 +1,21 @@
 // End-to-end tests of the gateway's chunking, balancing and failure handling against in-process
 // servers running the deterministic FakeEngine (rows are a known function of the token ids), so
 // order and routing can be checked exactly. The gateway still needs a tokenizer and config: it
-// uses models/all-MiniLM-L6-v2 and skips if that is absent.
+// uses models/all-MiniLM-L6-v2 and skips if that is absent. The flow-control cases are in
+// gateway_flow_test.cc (the same executable).
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <future>
 #include <thread>
 
-#include "common/file_util.h"
-#include "fake_cluster.h"
-#include "gateway/gateway.h"
-#include "server/fake_engine.h"
-#include "server/server.h"
+#include "gateway_fake_fixture.h"
 
 namespace petal::gateway {
 namespace {
 
 using namespace testing;
 using namespace std::chrono_literals;
-
-// The shared FakeReplica (fake_cluster.h), under the name these tests grew up with.
-using FakeServer = FakeReplica;
-
-std::unique_ptr<Gateway> StartGateway(std::vector<std::string> servers, ChunkLimits chunk = {},
-                                      std::vector<std::string> api_keys = {},
-                                      size_t body_limit = 32u << 20, int reply_poll_us = -1) {
-  GatewayOptions go;
-  go.reply_poll_us = reply_poll_us;
-  go.servers = std::move(servers);
-  go.chunk = chunk;
-  go.request_timeout = 10000ms;
-  go.api_keys = std::move(api_keys);
-  go.body_limit = body_limit;
-  return StartTestGateway(go);
-}
-
-// `n` distinct token sequences of varying length, as JSON and as vectors.
-std::string Sequences(int n, std::vector<std::vector<int32_t>>* seqs) {
-  std::string json = "[";
-  for (int i = 0; i < n; ++i) {
-    auto& s = seqs->emplace_back();
-    for (int j = 0; j < 1 + i % 7; ++j) s.push_back((i * 31 + j * 7) % 997 + 1);
-    json += i ? ",[" : "[";
-    for (size_t j = 0; j < s.size(); ++j) {
-      if (j) json += ',';  // not `(j ? "," : "") + ...`: g++ 12 warns falsely (-Wrestrict)
-      json += std::to_string(s[j]);
-    }
-    json += "]";
-  }
-  return json + "]";
-}
-
-// Waits (up to 5 s) until the server has admitted a request it has not answered.
-bool FakeServerHasQueued(const FakeServer& s) {
-  return s.WaitForStats([](const v1::StatsResponse& st) { return st.queue_requests() > 0; });
-}
-
-class GatewayFake : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!FileExists(MiniLmDir() + "/tokenizer.json")) GTEST_SKIP() << MiniLmDir() << " is missing";
-  }
-};
 
 TEST_F(GatewayFake, ChunksSpreadOverReplicasAndComeBackInOrder) {
   FakeServer a, b;
@@ -357,90 +310,6 @@ TEST_F(GatewayFake, NoServerMeansNotReady) {
   EXPECT_EQ(c.Get("/health").status, 200u);
   EXPECT_EQ(c.Get("/ready").status, 503u);
   EXPECT_EQ(c.Post("/v1/embeddings", "{\"input\":\"hello\"}").status, 503u);
-}
-
-// Flow control: a server at its queue bound makes the gateway hold the chunk, not bounce it.
-TEST_F(GatewayFake, FullServerQueueIsHeldByTheGateway) {
-  server::ServerOptions so;
-  so.loop.max_queue_requests = 1;
-  FakeServer a(so);
-  a.engine->Hold();  // the first request stays queued
-  auto g = StartGateway({a.address()});
-  ASSERT_TRUE(g);
-  auto post = [&](std::string body) {
-    return std::async(std::launch::async, [&, body] {
-      HttpClient c(g->port());
-      return c.Post("/v1/embeddings", body);
-    });
-  };
-  auto first = post("{\"input\":[[5,6,7]]}");
-  ASSERT_TRUE(FakeServerHasQueued(a));
-  auto second = post("{\"input\":[[8,9]]}");
-  EXPECT_EQ(second.wait_for(300ms), std::future_status::timeout) << "answered while held";
-  a.engine->Release();
-  EXPECT_EQ(first.get().status, 200u);
-  auto r = second.get();
-  EXPECT_EQ(r.status, 200u) << r.body;
-  EXPECT_TRUE(RowsAreOwn(r.body, {{8, 9}}, a.engine_options));
-  EXPECT_EQ(g->replicas().held_tokens(), 0);
-}
-
-// Past the gateway's own bound: 429 with Retry-After; a request larger than the bound: 400.
-TEST_F(GatewayFake, PastTheGatewayBoundIs429WithRetryAfter) {
-  FakeServer a;
-  a.engine->Hold();
-  GatewayOptions go;
-  go.servers = {a.address()};
-  go.flow.max_held_tokens = 10;
-  auto g = StartTestGateway(go);
-  ASSERT_TRUE(g);
-  auto first = std::async(std::launch::async, [&] {
-    HttpClient c(g->port());
-    return c.Post("/v1/embeddings", "{\"input\":[[5,6,7]]}").status;
-  });
-  ASSERT_TRUE(FakeServerHasQueued(a));
-  HttpClient c(g->port());
-  auto r = c.Post("/v1/embeddings", "{\"input\":[[1,2,3,4],[1,2,3,4]]}");  // 3 + 8 > 10
-  EXPECT_EQ(r.status, 429u) << r.body;
-  EXPECT_EQ(r.retry_after, "1");
-  EXPECT_NE(r.body.find("gateway: queue is full"), std::string::npos) << r.body;
-  r = c.Post("/v1/embeddings", "{\"input\":[[1,2,3,4,5,6],[1,2,3,4,5]]}");  // 11 > 10
-  EXPECT_EQ(r.status, 400u) << r.body;
-  auto fits = std::async(std::launch::async, [&] {  // 3 + 7 = 10: accepted, waits for the engine
-    HttpClient c2(g->port());
-    return c2.Post("/v1/embeddings", "{\"input\":[[1,2,3,4,5,6,7]]}").status;
-  });
-  EXPECT_EQ(fits.wait_for(200ms), std::future_status::timeout);
-  a.engine->Release();
-  EXPECT_EQ(first.get(), 200u);
-  EXPECT_EQ(fits.get(), 200u);
-}
-
-// A chunk still queued in the gateway when its request's deadline passes: 429 with Retry-After.
-TEST_F(GatewayFake, DeadlinePassedWhileQueuedIs429) {
-  FakeServer a;
-  a.engine->Hold();
-  GatewayOptions go;
-  go.servers = {a.address()};
-  go.flow.replica_window_calls = 1;  // the second request waits in the gateway
-  go.request_timeout = 400ms;
-  auto g = StartTestGateway(go);
-  ASSERT_TRUE(g);
-  auto first = std::async(std::launch::async, [&] {
-    HttpClient c(g->port());
-    return c.Post("/v1/embeddings", "{\"input\":[[5,6,7]]}").status;
-  });
-  ASSERT_TRUE(FakeServerHasQueued(a));
-  HttpClient c(g->port());
-  const auto t0 = std::chrono::steady_clock::now();
-  auto r = c.Post("/v1/embeddings", "{\"input\":[[8,9]]}");
-  EXPECT_EQ(r.status, 429u) << r.body;
-  EXPECT_EQ(r.retry_after, "1");
-  EXPECT_NE(r.body.find("deadline"), std::string::npos) << r.body;
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
-  EXPECT_EQ(first.get(), 504u);  // its deadline passed on the server
-  a.engine->Release();
-  EXPECT_EQ(c.Post("/v1/embeddings", "{\"input\":[[8,9]]}").status, 200u);
 }
 
 }  // namespace
