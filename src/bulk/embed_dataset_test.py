@@ -8,8 +8,10 @@ exactly once; bad rows (missing text, null text, past the model length, missing 
 skipped or fail per --on-error and are reported with their id. Usage: embed_dataset_test.py PETAL.
 Exit 77 (skipped) without the MiniLM files or pyarrow.
 """
+import atexit
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -66,6 +68,7 @@ def parquet_rows(path):
 
 def main():
     tmp = tempfile.mkdtemp(prefix="petal_embed_ds_")
+    atexit.register(shutil.rmtree, tmp, True)  # ignore_errors
     n = 60
     rows = [{"id": f"doc-{i}", "text": text(i)} for i in range(n)]
     src = os.path.join(tmp, "in.jsonl")

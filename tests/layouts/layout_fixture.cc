@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
+#include <set>
 
 #include "common/file_util.h"
 #include "model/config.h"
@@ -71,9 +73,45 @@ bool IsNormName(const std::string& name) {
 
 }  // namespace
 
+namespace {
+
+// The folders LayoutTempDir named in this process, removed when it exits normally: every run
+// rebuilds them from the seed, and left behind they filled the disk (86 MB for a Qwen3 reranker
+// fixture, ~35 GB after some hundred test runs). A forked child (a death test, a spawned server)
+// exits with a copy of this list; only the process that made the list removes the folders.
+class TempDirs {
+ public:
+  void Add(const std::string& dir) {
+    std::lock_guard<std::mutex> lock(mu_);
+    dirs_.insert(dir);
+  }
+  ~TempDirs() {
+    if (::getpid() != owner_) return;
+    for (const auto& d : dirs_) {
+      std::error_code ec;
+      fs::remove_all(d, ec);
+    }
+  }
+
+ private:
+  const pid_t owner_ = ::getpid();
+  std::mutex mu_;
+  std::set<std::string> dirs_;
+};
+
+TempDirs& MadeTempDirs() {
+  static TempDirs dirs;
+  return dirs;
+}
+
+}  // namespace
+
 std::string LayoutTempDir(const std::string& name) {
-  return (fs::temp_directory_path() / ("petal_layout_" + std::to_string(::getpid()) + "_" + name))
-      .string();
+  std::string dir =
+      (fs::temp_directory_path() / ("petal_layout_" + std::to_string(::getpid()) + "_" + name))
+          .string();
+  MadeTempDirs().Add(dir);
+  return dir;
 }
 
 StatusOr<std::vector<LayoutSpec>> LoadLayouts(uint64_t* seed) {
