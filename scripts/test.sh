@@ -46,8 +46,8 @@ trap 'rc=$?; rm -f "${ctest_log:-}"; ((rc == 0)) || { log "FAILED after $((SECON
 # Disk: every build folder stays under build/ (asan is the largest). A full disk shows up as a
 # linker error deep in a build, so say up front how much room there is.
 avail_gib=$(( $(df -Pk . | awk 'NR == 2 {print $4}') / 1048576 ))
-log "disk: ${avail_gib} GiB free here; a full run writes about 4 GiB under build/"
-if ((avail_gib < 4)); then log "warning: less than 4 GiB free; builds may fail with 'No space left on device'"; fi
+log "disk: ${avail_gib} GiB free here; a full run writes about 6 GiB under build/ (asan 4.2)"
+if ((avail_gib < 6)); then log "warning: less than 6 GiB free; builds may fail with 'No space left on device'"; fi
 
 log "== cpu: build"
 bash scripts/build.sh cpu
