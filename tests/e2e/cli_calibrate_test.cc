@@ -14,21 +14,16 @@
 
 #include "common/file_util.h"
 #include "model/fp8_scales.h"
+#include "shell_util.h"
 
 namespace petal {
 namespace {
 
 namespace fs = std::filesystem;
 
+// What the command prints on stdout and stderr.
 int RunShell(const std::string& cmd, std::string* out) {
-  out->clear();
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
-  const int st = pclose(p);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return testing::RunShell(cmd, out, /*with_stderr=*/true);
 }
 
 std::string Fixture(const char* name) {

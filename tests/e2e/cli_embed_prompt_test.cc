@@ -11,23 +11,14 @@
 #include <string>
 
 #include "common/file_util.h"
+#include "shell_util.h"
 
 namespace petal {
 namespace {
 
 namespace fs = std::filesystem;
 
-// Runs a shell command; returns its exit status and stdout.
-int RunShell(const std::string& cmd, std::string* out) {
-  out->clear();
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
-  const int st = pclose(p);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+using testing::RunShell;
 
 // A copy of the model folder `src` (symlinks) whose sentence-transformers config names two
 // prompts and a default prompt.

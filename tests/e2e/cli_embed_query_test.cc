@@ -18,22 +18,11 @@
 #include <vector>
 
 #include "../layouts/classify_fixture.h"
+#include "shell_util.h"
 #include "splade_router_fixture.h"
 
 namespace petal::testing {
 namespace {
-
-// Runs a shell command; returns its exit status and stdout.
-int RunShell(const std::string& cmd, std::string* out) {
-  out->clear();
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
-  const int st = pclose(p);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 // `s` as a JSON string (the golden's texts: quotes, backslashes and UTF-8, no control bytes).
 std::string Quote(const std::string& s) {
