@@ -41,18 +41,7 @@ inline std::unique_ptr<Gateway> StartGateway(std::vector<std::string> servers,
 
 // `n` distinct token sequences of varying length, as JSON and as vectors.
 inline std::string Sequences(int n, std::vector<std::vector<int32_t>>* seqs) {
-  std::string json = "[";
-  for (int i = 0; i < n; ++i) {
-    auto& s = seqs->emplace_back();
-    for (int j = 0; j < 1 + i % 7; ++j) s.push_back((i * 31 + j * 7) % 997 + 1);
-    json += i ? ",[" : "[";
-    for (size_t j = 0; j < s.size(); ++j) {
-      if (j) json += ',';  // not `(j ? "," : "") + ...`: g++ 12 warns falsely (-Wrestrict)
-      json += std::to_string(s[j]);
-    }
-    json += "]";
-  }
-  return json + "]";
+  return DistinctSequences(n, /*salt=*/0, seqs);  // fake_cluster.h
 }
 
 // Waits (up to 5 s) until the server has admitted a request it has not answered.
