@@ -18,6 +18,8 @@ add_library(petal_kernels_cuda STATIC
   ${CMAKE_CURRENT_LIST_DIR}/gemm_smallm.cu
   ${CMAKE_CURRENT_LIST_DIR}/gemm_cluster.cu
   ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass.cc
+  ${CMAKE_CURRENT_LIST_DIR}/gemm_fused.cc
+  ${CMAKE_CURRENT_LIST_DIR}/swiglu_interleaved.cu
   ${CMAKE_CURRENT_LIST_DIR}/fp8_quant.cu
   ${CMAKE_CURRENT_LIST_DIR}/l2_prefetch.cu)
 target_include_directories(petal_kernels_cuda PUBLIC ${CMAKE_SOURCE_DIR}/src)
@@ -40,7 +42,10 @@ if(PETAL_CUTLASS_INCLUDE AND petal_sm90a)
     ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass_t64.cu
     ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass_t128.cu
     ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass_p64.cu
-    ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass_p128.cu)
+    ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass_p128.cu
+    ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_swiglu_n128.cu
+    ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_swiglu_n256.cu
+    ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_qkv_rope.cu)
   set_target_properties(petal_gemm_cutlass PROPERTIES CUDA_ARCHITECTURES 90a-real)
   target_include_directories(petal_gemm_cutlass PRIVATE ${CMAKE_SOURCE_DIR}/src)
   target_include_directories(petal_gemm_cutlass SYSTEM PRIVATE ${PETAL_CUTLASS_INCLUDE}
@@ -48,7 +53,8 @@ if(PETAL_CUTLASS_INCLUDE AND petal_sm90a)
   target_link_libraries(petal_gemm_cutlass PRIVATE CUDA::cudart)
   target_compile_options(petal_gemm_cutlass PRIVATE -O3)
   target_link_libraries(petal_kernels_cuda PRIVATE petal_gemm_cutlass)
-  set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass.cc PROPERTIES
+  set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass.cc
+                              ${CMAKE_CURRENT_LIST_DIR}/gemm_fused.cc PROPERTIES
                               COMPILE_DEFINITIONS PETAL_HAVE_CUTLASS=1)
   message(STATUS "CUTLASS GEMM candidates: on (${PETAL_CUTLASS_INCLUDE})")
 else()

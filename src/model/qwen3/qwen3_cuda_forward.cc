@@ -109,6 +109,17 @@ Status Qwen3CudaModel::FoldedLayer(const Qwen3LayerDev& L, int l, AttentionParam
   return gemm_->Run({act_.get(), L.down.get(), nullptr, r_.get(), r_.get(), T, H, I}, stream);
 }
 
+GemmQkvRopeParams Qwen3CudaModel::FusedQkv(const Qwen3LayerDev& L, const QkNormRopeParams& rp,
+                                            int T) const {
+  GemmQkvRopeParams p;
+  p.x = x_.get(), p.w = L.qkv.get(), p.bias = L.qkv_b.get(), p.out = qkv_.get();
+  p.m = T, p.k = config_.hidden_size;
+  p.num_q_heads = config_.num_heads, p.num_kv_heads = config_.num_kv_heads;
+  p.q_norm_weight = rp.q_norm_weight, p.k_norm_weight = rp.k_norm_weight, p.eps = rp.eps;
+  p.positions = rp.positions, p.rope_table = rp.rope_table, p.rope_table_rows = rp.rope_table_rows;
+  return p;
+}
+
 Status Qwen3CudaModel::Forward(const DeviceBatch& b, float* pooled, cudaStream_t stream) {
   const int T = b.num_tokens, H = config_.hidden_size, I = config_.intermediate_size;
   const int D = config_.head_dim, Hq = config_.num_heads, Hkv = config_.num_kv_heads;
@@ -179,11 +190,15 @@ Status Qwen3CudaModel::Forward(const DeviceBatch& b, float* pooled, cudaStream_t
         {nullptr, r_.get(), L.in_norm.get(), config_.norm_eps, x_.get(), T, H}, stream));
     PETAL_RETURN_IF_ERROR(observe(l, 0, x_.get(), H));
     PETAL_RETURN_IF_ERROR(prefetch_.BeforeGemm(gj++, stream));
-    PETAL_RETURN_IF_ERROR(
-        gemm_->Run({x_.get(), L.qkv.get(), L.qkv_b.get(), nullptr, qkv_.get(), T, QKV, H}, stream));
     rp.q_norm_weight = L.q_norm.get();
     rp.k_norm_weight = L.k_norm.get();
-    PETAL_RETURN_IF_ERROR(LaunchQkNormRope(rp, stream));
+    if (fused_qkv_min_tokens_ > 0 && T >= fused_qkv_min_tokens_) {
+      PETAL_RETURN_IF_ERROR(LaunchGemmQkvRope(FusedQkv(L, rp, T), stream));
+    } else {
+      PETAL_RETURN_IF_ERROR(gemm_->Run(
+          {x_.get(), L.qkv.get(), L.qkv_b.get(), nullptr, qkv_.get(), T, QKV, H}, stream));
+      PETAL_RETURN_IF_ERROR(LaunchQkNormRope(rp, stream));
+    }
     PETAL_RETURN_IF_ERROR(attention_.Run(ap, stream));
     PETAL_RETURN_IF_ERROR(observe(l, 1, attn_.get(), Q));
     PETAL_RETURN_IF_ERROR(prefetch_.BeforeGemm(gj++, stream));
@@ -193,9 +208,16 @@ Status Qwen3CudaModel::Forward(const DeviceBatch& b, float* pooled, cudaStream_t
         {nullptr, r_.get(), L.post_norm.get(), config_.norm_eps, x_.get(), T, H}, stream));
     PETAL_RETURN_IF_ERROR(observe(l, 2, x_.get(), H));
     PETAL_RETURN_IF_ERROR(prefetch_.BeforeGemm(gj++, stream));
-    PETAL_RETURN_IF_ERROR(gemm_->Run(
-        {x_.get(), L.gate_up.get(), nullptr, nullptr, gate_up_.get(), T, 2 * I, H}, stream));
-    PETAL_RETURN_IF_ERROR(LaunchSiluMul({gate_up_.get(), act_.get(), T, I}, stream));
+    if (fused_mlp_min_tokens_ > 0 && T >= fused_mlp_min_tokens_) {
+      PETAL_RETURN_IF_ERROR(LaunchGemmSwiglu(
+          {x_.get(), L.gate_up.get(), act_.get(), T, I, H, fused_mlp_config_}, stream));
+    } else {
+      PETAL_RETURN_IF_ERROR(gemm_->Run(
+          {x_.get(), L.gate_up.get(), nullptr, nullptr, gate_up_.get(), T, 2 * I, H}, stream));
+      const SiluMulParams sp{gate_up_.get(), act_.get(), T, I};
+      PETAL_RETURN_IF_ERROR(fused_mlp_min_tokens_ > 0 ? LaunchSiluMulInterleaved(sp, stream)
+                                                      : LaunchSiluMul(sp, stream));
+    }
     PETAL_RETURN_IF_ERROR(observe(l, 3, act_.get(), I));
     PETAL_RETURN_IF_ERROR(prefetch_.BeforeGemm(gj++, stream));
     PETAL_RETURN_IF_ERROR(

@@ -14,6 +14,7 @@
 #include "engine/cuda/cuda_model.h"
 #include "engine/cuda/device_weights.h"
 #include "kernels/cuda/gemm.h"
+#include "kernels/cuda/gemm_fused.h"
 #include "kernels/cuda/l2_prefetch.h"
 #include "kernels/cuda/ops.h"
 #include "model/qwen3/qwen3.h"
@@ -54,6 +55,12 @@ class Qwen3CudaModel final : public CudaModel {
   // Multiplies each layer's input norm into Wqkv's columns and its post-attention norm into
   // Wgate_up's (bf16 path only; the fp8 path quantises the unfolded weights).
   Status FoldNorms();
+
+  // The fused GEMMs (gemm_fused.h) where built and not turned off: gate/up + SwiGLU
+  // (PETAL_FUSED_MLP; interleaves every layer's gate/up rows) and QKV + q/k norm + rotary
+  // (PETAL_FUSED_QKV; head_dim 128). Sets fused_mlp_min_tokens_ / fused_qkv_min_tokens_.
+  Status FuseGemms();
+  GemmQkvRopeParams FusedQkv(const Qwen3LayerDev& L, const QkNormRopeParams& rp, int T) const;
 
   // The device buffer a checkpoint tensor (named without the "model." prefix) lands in.
   DeviceBuffer<bf16>* Destination(const std::string& name);
@@ -105,6 +112,12 @@ class Qwen3CudaModel final : public CudaModel {
   DeviceBuffer<float> calib_;     // petal calibrate: [layers * kFp8Inputs, max_tokens] maxima
   bool fp8_on_ = true;
   bool fold_norms_ = false;  // FoldNorms ran: the bf16 layers take FoldedLayer
+  // FuseGemms set it (> 0): gate/up rows are interleaved; batches of at least this many tokens take
+  // LaunchGemmSwiglu, smaller ones the GEMM and LaunchSiluMulInterleaved.
+  int fused_mlp_min_tokens_ = 0;
+  int fused_mlp_config_ = 0;
+  int fused_qkv_min_tokens_ = 0;  // > 0: batches of at least this many take LaunchGemmQkvRope
+  static constexpr long kFusedDefaultMinTokens = 0;  // off until measured (issue 32)
 };
 
 }  // namespace petal::cuda

@@ -1,0 +1,43 @@
+// Internal to gemm_fused*.cu / gemm_fused.cc: the plain (CUTLASS-free) call each fused-GEMM
+// instantiation exposes, so that gemm_fused.cc dispatches without including CUTLASS.
+// Thread-safety: stateless.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace petal::cuda::gemm_fused {
+
+struct Call {
+  const void* x = nullptr;  // bf16 [m, k]
+  const void* w = nullptr;  // bf16 [n, k]
+  void* out = nullptr;      // bf16: SwiGLU [m, n / 2]; QKV [m, n]
+  int m = 0, n = 0, k = 0;
+  // QKV only (gemm_fused.h, GemmQkvRopeParams).
+  const void* bias = nullptr;    // bf16 [n] or null
+  const void* q_norm = nullptr;  // bf16 [128] or null (then k_norm too: no norm)
+  const void* k_norm = nullptr;
+  float eps = 1e-6f;
+  const int32_t* positions = nullptr;  // [m]; null: no rotary
+  const float2* rope_table = nullptr;  // [rope_rows, 64] (cos, sin)
+  int rope_rows = 0;
+  int num_q_heads = 0, num_kv_heads = 0;
+  int device = 0, sm_count = 0;
+  cudaStream_t stream = nullptr;
+};
+
+// Per instantiation: Launch returns null on success, else what failed; Workspace the bytes a
+// call needs (the kernels run without one; checked); Prepare sets the kernel's shared-memory
+// attribute (once; outside graph capture) and returns false if that failed.
+#define PETAL_FUSED_GEMM_DECL(name)          \
+  const char* Launch##name(const Call& c);   \
+  size_t Workspace##name(const Call& c);     \
+  bool Prepare##name();
+PETAL_FUSED_GEMM_DECL(SwigluN128)  // SwiGLU, 128 tokens x 128 features
+PETAL_FUSED_GEMM_DECL(SwigluN256)  // SwiGLU, 128 x 256
+PETAL_FUSED_GEMM_DECL(QkvRope)     // q/k norm + rotary, 128 x 128 (one head per tile)
+#undef PETAL_FUSED_GEMM_DECL
+
+}  // namespace petal::cuda::gemm_fused
