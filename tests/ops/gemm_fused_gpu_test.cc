@@ -118,7 +118,7 @@ struct QkvCase {
   bool bias, norm, rope;
 };
 
-void RunQkvRope(const QkvCase& c, const std::vector<int>& lens, uint64_t seed) {
+void RunQkvRope(const QkvCase& c, const std::vector<int>& lens, uint64_t seed, int config = 0) {
   const auto cu = CuSeqlens(lens);
   const int rows = cu.back() + 2, num_seqs = static_cast<int>(lens.size());
   const int n = (c.hq + 2 * c.hkv) * 128;
@@ -130,7 +130,7 @@ void RunQkvRope(const QkvCase& c, const std::vector<int>& lens, uint64_t seed) {
   oc.op = "GemmQkvRope";
   oc.shape = Describe(lens) + " H" + std::to_string(c.hq) + "/" + std::to_string(c.hkv) + " k" +
              std::to_string(c.k) + (c.bias ? " bias" : "") + (c.norm ? " norm" : "") +
-             (c.rope ? " rope" : "");
+             (c.rope ? " rope" : "") + " " + GemmQkvRopeConfigName(config);
   OpOutput o;
   o.rows = rows, o.cols = n, o.tol = kTol;
   oc.outputs = {o};
@@ -156,6 +156,7 @@ void RunQkvRope(const QkvCase& c, const std::vector<int>& lens, uint64_t seed) {
     p.k_norm_weight = c.norm ? d_kw.get() : nullptr;
     p.positions = c.rope ? d_pos.get() : nullptr;
     p.rope_table = d_table.get(), p.rope_table_rows = rows;
+    p.config = config;
     PETAL_RETURN_IF_ERROR(LaunchGemmQkvRope(p, 0));
     return SyncDevice();
   };
@@ -187,6 +188,10 @@ TEST_F(GemmFusedGpuTest, QkvRopeMatchesGemmThenQkNormRope) {
       seed += 5;
     }
   ASSERT_NO_FATAL_FAILURE(RunQkvRope(cases[0], {1000, 7, 3000}, 13900));
+  for (int config = 1; config < GemmQkvRopeConfigs(); ++config)
+    for (const QkvCase& c : {cases[1], cases[2], cases[3]})
+      for (const std::vector<int>& lens : {std::vector<int>{1}, {77, 0, 300}, {1000, 7, 3000}})
+        ASSERT_NO_FATAL_FAILURE(RunQkvRope(c, lens, seed += 5, config));
 }
 
 TEST_F(GemmFusedGpuTest, InterleaveRejectsBadArguments) {
@@ -304,13 +309,18 @@ TEST_F(GemmFusedGpuTest, TimingFusedQkvVsGemmThenQkNormRope) {
       fp.num_q_heads = s.hq, fp.num_kv_heads = s.hkv, fp.q_norm_weight = norm.get();
       fp.k_norm_weight = norm.get(), fp.positions = pos.get(), fp.rope_table = d_table.get();
       fp.rope_table_rows = 512;
-      const double fused = MedianMs([&] { return LaunchGemmQkvRope(fp, 0); });
       const double flops = 2.0 * m * n * s.k;
       const std::string shape = std::string(s.name) + " m=" + std::to_string(m);
       RecordTiming("GemmThenQkNormRope", shape, unfused, flops / unfused * 1e-9, 0);
-      RecordTiming("GemmQkvRope", shape, fused, flops / fused * 1e-9, 0);
-      std::printf("%s: cuBLASLt+QkNormRope %.1f us, fused %.1f us\n", shape.c_str(),
-                  unfused * 1e3, fused * 1e3);
+      std::string line = shape + ": cuBLASLt+QkNormRope " + std::to_string(unfused * 1e3) + " us";
+      for (int config = 0; config < GemmQkvRopeConfigs(); ++config) {
+        fp.config = config;
+        const double fused = MedianMs([&] { return LaunchGemmQkvRope(fp, 0); });
+        RecordTiming("GemmQkvRope", shape + " " + GemmQkvRopeConfigName(config), fused,
+                     flops / fused * 1e-9, 0);
+        line += ", " + GemmQkvRopeConfigName(config) + " " + std::to_string(fused * 1e3) + " us";
+      }
+      std::printf("%s\n", line.c_str());
       ASSERT_OK(SyncDevice());
     }
   }

@@ -1,6 +1,6 @@
 // Dispatch for the fused GEMMs (gemm_fused.h) to their instantiations (gemm_fused_*.cu, built
-// only with PETAL_HAVE_CUTLASS). Thread-safety: the device query is
-// cached per device under a mutex; everything else is stateless.
+// only with PETAL_HAVE_CUTLASS). Thread-safety: the device query is cached per device under a
+// mutex; everything else is stateless.
 #include "kernels/cuda/gemm_fused.h"
 
 #include <cstdint>
@@ -14,25 +14,26 @@ namespace petal::cuda {
 namespace {
 
 struct Config {
-  int tile_n;
+  const char* name;
   const char* (*launch)(const gemm_fused::Call&);
   size_t (*workspace)(const gemm_fused::Call&);
   bool (*prepare)();
 };
 
 #ifdef PETAL_HAVE_CUTLASS
-constexpr Config kConfigs[] = {
-    {256, gemm_fused::LaunchSwigluN256, gemm_fused::WorkspaceSwigluN256,
-     gemm_fused::PrepareSwigluN256},
-    {128, gemm_fused::LaunchSwigluN128, gemm_fused::WorkspaceSwigluN128,
-     gemm_fused::PrepareSwigluN128}};
-constexpr int kNumConfigs = 2;
-constexpr Config kQkv = {128, gemm_fused::LaunchQkvRope, gemm_fused::WorkspaceQkvRope,
-                         gemm_fused::PrepareQkvRope};
+#define SWIGLU(name) {"swiglu/" #name, gemm_fused::LaunchSwiglu##name, \
+                      gemm_fused::WorkspaceSwiglu##name, gemm_fused::PrepareSwiglu##name}
+#define QKV(name) {"qkv_rope/" #name, gemm_fused::LaunchQkvRope##name, \
+                   gemm_fused::WorkspaceQkvRope##name, gemm_fused::PrepareQkvRope##name}
+constexpr Config kSwiglu[] = {SWIGLU(C256x1), SWIGLU(C256x2), SWIGLU(P256x1), SWIGLU(P128x1)};
+constexpr Config kQkv[] = {QKV(C128x1), QKV(C128x2), QKV(P128x1)};
+constexpr int kNumSwiglu = 4, kNumQkv = 3;
+#undef SWIGLU
+#undef QKV
 #else
-constexpr Config kConfigs[1] = {{0, nullptr, nullptr, nullptr}};
-constexpr int kNumConfigs = 0;
-constexpr Config kQkv = {0, nullptr, nullptr, nullptr};
+constexpr Config kSwiglu[1] = {{"", nullptr, nullptr, nullptr}};
+constexpr Config* kQkv = kSwiglu;
+constexpr int kNumSwiglu = 0, kNumQkv = 0;
 #endif
 
 struct DeviceInfo {
@@ -59,48 +60,51 @@ DeviceInfo CurrentDevice() {
   return d;
 }
 
-gemm_fused::Call MakeCall(const GemmSwigluParams& p, cudaStream_t stream) {
+gemm_fused::Call BaseCall(cudaStream_t stream) {
   const DeviceInfo d = CurrentDevice();
   gemm_fused::Call c;
-  c.x = p.x;
-  c.w = p.w;
-  c.out = p.out;
-  c.m = p.m;
-  c.n = 2 * p.inter;
-  c.k = p.k;
   c.device = d.device;
   c.sm_count = d.sm_count;
   c.stream = stream;
   return c;
 }
 
+Status Run(const Config& cfg, const gemm_fused::Call& c) {
+  if (const char* err = cfg.launch(c))
+    return Internal(std::string("fused GEMM ") + cfg.name + ": " + err);
+  return Status::Ok();
+}
+
 }  // namespace
 
-bool GemmSwigluAvailable() { return kNumConfigs > 0 && CurrentDevice().hopper; }
+bool GemmSwigluAvailable() { return kNumSwiglu > 0 && CurrentDevice().hopper; }
 
-int GemmSwigluConfigs() { return kNumConfigs; }
+int GemmSwigluConfigs() { return kNumSwiglu; }
+int GemmQkvRopeConfigs() { return kNumQkv; }
 
 std::string GemmSwigluConfigName(int config) {
-  if (config < 0 || config >= kNumConfigs) return "swiglu?";
-  return "swiglu128x" + std::to_string(kConfigs[config].tile_n);
+  return config >= 0 && config < kNumSwiglu ? kSwiglu[config].name : "swiglu/?";
+}
+std::string GemmQkvRopeConfigName(int config) {
+  return config >= 0 && config < kNumQkv ? kQkv[config].name : "qkv_rope/?";
 }
 
 Status PrepareGemmSwiglu() {
-  if (!GemmSwigluAvailable()) return FailedPrecondition("fused SwiGLU GEMM: not available here");
-  for (int i = 0; i < kNumConfigs; ++i) {
-    if (!kConfigs[i].prepare())
-      return Internal("fused SwiGLU GEMM " + GemmSwigluConfigName(i) + ": cudaFuncSetAttribute");
-    GemmSwigluParams p;  // the persistent scheduler needs no workspace; checked, not assumed
-    p.m = 128, p.inter = 8, p.k = 8, p.config = i;
-    if (kConfigs[i].workspace(MakeCall(p, nullptr)) != 0)
-      return Internal("fused SwiGLU GEMM " + GemmSwigluConfigName(i) + " wants a workspace");
-  }
-  if (!kQkv.prepare()) return Internal("fused QKV GEMM: cudaFuncSetAttribute");
+  if (!GemmSwigluAvailable()) return FailedPrecondition("fused GEMMs: not available here");
+  auto prepare = [](const Config& cfg) -> Status {
+    if (!cfg.prepare()) return Internal(std::string(cfg.name) + ": cudaFuncSetAttribute failed");
+    gemm_fused::Call c = BaseCall(nullptr);  // the persistent scheduler needs no workspace:
+    c.m = 128, c.n = 128, c.k = 64;          // checked, not assumed
+    if (cfg.workspace(c) != 0) return Internal(std::string(cfg.name) + " wants a workspace");
+    return Status::Ok();
+  };
+  for (int i = 0; i < kNumSwiglu; ++i) PETAL_RETURN_IF_ERROR(prepare(kSwiglu[i]));
+  for (int i = 0; i < kNumQkv; ++i) PETAL_RETURN_IF_ERROR(prepare(kQkv[i]));
   return Status::Ok();
 }
 
 Status LaunchGemmSwiglu(const GemmSwigluParams& p, cudaStream_t stream) {
-  if (p.config < 0 || p.config >= kNumConfigs)
+  if (p.config < 0 || p.config >= kNumSwiglu)
     return BadArg("GemmSwiglu", "configuration " + std::to_string(p.config) + " not compiled in");
   if (!p.x || !p.w || !p.out) return BadArg("GemmSwiglu", "null pointer");
   if (p.m < 0 || p.inter <= 0 || p.k <= 0 || p.k % 8 || (2 * p.inter) % 8)
@@ -108,15 +112,15 @@ Status LaunchGemmSwiglu(const GemmSwigluParams& p, cudaStream_t stream) {
   if (!IsAligned(p.x, 16) || !IsAligned(p.w, 16) || !IsAligned(p.out, 16))
     return BadArg("GemmSwiglu", "pointers must be 16-byte aligned");
   if (p.m == 0) return Status::Ok();
-  const gemm_fused::Call c = MakeCall(p, stream);
-  if (const char* err = kConfigs[p.config].launch(c))
-    return Internal(std::string("fused SwiGLU GEMM ") + GemmSwigluConfigName(p.config) + ": " +
-                    err);
-  return Status::Ok();
+  gemm_fused::Call c = BaseCall(stream);
+  c.x = p.x, c.w = p.w, c.out = p.out;
+  c.m = p.m, c.n = 2 * p.inter, c.k = p.k;
+  return Run(kSwiglu[p.config], c);
 }
 
 Status LaunchGemmQkvRope(const GemmQkvRopeParams& p, cudaStream_t stream) {
-  if (kNumConfigs == 0) return FailedPrecondition("fused QKV GEMM: not built");
+  if (p.config < 0 || p.config >= kNumQkv)
+    return BadArg("GemmQkvRope", "configuration " + std::to_string(p.config) + " not compiled in");
   if (!p.x || !p.w || !p.out) return BadArg("GemmQkvRope", "null pointer");
   if (p.m < 0 || p.k <= 0 || p.k % 8 || p.num_q_heads <= 0 || p.num_kv_heads <= 0)
     return BadArg("GemmQkvRope", "k must be a positive multiple of 8, head counts positive");
@@ -127,16 +131,13 @@ Status LaunchGemmQkvRope(const GemmQkvRopeParams& p, cudaStream_t stream) {
   if (!IsAligned(p.x, 16) || !IsAligned(p.w, 16) || !IsAligned(p.out, 16))
     return BadArg("GemmQkvRope", "pointers must be 16-byte aligned");
   if (p.m == 0) return Status::Ok();
-  const DeviceInfo d = CurrentDevice();
-  gemm_fused::Call c;
+  gemm_fused::Call c = BaseCall(stream);
   c.x = p.x, c.w = p.w, c.out = p.out;
   c.m = p.m, c.n = (p.num_q_heads + 2 * p.num_kv_heads) * 128, c.k = p.k;
   c.bias = p.bias, c.q_norm = p.q_norm_weight, c.k_norm = p.k_norm_weight, c.eps = p.eps;
   c.positions = p.positions, c.rope_table = p.rope_table, c.rope_rows = p.rope_table_rows;
   c.num_q_heads = p.num_q_heads, c.num_kv_heads = p.num_kv_heads;
-  c.device = d.device, c.sm_count = d.sm_count, c.stream = stream;
-  if (const char* err = kQkv.launch(c)) return Internal(std::string("fused QKV GEMM: ") + err);
-  return Status::Ok();
+  return Run(kQkv[p.config], c);
 }
 
 }  // namespace petal::cuda

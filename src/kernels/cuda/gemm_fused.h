@@ -38,10 +38,14 @@ struct GemmSwigluParams {
 
 // Whether this binary has the kernel and the current device runs it (compute capability 9.0).
 bool GemmSwigluAvailable();  // and GemmQkvRope
-int GemmSwigluConfigs();                     // 0 without CUTLASS
-std::string GemmSwigluConfigName(int config);  // e.g. "swiglu128x256"
+// Tile configurations compiled in (0 without CUTLASS), and their names, e.g. "swiglu/P256x1"
+// (cooperative C or pingpong P, feature tile width, cluster size along tokens).
+int GemmSwigluConfigs();
+std::string GemmSwigluConfigName(int config);
+int GemmQkvRopeConfigs();
+std::string GemmQkvRopeConfigName(int config);
 
-// Sets the fused kernels' shared-memory attributes; call once outside graph capture.
+// Sets every fused kernel's shared-memory attribute; call once outside graph capture.
 Status PrepareGemmSwiglu();
 
 // Enqueues out = SwiGLU(x w^T). Requires k and 2 * inter multiples of 8 and 16-byte aligned
@@ -64,6 +68,7 @@ struct GemmQkvRopeParams {
   const int32_t* positions = nullptr;  // [m]
   const float2* rope_table = nullptr;  // [rope_table_rows, 64]
   int rope_table_rows = 0;
+  int config = 0;  // < GemmQkvRopeConfigs()
 };
 Status LaunchGemmQkvRope(const GemmQkvRopeParams& p, cudaStream_t stream);
 

@@ -35,9 +35,14 @@ struct Call {
   const char* Launch##name(const Call& c);   \
   size_t Workspace##name(const Call& c);     \
   bool Prepare##name();
-PETAL_FUSED_GEMM_DECL(SwigluN128)  // SwiGLU, 128 tokens x 128 features
-PETAL_FUSED_GEMM_DECL(SwigluN256)  // SwiGLU, 128 x 256
-PETAL_FUSED_GEMM_DECL(QkvRope)     // q/k norm + rotary, 128 x 128 (one head per tile)
+// Names: op, cooperative (C, 128-token tiles) or pingpong (P, 64), feature tile width, cluster.
+PETAL_FUSED_GEMM_DECL(SwigluC256x1)
+PETAL_FUSED_GEMM_DECL(SwigluC256x2)
+PETAL_FUSED_GEMM_DECL(SwigluP256x1)
+PETAL_FUSED_GEMM_DECL(SwigluP128x1)
+PETAL_FUSED_GEMM_DECL(QkvRopeC128x1)  // q/k norm + rotary: one 128-wide head per tile
+PETAL_FUSED_GEMM_DECL(QkvRopeC128x2)
+PETAL_FUSED_GEMM_DECL(QkvRopeP128x1)
 #undef PETAL_FUSED_GEMM_DECL
 
 }  // namespace petal::cuda::gemm_fused

@@ -59,19 +59,31 @@ CUTLASS_DEVICE auto ThreadCoords(ProblemShapeMNKL shape, BlockShapeMNK blk, Bloc
   return mma.get_thread_slice(thread_idx).partition_C(tile);
 }
 
-template <int kTileN, class Epi>
+// Cooperative: two consumer warpgroups share one 128-token tile. Pingpong: each consumer
+// warpgroup owns a 64-token tile, and one's epilogue overlaps the other's main loop.
+struct Cooperative {
+  static constexpr int kTileM = 128;
+  using Mainloop = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
+};
+struct Pingpong {
+  static constexpr int kTileM = 64;
+  using Mainloop = cutlass::gemm::KernelTmaWarpSpecializedPingpong;
+};
+
+// kClusterM CTAs along M (tokens) share each weight tile through TMA multicast.
+template <int kTileN, class Schedule, int kClusterM, class Epi>
 struct Kernel {
   using Bf16 = cutlass::bfloat16_t;
   // M = tokens, N = output features, K = 64 bf16 = one 128-byte swizzle row.
-  using TileShape = cute::Shape<cute::_128, cute::Int<kTileN>, cute::_64>;
-  using ClusterShape = cute::Shape<cute::_1, cute::_1, cute::_1>;
+  using TileShape = cute::Shape<cute::Int<Schedule::kTileM>, cute::Int<kTileN>, cute::_64>;
+  using ClusterShape = cute::Shape<cute::Int<kClusterM>, cute::_1, cute::_1>;
   using Epilogue = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<Epi>;
   // A = x [tokens, K] row-major; B = w [features, K] row-major, i.e. K-major ("column-major" B).
   using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Bf16, cutlass::layout::RowMajor, 8, Bf16,
       cutlass::layout::ColumnMajor, 8, float, TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<0>,
-      cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp;
+      typename Schedule::Mainloop>::CollectiveOp;
   using GemmKernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop,
                                                           Epilogue, cutlass::gemm::PersistentScheduler>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<GemmKernel>;

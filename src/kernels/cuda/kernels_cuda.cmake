@@ -43,9 +43,13 @@ if(PETAL_CUTLASS_INCLUDE AND petal_sm90a)
     ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass_t128.cu
     ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass_p64.cu
     ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass_p128.cu
-    ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_swiglu_n128.cu
-    ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_swiglu_n256.cu
-    ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_qkv_rope.cu)
+    ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_swiglu_c256x1.cu
+    ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_swiglu_c256x2.cu
+    ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_swiglu_p256x1.cu
+    ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_swiglu_p128x1.cu
+    ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_qkv_rope_c128x1.cu
+    ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_qkv_rope_c128x2.cu
+    ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_qkv_rope_p128x1.cu)
   set_target_properties(petal_gemm_cutlass PROPERTIES CUDA_ARCHITECTURES 90a-real)
   target_include_directories(petal_gemm_cutlass PRIVATE ${CMAKE_SOURCE_DIR}/src)
   target_include_directories(petal_gemm_cutlass SYSTEM PRIVATE ${PETAL_CUTLASS_INCLUDE}

@@ -34,12 +34,20 @@ const DeviceField kDeviceFields[] = {
 std::string Qwen3CudaModel::Describe() const {
   std::string s = DescribeKernels(*gemm_, attention_);
   if (fold_norms_) s += "\nbf16: RMSNorms folded into the QKV and gate/up GEMMs";
-  if (fused_mlp_min_tokens_ > 0)
-    s += "\nbf16: gate/up GEMM + SwiGLU fused (" + GemmSwigluConfigName(fused_mlp_config_) +
-         ") for batches of >= " + std::to_string(fused_mlp_min_tokens_) + " tokens";
-  if (fused_qkv_min_tokens_ > 0)
-    s += "\nbf16: QKV GEMM + q/k norm + rotary fused for batches of >= " +
-         std::to_string(fused_qkv_min_tokens_) + " tokens";
+  if (!fused_mlp_table_.empty())
+    s += "\nbf16 gate/up + SwiGLU: " +
+         (fused_mlp_min_tokens_ > 0 ? "fused (" + GemmSwigluConfigName(fused_mlp_config_) +
+                                          ") for batches of >= " +
+                                          std::to_string(fused_mlp_min_tokens_) + " tokens"
+                                    : std::string("unfused")) +
+         " (fused vs unfused at load: " + fused_mlp_table_ + ")";
+  if (!fused_qkv_table_.empty())
+    s += "\nbf16 QKV + q/k norm + rotary: " +
+         (fused_qkv_min_tokens_ > 0 ? "fused (" + GemmQkvRopeConfigName(fused_qkv_config_) +
+                                          ") for batches of >= " +
+                                          std::to_string(fused_qkv_min_tokens_) + " tokens"
+                                    : std::string("unfused")) +
+         " (fused vs unfused at load: " + fused_qkv_table_ + ")";
   if (cap_.fp8)
     s += "\nfp8: dense layers in e4m3 for batches of >= " + std::to_string(cap_.fp8_min_tokens) +
          " tokens" + (cap_.fp8_mlp_only ? " (MLP only)" : "") +
@@ -129,7 +137,6 @@ Status Qwen3CudaModel::InitFromStore(const WeightStore& store) {
   const int threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
   PETAL_RETURN_IF_ERROR(UploadTensorsBf16(store, jobs, threads));
   PETAL_RETURN_IF_ERROR(FoldNorms());
-  PETAL_RETURN_IF_ERROR(FuseGemms());
   if (config_.score_head == ScoreHead::kLmYesNo) {
     // LM reranker: the LM head's "yes" and "no" rows only (as LoadQwen3Weights reads them).
     const int64_t h = config_.hidden_size;
@@ -147,7 +154,8 @@ Status Qwen3CudaModel::InitFromStore(const WeightStore& store) {
     PETAL_RETURN_IF_ERROR(last_.Allocate(static_cast<size_t>(cap_.max_seqs) * h));
     bytes_ += score_rows_.bytes() + last_.bytes();
   }
-  return InitBuffers(nullptr);
+  PETAL_RETURN_IF_ERROR(InitBuffers(nullptr));
+  return FuseGemms();
 }
 
 Status Qwen3CudaModel::FoldNorms() {
@@ -164,43 +172,6 @@ Status Qwen3CudaModel::FoldNorms() {
   }
   PETAL_CUDA_CHECK(cudaDeviceSynchronize());
   fold_norms_ = true;
-  return Status::Ok();
-}
-
-namespace {
-
-// PETAL_FUSED_MLP / PETAL_FUSED_QKV (each) and PETAL_FUSED_GEMMS (both, where the one is unset):
-// unset = `fallback`, 0 = off, N > 0 = for batches of >= N tokens.
-int FusedMinTokens(const char* name, long fallback) {
-  long v = fallback;
-  if (const char* env = std::getenv(name)) v = std::strtol(env, nullptr, 10);
-  return static_cast<int>(std::clamp<long>(v, 0, 1 << 30));
-}
-
-}  // namespace
-
-Status Qwen3CudaModel::FuseGemms() {
-  const int I = config_.intermediate_size, H = config_.hidden_size;
-  if (fold_norms_ || !GemmSwigluAvailable() || H % 8 != 0) return Status::Ok();
-  const int both = FusedMinTokens("PETAL_FUSED_GEMMS", kFusedDefaultMinTokens);
-  const int mlp = FusedMinTokens("PETAL_FUSED_MLP", both);
-  const int qkv = config_.head_dim == 128 ? FusedMinTokens("PETAL_FUSED_QKV", both) : 0;
-  if (mlp == 0 && qkv == 0) return Status::Ok();
-  PETAL_RETURN_IF_ERROR(PrepareGemmSwiglu());
-  fused_qkv_min_tokens_ = qkv;
-  if (mlp == 0 || (2 * I) % 8 != 0) return Status::Ok();
-  if (const char* env = std::getenv("PETAL_FUSED_MLP_TILE"))
-    fused_mlp_config_ = std::clamp(std::atoi(env), 0, GemmSwigluConfigs() - 1);
-  // Interleave each layer's gate/up rows (gemm_fused.h) through one scratch buffer.
-  DeviceBuffer<bf16> scratch;
-  PETAL_RETURN_IF_ERROR(scratch.Allocate(static_cast<size_t>(2 * I) * H));
-  for (Qwen3LayerDev& L : layers_) {
-    PETAL_RETURN_IF_ERROR(LaunchInterleaveGateUp({L.gate_up.get(), scratch.get(), I, H}, nullptr));
-    PETAL_CUDA_CHECK(cudaMemcpyAsync(L.gate_up.get(), scratch.get(), L.gate_up.bytes(),
-                                     cudaMemcpyDeviceToDevice, nullptr));
-  }
-  PETAL_CUDA_CHECK(cudaDeviceSynchronize());
-  fused_mlp_min_tokens_ = mlp;
   return Status::Ok();
 }
 

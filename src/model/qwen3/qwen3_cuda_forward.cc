@@ -117,6 +117,7 @@ GemmQkvRopeParams Qwen3CudaModel::FusedQkv(const Qwen3LayerDev& L, const QkNormR
   p.num_q_heads = config_.num_heads, p.num_kv_heads = config_.num_kv_heads;
   p.q_norm_weight = rp.q_norm_weight, p.k_norm_weight = rp.k_norm_weight, p.eps = rp.eps;
   p.positions = rp.positions, p.rope_table = rp.rope_table, p.rope_table_rows = rp.rope_table_rows;
+  p.config = fused_qkv_config_;
   return p;
 }
 

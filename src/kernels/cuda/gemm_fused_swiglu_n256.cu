@@ -1,4 +1,0 @@
-// The fused GEMM (gemm_fused_kernel.cuh): SwiGLU with 128 x 256 tiles, for sm_90a.
-#include "kernels/cuda/gemm_fused_epilogues.cuh"
-
-PETAL_FUSED_GEMM_DEFINE(SwigluN256, Kernel<256, SwigluEpilogue>)
