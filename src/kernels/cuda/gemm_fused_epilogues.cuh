@@ -17,7 +17,28 @@ namespace petal::cuda::gemm_fused {
 
 constexpr float kPoison = __builtin_nanf("");
 
+CUTLASS_DEVICE float Pick4(const float (&a)[4], int i) {
+  return i == 0 ? a[0] : i == 1 ? a[1] : i == 2 ? a[2] : a[3];
+}
+
+// A 4 x 4 transpose across the four lanes of a quad: lane q holds a[t] for t = 0..3 and gets
+// b[u] = lane u's a[q]. Three shuffles; every lane of the warp must call it.
+CUTLASS_DEVICE void QuadTranspose(const float (&a)[4], float (&b)[4]) {
+  const int lane = threadIdx.x & 31, q = lane & 3;
+  CUTLASS_PRAGMA_UNROLL
+  for (int r = 0; r < 4; ++r) {
+    const float send = Pick4(a, (q - r) & 3);
+    const int src = (q + r) & 3;
+    const float v = r == 0 ? send : __shfl_sync(0xffffffffu, send, (lane & ~3) | src);
+    b[0] = src == 0 ? v : b[0];
+    b[1] = src == 1 ? v : b[1];
+    b[2] = src == 2 ? v : b[2];
+    b[3] = src == 3 ? v : b[3];
+  }
+}
+
 // SwiGLU over interleaved gate/up columns (2i gate, 2i + 1 up): out[m, i] = silu(g) * u.
+// N (= 2 inter) must be a multiple of 8, so that every row of out starts 8-byte aligned.
 struct SwigluEpilogue : EpilogueBase<SwigluEpilogue> {
   struct Arguments {
     cutlass::bfloat16_t* out = nullptr;  // [M, N / 2] row-major
@@ -26,7 +47,7 @@ struct SwigluEpilogue : EpilogueBase<SwigluEpilogue> {
   static Arguments FromCall(const Call& c) { return {static_cast<cutlass::bfloat16_t*>(c.out)}; }
   template <class ProblemShape>
   static bool can_implement(ProblemShape const& shape, Arguments const& args) {
-    return args.out != nullptr && cute::get<1>(shape) % 2 == 0;
+    return args.out != nullptr && cute::get<1>(shape) % 8 == 0;  // rows of out: 8-byte aligned
   }
   CUTLASS_HOST_DEVICE explicit SwigluEpilogue(Params const& p) : params(p) {}
 
@@ -39,17 +60,45 @@ struct SwigluEpilogue : EpilogueBase<SwigluEpilogue> {
     const int M = get<0>(shape), N = get<1>(shape);
     const int64_t ld = N / 2;
     Tensor tc = ThreadCoords(shape, blk, coord, mma, thread_idx);
-    static_assert(decltype(size(acc))::value % 2 == 0, "accumulators come in pairs");
+    constexpr int kVals = decltype(size(acc))::value;
+    static_assert(kVals % 16 == 0, "whole groups of four 8-column blocks per row slot");
+    // Fragment element e = c + 2 s + 4 j: column parity c, row slot s, 8-column block j. The
+    // activation of (s, j) sits at column n0 / 2 + 4 j + (lane % 4) of row m0 + 8 s. Blocks are
+    // taken four at a time and transposed across the quad, so each lane stores four consecutive
+    // activations (8 bytes) and a quad a whole 32-byte sector of a row.
+    const int m0 = get<0>(tc(0));
+    const int n0 = get<1>(tc(0)) - 2 * (threadIdx.x & 3);  // the tile's first column
+    bool ok = (n0 & 1) == 0 && ld % 4 == 0;
     CUTLASS_PRAGMA_UNROLL
-    for (int e = 0; e < size(acc); e += 2) {
-      const int m = get<0>(tc(e)), n = get<1>(tc(e));
-      if (m >= M || n >= N) continue;
-      float v = kPoison;
-      if (get<0>(tc(e + 1)) == m && get<1>(tc(e + 1)) == n + 1 && (n & 1) == 0) {
-        const float g = acc(e), u = acc(e + 1);
-        v = g / (1.f + __expf(-g)) * u;
+    for (int e = 0; e < kVals; e += 2) {
+      const int s = (e >> 1) & 1, j = e >> 2;
+      ok &= get<0>(tc(e)) == m0 + 8 * s && get<0>(tc(e + 1)) == m0 + 8 * s &&
+            get<1>(tc(e)) == n0 + 8 * j + 2 * (threadIdx.x & 3) && get<1>(tc(e + 1)) == get<1>(tc(e)) + 1;
+    }
+    const int q = threadIdx.x & 3;
+    CUTLASS_PRAGMA_UNROLL
+    for (int s = 0; s < 2; ++s) {
+      const int m = m0 + 8 * s;
+      CUTLASS_PRAGMA_UNROLL
+      for (int g = 0; g < kVals / 16; ++g) {
+        float a[4], b[4];
+        CUTLASS_PRAGMA_UNROLL
+        for (int t = 0; t < 4; ++t) {
+          const int e = 2 * s + 4 * (4 * g + t);
+          const float gate = acc(e), up = acc(e + 1);
+          a[t] = gate / (1.f + __expf(-gate)) * up;
+        }
+        QuadTranspose(a, b);
+        const int col = n0 / 2 + 16 * g + 4 * q;  // b[0..3] are columns col .. col + 3
+        if (m >= M || 2 * col >= N) continue;
+        if (!ok) b[0] = b[1] = b[2] = b[3] = kPoison;
+        __nv_bfloat162 lo = __floats2bfloat162_rn(b[0], b[1]);
+        __nv_bfloat162 hi = __floats2bfloat162_rn(b[2], b[3]);
+        uint2 packed;
+        packed.x = *reinterpret_cast<uint32_t*>(&lo);
+        packed.y = *reinterpret_cast<uint32_t*>(&hi);
+        *reinterpret_cast<uint2*>(params.out + static_cast<int64_t>(m) * ld + col) = packed;
       }
-      params.out[static_cast<int64_t>(m) * ld + (n >> 1)] = cutlass::bfloat16_t(v);
     }
   }
 
@@ -120,7 +169,8 @@ struct QkvRopeEpilogue : EpilogueBase<QkvRopeEpilogue> {
       v[e] = x;
       const int slot = (e >> 1) & 1;  // row r or r + 8
       ss[slot] += x * x;
-      ok &= get<0>(tc(e)) == m0 + 8 * slot;
+      ok &= get<0>(tc(e)) == m0 + 8 * slot &&
+            n == col0 + 8 * (e >> 2) + 2 * (threadIdx.x & 3) + (e & 1);
       if (e < kHalf) ok &= get<1>(tc(e + kHalf)) == n + kHeadDim / 2 && n - col0 < kHeadDim / 2;
     }
     const bool is_v = head >= params.num_q_heads + params.num_kv_heads;
@@ -152,13 +202,37 @@ struct QkvRopeEpilogue : EpilogueBase<QkvRopeEpilogue> {
         v[e + kHalf] = b * cs.x + a * cs.y;
       }
     }
+    // Stores: lane q holds, per row slot s and 8-column block j, the pair at columns
+    // 8 j + 2 q (+1). Blocks are taken two at a time and regrouped across the quad, so each lane
+    // stores four consecutive columns (8 bytes) and a quad 32 contiguous bytes of a row.
+    const int lane = threadIdx.x & 31, q = lane & 3;
     CUTLASS_PRAGMA_UNROLL
-    for (int e = 0; e < kVals; e += 2) {
-      const int m = get<0>(tc(e)), n = get<1>(tc(e));
-      if (m >= M || n >= N) continue;
-      __nv_bfloat162 pair = ok ? __floats2bfloat162_rn(v[e], v[e + 1])
-                               : __floats2bfloat162_rn(kPoison, kPoison);
-      *reinterpret_cast<__nv_bfloat162*>(params.out + static_cast<int64_t>(m) * N + n) = pair;
+    for (int s = 0; s < 2; ++s) {
+      const int m = m0 + 8 * s;
+      CUTLASS_PRAGMA_UNROLL
+      for (int g = 0; g < kVals / 8; ++g) {
+        uint32_t p[2];
+        CUTLASS_PRAGMA_UNROLL
+        for (int t = 0; t < 2; ++t) {
+          const int e = 2 * s + 4 * (2 * g + t);
+          __nv_bfloat162 h = ok ? __floats2bfloat162_rn(v[e], v[e + 1])
+                                : __floats2bfloat162_rn(kPoison, kPoison);
+          p[t] = *reinterpret_cast<uint32_t*>(&h);
+        }
+        // Lane q stores columns 16 g + 4 q .. + 3: block t = q / 2, pairs of lanes 2q and 2q+1
+        // (mod 4) of that block.
+        const int base = lane & ~3, t = q >> 1;
+        const uint32_t x0 = __shfl_sync(0xffffffffu, p[0], base | ((2 * q) & 3));
+        const uint32_t x1 = __shfl_sync(0xffffffffu, p[1], base | ((2 * q) & 3));
+        const uint32_t y0 = __shfl_sync(0xffffffffu, p[0], base | ((2 * q + 1) & 3));
+        const uint32_t y1 = __shfl_sync(0xffffffffu, p[1], base | ((2 * q + 1) & 3));
+        if (m >= M) continue;
+        uint2 packed;
+        packed.x = t ? x1 : x0;
+        packed.y = t ? y1 : y0;
+        *reinterpret_cast<uint2*>(params.out + static_cast<int64_t>(m) * N + col0 + 16 * g +
+                                  4 * q) = packed;
+      }
     }
   }
 
