@@ -26,8 +26,8 @@ struct Config {
 #define QKV(name) {"qkv_rope/" #name, gemm_fused::LaunchQkvRope##name, \
                    gemm_fused::WorkspaceQkvRope##name, gemm_fused::PrepareQkvRope##name}
 constexpr Config kSwiglu[] = {SWIGLU(C256x1), SWIGLU(C256x2), SWIGLU(P256x1), SWIGLU(P128x1)};
-constexpr Config kQkv[] = {QKV(C128x1), QKV(C128x2), QKV(P128x1)};
-constexpr int kNumSwiglu = 4, kNumQkv = 3;
+constexpr Config kQkv[] = {QKV(C128x1), QKV(C256x1), QKV(C256x2), QKV(P128x1)};
+constexpr int kNumSwiglu = 4, kNumQkv = 4;
 #undef SWIGLU
 #undef QKV
 #else

@@ -106,9 +106,9 @@ struct SwigluEpilogue : EpilogueBase<SwigluEpilogue> {
 };
 
 // The Qwen3 QKV projection with its q/k RMSNorm and rotate-half rotary: columns are heads of 128
-// ([q heads | k heads | v heads]), one head per 128-wide tile. Per row: x = acc + bias; q and k
-// heads x = RmsNorm(x) * w (q_norm / k_norm), then rotary at positions[m] from the table; v heads
-// x as is. One bf16 rounding (the unfused path also rounds the GEMM's output).
+// ([q heads | k heads | v heads]), whole heads per tile (128 or 256 wide). Per row: x = acc +
+// bias; q and k heads x = RmsNorm(x) * w (q_norm / k_norm), then rotary at positions[m] from the
+// table; v heads x as is. One bf16 rounding (the unfused path also rounds the GEMM's output).
 struct QkvRopeEpilogue : EpilogueBase<QkvRopeEpilogue> {
   static constexpr int kHeadDim = 128;
   struct Arguments {
@@ -149,44 +149,49 @@ struct QkvRopeEpilogue : EpilogueBase<QkvRopeEpilogue> {
                                  cute::Tensor<FrgEngine, FrgLayout> const& acc, TiledMma mma,
                                  ResidueMNK, int thread_idx, char*) {
     using namespace cute;
-    static_assert(decltype(size<1>(blk))::value == kHeadDim, "one head per tile");
+    constexpr int kTileN = decltype(size<1>(blk))::value;
+    static_assert(kTileN % kHeadDim == 0, "whole heads per tile");
+    constexpr int kHeads = kTileN / kHeadDim;
     constexpr int kVals = decltype(size(acc))::value;
-    constexpr int kHalf = kVals / 2;  // element e + kHalf is column + 64 (see the file comment)
-    static_assert(kVals == 64, "a 64 x 128 warpgroup tile: 64 accumulators per thread");
+    static_assert(kVals == kTileN / 2, "a 64-row warpgroup tile: two rows x N / 4 per thread");
+    // Fragment element e = c + 2 s + 4 j: column parity c, row slot s (row m0 + 8 s), 8-column
+    // block j = 16 h + jl of head h; its column is 8 j + 2 q + c (q = lane % 4). Column + 64 of
+    // the same head is element e + 32 (block jl + 8).
     const int M = get<0>(shape), N = get<1>(shape);
-    const int head = get<1>(coord);  // tile column = head index
-    const int col0 = head * kHeadDim;
+    const int q = threadIdx.x & 3;
+    const int n_tile = get<1>(coord) * kTileN;
     Tensor tc = ThreadCoords(shape, blk, coord, mma, thread_idx);
     const int m0 = get<0>(tc(0));
     bool ok = true;
     float v[kVals];
-    float ss[2] = {0.f, 0.f};
+    float ss[2][kHeads] = {};
     CUTLASS_PRAGMA_UNROLL
     for (int e = 0; e < kVals; ++e) {
-      const int n = get<1>(tc(e));
+      const int j = e >> 2, s = (e >> 1) & 1, n = n_tile + 8 * j + 2 * q + (e & 1);
       float x = acc(e);
       if (params.bias != nullptr && n < N) x += __bfloat162float(params.bias[n]);
       v[e] = x;
-      const int slot = (e >> 1) & 1;  // row r or r + 8
-      ss[slot] += x * x;
-      ok &= get<0>(tc(e)) == m0 + 8 * slot &&
-            n == col0 + 8 * (e >> 2) + 2 * (threadIdx.x & 3) + (e & 1);
-      if (e < kHalf) ok &= get<1>(tc(e + kHalf)) == n + kHeadDim / 2 && n - col0 < kHeadDim / 2;
+      ss[s][j / 16] += x * x;
+      ok &= get<0>(tc(e)) == m0 + 8 * s && get<1>(tc(e)) == n;
     }
-    const bool is_v = head >= params.num_q_heads + params.num_kv_heads;
-    const __nv_bfloat16* w = head < params.num_q_heads ? params.q_norm : params.k_norm;
-    if (!is_v && w != nullptr) {
+    if (params.q_norm != nullptr) {
       CUTLASS_PRAGMA_UNROLL
-      for (int s = 0; s < 2; ++s) {  // the quad's four lanes hold the row's 128 columns
-        ss[s] += __shfl_xor_sync(0xffffffffu, ss[s], 1);
-        ss[s] += __shfl_xor_sync(0xffffffffu, ss[s], 2);
-        ss[s] = rsqrtf(ss[s] / kHeadDim + params.eps);
+      for (int s = 0; s < 2; ++s)
+        CUTLASS_PRAGMA_UNROLL
+        for (int h = 0; h < kHeads; ++h) {  // the quad's four lanes hold the row's 128 columns
+          ss[s][h] += __shfl_xor_sync(0xffffffffu, ss[s][h], 1);
+          ss[s][h] += __shfl_xor_sync(0xffffffffu, ss[s][h], 2);
+          ss[s][h] = rsqrtf(ss[s][h] / kHeadDim + params.eps);
+        }
+      CUTLASS_PRAGMA_UNROLL
+      for (int e = 0; e < kVals; ++e) {
+        const int j = e >> 2, head = n_tile / kHeadDim + j / 16;
+        if (head >= params.num_q_heads + params.num_kv_heads) continue;  // v (or past N)
+        const __nv_bfloat16* w = head < params.num_q_heads ? params.q_norm : params.k_norm;
+        v[e] *= ss[(e >> 1) & 1][j / 16] * __bfloat162float(w[8 * (j % 16) + 2 * q + (e & 1)]);
       }
-      CUTLASS_PRAGMA_UNROLL
-      for (int e = 0; e < kVals; ++e)
-        v[e] *= ss[(e >> 1) & 1] * __bfloat162float(w[get<1>(tc(e)) - col0]);
     }
-    if (!is_v && params.positions != nullptr) {
+    if (params.positions != nullptr) {
       int pos[2];
       CUTLASS_PRAGMA_UNROLL
       for (int s = 0; s < 2; ++s) {
@@ -194,18 +199,20 @@ struct QkvRopeEpilogue : EpilogueBase<QkvRopeEpilogue> {
         pos[s] = m < M ? min(max(params.positions[m], 0), params.rope_rows - 1) : 0;
       }
       CUTLASS_PRAGMA_UNROLL
-      for (int e = 0; e < kHalf; ++e) {
-        const int j = get<1>(tc(e)) - col0;  // frequency index, < 64
-        const float2 cs = params.rope_table[static_cast<int64_t>(pos[(e >> 1) & 1]) * 64 + j];
-        const float a = v[e], b = v[e + kHalf];
+      for (int e = 0; e < kVals; ++e) {
+        const int j = e >> 2, jl = j % 16, head = n_tile / kHeadDim + j / 16;
+        if (jl >= 8 || head >= params.num_q_heads + params.num_kv_heads) continue;
+        const int f = 8 * jl + 2 * q + (e & 1);  // frequency index, < 64
+        const float2 cs = params.rope_table[static_cast<int64_t>(pos[(e >> 1) & 1]) * 64 + f];
+        const float a = v[e], b = v[e + 32];
         v[e] = a * cs.x - b * cs.y;
-        v[e + kHalf] = b * cs.x + a * cs.y;
+        v[e + 32] = b * cs.x + a * cs.y;
       }
     }
-    // Stores: lane q holds, per row slot s and 8-column block j, the pair at columns
-    // 8 j + 2 q (+1). Blocks are taken two at a time and regrouped across the quad, so each lane
-    // stores four consecutive columns (8 bytes) and a quad 32 contiguous bytes of a row.
-    const int lane = threadIdx.x & 31, q = lane & 3;
+    // Stores: lane q holds, per row slot s and block j, the pair at columns 8 j + 2 q (+1).
+    // Blocks are taken two at a time and regrouped across the quad, so each lane stores four
+    // consecutive columns (8 bytes) and a quad 32 contiguous bytes of a row.
+    const int lane = threadIdx.x & 31, base = lane & ~3, t = q >> 1;
     CUTLASS_PRAGMA_UNROLL
     for (int s = 0; s < 2; ++s) {
       const int m = m0 + 8 * s;
@@ -213,25 +220,24 @@ struct QkvRopeEpilogue : EpilogueBase<QkvRopeEpilogue> {
       for (int g = 0; g < kVals / 8; ++g) {
         uint32_t p[2];
         CUTLASS_PRAGMA_UNROLL
-        for (int t = 0; t < 2; ++t) {
-          const int e = 2 * s + 4 * (2 * g + t);
+        for (int u = 0; u < 2; ++u) {
+          const int e = 2 * s + 4 * (2 * g + u);
           __nv_bfloat162 h = ok ? __floats2bfloat162_rn(v[e], v[e + 1])
                                 : __floats2bfloat162_rn(kPoison, kPoison);
-          p[t] = *reinterpret_cast<uint32_t*>(&h);
+          p[u] = *reinterpret_cast<uint32_t*>(&h);
         }
-        // Lane q stores columns 16 g + 4 q .. + 3: block t = q / 2, pairs of lanes 2q and 2q+1
-        // (mod 4) of that block.
-        const int base = lane & ~3, t = q >> 1;
+        // Lane q stores columns 16 g + 4 q .. + 3: block u = q / 2, from lanes 2q and 2q + 1
+        // (mod 4).
         const uint32_t x0 = __shfl_sync(0xffffffffu, p[0], base | ((2 * q) & 3));
         const uint32_t x1 = __shfl_sync(0xffffffffu, p[1], base | ((2 * q) & 3));
         const uint32_t y0 = __shfl_sync(0xffffffffu, p[0], base | ((2 * q + 1) & 3));
         const uint32_t y1 = __shfl_sync(0xffffffffu, p[1], base | ((2 * q + 1) & 3));
-        if (m >= M) continue;
+        const int col = n_tile + 16 * g + 4 * q;
+        if (m >= M || col >= N) continue;
         uint2 packed;
         packed.x = t ? x1 : x0;
         packed.y = t ? y1 : y0;
-        *reinterpret_cast<uint2*>(params.out + static_cast<int64_t>(m) * N + col0 + 16 * g +
-                                  4 * q) = packed;
+        *reinterpret_cast<uint2*>(params.out + static_cast<int64_t>(m) * N + col) = packed;
       }
     }
   }

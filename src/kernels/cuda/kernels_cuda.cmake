@@ -48,7 +48,8 @@ if(PETAL_CUTLASS_INCLUDE AND petal_sm90a)
     ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_swiglu_p256x1.cu
     ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_swiglu_p128x1.cu
     ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_qkv_rope_c128x1.cu
-    ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_qkv_rope_c128x2.cu
+    ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_qkv_rope_c256x1.cu
+    ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_qkv_rope_c256x2.cu
     ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_qkv_rope_p128x1.cu)
   set_target_properties(petal_gemm_cutlass PROPERTIES CUDA_ARCHITECTURES 90a-real)
   target_include_directories(petal_gemm_cutlass PRIVATE ${CMAKE_SOURCE_DIR}/src)
