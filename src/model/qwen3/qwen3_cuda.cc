@@ -35,18 +35,10 @@ std::string Qwen3CudaModel::Describe() const {
   std::string s = DescribeKernels(*gemm_, attention_);
   if (fold_norms_) s += "\nbf16: RMSNorms folded into the QKV and gate/up GEMMs";
   if (!fused_mlp_table_.empty())
-    s += "\nbf16 gate/up + SwiGLU: " +
-         (fused_mlp_min_tokens_ > 0 ? "fused (" + GemmSwigluConfigName(fused_mlp_config_) +
-                                          ") for batches of >= " +
-                                          std::to_string(fused_mlp_min_tokens_) + " tokens"
-                                    : std::string("unfused")) +
+    s += "\nbf16 gate/up + SwiGLU: " + DescribeRungs(fused_mlp_, GemmSwigluConfigName) +
          " (fused vs unfused at load: " + fused_mlp_table_ + ")";
   if (!fused_qkv_table_.empty())
-    s += "\nbf16 QKV + q/k norm + rotary: " +
-         (fused_qkv_min_tokens_ > 0 ? "fused (" + GemmQkvRopeConfigName(fused_qkv_config_) +
-                                          ") for batches of >= " +
-                                          std::to_string(fused_qkv_min_tokens_) + " tokens"
-                                    : std::string("unfused")) +
+    s += "\nbf16 QKV + q/k norm + rotary: " + DescribeRungs(fused_qkv_, GemmQkvRopeConfigName) +
          " (fused vs unfused at load: " + fused_qkv_table_ + ")";
   if (cap_.fp8)
     s += "\nfp8: dense layers in e4m3 for batches of >= " + std::to_string(cap_.fp8_min_tokens) +

@@ -117,7 +117,6 @@ GemmQkvRopeParams Qwen3CudaModel::FusedQkv(const Qwen3LayerDev& L, const QkNormR
   p.num_q_heads = config_.num_heads, p.num_kv_heads = config_.num_kv_heads;
   p.q_norm_weight = rp.q_norm_weight, p.k_norm_weight = rp.k_norm_weight, p.eps = rp.eps;
   p.positions = rp.positions, p.rope_table = rp.rope_table, p.rope_table_rows = rp.rope_table_rows;
-  p.config = fused_qkv_config_;
   return p;
 }
 
@@ -193,8 +192,10 @@ Status Qwen3CudaModel::Forward(const DeviceBatch& b, float* pooled, cudaStream_t
     PETAL_RETURN_IF_ERROR(prefetch_.BeforeGemm(gj++, stream));
     rp.q_norm_weight = L.q_norm.get();
     rp.k_norm_weight = L.k_norm.get();
-    if (fused_qkv_min_tokens_ > 0 && T >= fused_qkv_min_tokens_) {
-      PETAL_RETURN_IF_ERROR(LaunchGemmQkvRope(FusedQkv(L, rp, T), stream));
+    if (const int qc = FusedConfigFor(fused_qkv_, T); qc >= 0) {
+      GemmQkvRopeParams fp = FusedQkv(L, rp, T);
+      fp.config = qc;
+      PETAL_RETURN_IF_ERROR(LaunchGemmQkvRope(fp, stream));
     } else {
       PETAL_RETURN_IF_ERROR(gemm_->Run(
           {x_.get(), L.qkv.get(), L.qkv_b.get(), nullptr, qkv_.get(), T, QKV, H}, stream));
@@ -209,15 +210,15 @@ Status Qwen3CudaModel::Forward(const DeviceBatch& b, float* pooled, cudaStream_t
         {nullptr, r_.get(), L.post_norm.get(), config_.norm_eps, x_.get(), T, H}, stream));
     PETAL_RETURN_IF_ERROR(observe(l, 2, x_.get(), H));
     PETAL_RETURN_IF_ERROR(prefetch_.BeforeGemm(gj++, stream));
-    if (fused_mlp_min_tokens_ > 0 && T >= fused_mlp_min_tokens_) {
-      PETAL_RETURN_IF_ERROR(LaunchGemmSwiglu(
-          {x_.get(), L.gate_up.get(), act_.get(), T, I, H, fused_mlp_config_}, stream));
+    if (const int mc = FusedConfigFor(fused_mlp_, T); mc >= 0) {
+      PETAL_RETURN_IF_ERROR(
+          LaunchGemmSwiglu({x_.get(), L.gate_up.get(), act_.get(), T, I, H, mc}, stream));
     } else {
       PETAL_RETURN_IF_ERROR(gemm_->Run(
           {x_.get(), L.gate_up.get(), nullptr, nullptr, gate_up_.get(), T, 2 * I, H}, stream));
       const SiluMulParams sp{gate_up_.get(), act_.get(), T, I};
-      PETAL_RETURN_IF_ERROR(fused_mlp_min_tokens_ > 0 ? LaunchSiluMulInterleaved(sp, stream)
-                                                      : LaunchSiluMul(sp, stream));
+      PETAL_RETURN_IF_ERROR(!fused_mlp_.empty() ? LaunchSiluMulInterleaved(sp, stream)
+                                                : LaunchSiluMul(sp, stream));
     }
     PETAL_RETURN_IF_ERROR(observe(l, 3, act_.get(), I));
     PETAL_RETURN_IF_ERROR(prefetch_.BeforeGemm(gj++, stream));

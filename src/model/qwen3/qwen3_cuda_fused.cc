@@ -4,7 +4,8 @@
 // way the GEMM and attention tuners choose their kernels. Environment (for A/B runs):
 // PETAL_FUSED_MLP / PETAL_FUSED_QKV (each), PETAL_FUSED_GEMMS (both, where the one is unset):
 // unset or "auto" = timed; 0 = off; N > 0 = on for batches of >= N tokens, the tile configuration
-// still chosen by timing.
+// still chosen by timing. The decision is per ladder size: a batch of T tokens follows the
+// smallest size >= T.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -47,46 +48,40 @@ StatusOr<double> TimeMs(const std::function<Status()>& f) {
   return ms / 5.0;
 }
 
-struct Choice {
-  int config = 0;
-  int min_tokens = 0;  // 0 = never
-  std::string table;   // "m=512: 0.031 vs 0.028 ms; ..." for Describe()
-};
-
-// Times `unfused(m)` and `fused(m, config)` for every config at each ladder size m. `forced` > 0:
-// only the configuration is chosen (at the largest m), the threshold is `forced`.
-StatusOr<Choice> Tune(int max_tokens, int configs, int forced,
-                      const std::function<Status(int)>& unfused,
-                      const std::function<Status(int, int)>& fused) {
+// Times `unfused(m)` and `fused(m, config)` for every config at each ladder size m and keeps,
+// per size, the fastest fused config if it beats the unfused pair by kMinGain (else -1).
+// `forced` > 0: fused (its fastest config) at every size >= forced, unfused below, untimed.
+StatusOr<std::vector<FusedRung>> Tune(int max_tokens, int configs, int forced,
+                                      const std::function<Status(int)>& unfused,
+                                      const std::function<Status(int, int)>& fused,
+                                      std::string* table) {
   std::vector<int> ladder;
   for (int m : {128, 512, 2048, 8192, 32768})
     if (m < max_tokens) ladder.push_back(m);
   ladder.push_back(max_tokens);
-  if (forced > 0) ladder = {max_tokens};
-  Choice c;
-  std::vector<bool> wins;
+  std::vector<FusedRung> rungs;
   for (int m : ladder) {
+    FusedRung r{m, -1};
+    if (forced > 0 && m < forced) {
+      rungs.push_back(r);
+      continue;
+    }
     double best = 0;
-    int best_config = 0;
     for (int k = 0; k < configs; ++k) {
       PETAL_ASSIGN_OR_RETURN(double t, TimeMs([&] { return fused(m, k); }));
-      if (k == 0 || t < best) best = t, best_config = k;
+      if (k == 0 || t < best) best = t, r.config = k;
     }
     double base = 0;
     if (forced == 0) {
       PETAL_ASSIGN_OR_RETURN(base, TimeMs([&] { return unfused(m); }));
+      if (!(best < kMinGain * base)) r.config = -1;
     }
-    wins.push_back(forced > 0 || best < kMinGain * base);
-    c.config = best_config;  // the largest m's choice stands
-    c.table += (c.table.empty() ? "" : "; ") + std::string("m=") + std::to_string(m) + ": " +
-               std::to_string(best).substr(0, 6) +
-               (forced > 0 ? "" : " vs " + std::to_string(base).substr(0, 6)) + " ms";
+    rungs.push_back(r);
+    *table += (table->empty() ? "" : "; ") + std::string("m<=") + std::to_string(m) + ": " +
+              std::to_string(best).substr(0, 6) +
+              (forced > 0 ? "" : " vs " + std::to_string(base).substr(0, 6)) + " ms";
   }
-  // The smallest ladder size from which fused wins at every larger one.
-  c.min_tokens = 0;
-  for (int i = static_cast<int>(ladder.size()) - 1; i >= 0 && wins[i]; --i) c.min_tokens = ladder[i];
-  if (forced > 0 && c.min_tokens > 0) c.min_tokens = forced;
-  return c;
+  return rungs;
 }
 
 }  // namespace
@@ -113,7 +108,7 @@ Status Qwen3CudaModel::FuseGemms() {
     rp.rope_table_rows = rope_rows_;
     rp.q_norm_weight = L0.q_norm.get(), rp.k_norm_weight = L0.k_norm.get();
     PETAL_ASSIGN_OR_RETURN(
-        Choice c, Tune(T, GemmQkvRopeConfigs(), std::max(qkv, 0),
+        fused_qkv_, Tune(T, GemmQkvRopeConfigs(), std::max(qkv, 0),
                        [&](int m) -> Status {
                          PETAL_RETURN_IF_ERROR(gemm_->Run({x_.get(), L0.qkv.get(), L0.qkv_b.get(),
                                                            nullptr, qkv_.get(), m, rp.row_stride, H},
@@ -126,10 +121,8 @@ Status Qwen3CudaModel::FuseGemms() {
                          GemmQkvRopeParams p = FusedQkv(L0, rp, m);
                          p.config = config;
                          return LaunchGemmQkvRope(p, nullptr);
-                       }));
-    fused_qkv_config_ = c.config;
-    fused_qkv_min_tokens_ = c.min_tokens;
-    fused_qkv_table_ = c.table;
+                       },
+                       &fused_qkv_table_));
   }
   if (mlp != 0) {
     // Layer 0's gate/up rows interleaved into a scratch copy for the timing; every layer's are
@@ -138,7 +131,7 @@ Status Qwen3CudaModel::FuseGemms() {
     PETAL_RETURN_IF_ERROR(scratch.Allocate(static_cast<size_t>(2 * I) * H));
     PETAL_RETURN_IF_ERROR(LaunchInterleaveGateUp({L0.gate_up.get(), scratch.get(), I, H}, nullptr));
     PETAL_ASSIGN_OR_RETURN(
-        Choice c, Tune(T, GemmSwigluConfigs(), std::max(mlp, 0),
+        std::vector<FusedRung> rungs, Tune(T, GemmSwigluConfigs(), std::max(mlp, 0),
                        [&](int m) -> Status {
                          PETAL_RETURN_IF_ERROR(gemm_->Run({x_.get(), L0.gate_up.get(), nullptr,
                                                            nullptr, gate_up_.get(), m, 2 * I, H},
@@ -148,21 +141,35 @@ Status Qwen3CudaModel::FuseGemms() {
                        [&](int m, int config) {
                          return LaunchGemmSwiglu(
                              {x_.get(), scratch.get(), act_.get(), m, I, H, config}, nullptr);
-                       }));
-    fused_mlp_table_ = c.table;
-    if (c.min_tokens > 0) {
+                       },
+                       &fused_mlp_table_));
+    if (std::any_of(rungs.begin(), rungs.end(), [](const FusedRung& r) { return r.config >= 0; })) {
       for (Qwen3LayerDev& L : layers_) {
         PETAL_RETURN_IF_ERROR(
             LaunchInterleaveGateUp({L.gate_up.get(), scratch.get(), I, H}, nullptr));
         PETAL_CUDA_CHECK(cudaMemcpyAsync(L.gate_up.get(), scratch.get(), L.gate_up.bytes(),
                                          cudaMemcpyDeviceToDevice, nullptr));
       }
-      fused_mlp_config_ = c.config;
-      fused_mlp_min_tokens_ = c.min_tokens;
+      fused_mlp_ = std::move(rungs);
     }
   }
   PETAL_CUDA_CHECK(cudaDeviceSynchronize());
   return Status::Ok();
+}
+
+int FusedConfigFor(const std::vector<FusedRung>& rungs, int tokens) {
+  for (const FusedRung& r : rungs)
+    if (tokens <= r.max_tokens) return r.config;
+  return -1;
+}
+
+std::string DescribeRungs(const std::vector<FusedRung>& rungs,
+                          const std::function<std::string(int)>& name) {
+  std::string s;
+  for (const FusedRung& r : rungs)
+    s += (s.empty() ? "" : ", ") + std::string("<=") + std::to_string(r.max_tokens) + " " +
+         (r.config >= 0 ? name(r.config) : std::string("unfused"));
+  return s.empty() ? "unfused" : s;
 }
 
 }  // namespace petal::cuda

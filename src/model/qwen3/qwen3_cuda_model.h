@@ -5,6 +5,7 @@
 // Thread-safety: as CudaModel (one caller, on one stream, at a time).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -21,6 +22,16 @@
 #include "model/qwen3/qwen3_arch.h"
 
 namespace petal::cuda {
+
+// One size of the fused-GEMM decision ladder (qwen3_cuda_fused.cc): batches of up to max_tokens
+// (and more than the previous rung's) take fused configuration `config`, or the unfused pair (-1).
+struct FusedRung {
+  int max_tokens = 0;
+  int config = -1;
+};
+int FusedConfigFor(const std::vector<FusedRung>& rungs, int tokens);
+std::string DescribeRungs(const std::vector<FusedRung>& rungs,
+                          const std::function<std::string(int)>& name);
 
 struct Qwen3LayerDev {
   DeviceBuffer<bf16> in_norm, qkv, qkv_b, q_norm, k_norm, o, o_b, post_norm, gate_up, down;
@@ -112,12 +123,9 @@ class Qwen3CudaModel final : public CudaModel {
   DeviceBuffer<float> calib_;     // petal calibrate: [layers * kFp8Inputs, max_tokens] maxima
   bool fp8_on_ = true;
   bool fold_norms_ = false;  // FoldNorms ran: the bf16 layers take FoldedLayer
-  // FuseGemms set it (> 0): gate/up rows are interleaved; batches of at least this many tokens take
-  // LaunchGemmSwiglu, smaller ones the GEMM and LaunchSiluMulInterleaved.
-  int fused_mlp_min_tokens_ = 0;
-  int fused_mlp_config_ = 0;
-  int fused_qkv_min_tokens_ = 0;  // > 0: batches of at least this many take LaunchGemmQkvRope
-  int fused_qkv_config_ = 0;
+  // FuseGemms' decisions. fused_mlp_ non-empty: gate/up rows are interleaved, and the batches
+  // with no fused config take the GEMM and LaunchSiluMulInterleaved.
+  std::vector<FusedRung> fused_mlp_, fused_qkv_;
   std::string fused_mlp_table_, fused_qkv_table_;  // the load-time timings, for Describe()
 };
 

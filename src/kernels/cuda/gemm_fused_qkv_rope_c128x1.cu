@@ -1,4 +1,0 @@
-// A fused GEMM instantiation (gemm_fused_kernel.cuh, gemm_fused_configs.h), for sm_90a.
-#include "kernels/cuda/gemm_fused_epilogues.cuh"
-
-PETAL_FUSED_GEMM_DEFINE(QkvRopeC128x1, Kernel<128, Cooperative, 1, QkvRopeEpilogue>)
