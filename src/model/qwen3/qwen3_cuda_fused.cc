@@ -1,11 +1,13 @@
-// Qwen3CudaModel::FuseGemms: which bf16 batches take the fused GEMMs (kernels/cuda/gemm_fused.h),
-// decided once at load by timing them against the unfused pair (cuBLASLt GEMM + the separate
-// kernel) on this GPU with layer 0's weights, at a ladder of batch sizes up to the capacity, the
-// way the GEMM and attention tuners choose their kernels. Environment (for A/B runs):
+// Qwen3CudaModel::FuseGemms: which bf16 batches take the fused GEMMs (kernels/cuda/gemm_fused.h).
+// Off by default: on the H200 they did not make the forward faster (docs/kernels.md, "Fused
+// GEMMs": the CUTLASS main loop is slower than cuBLASLt's by about what the fusion saves, and the
+// load-time timing below, taken outside a graph with the weights hot in L2, chose fused kernels
+// at 128 tokens that made the captured forward 12% slower). Environment, for experiments:
 // PETAL_FUSED_MLP / PETAL_FUSED_QKV (each), PETAL_FUSED_GEMMS (both, where the one is unset):
-// unset or "auto" = timed; 0 = off; N > 0 = on for batches of >= N tokens, the tile configuration
-// still chosen by timing. The decision is per ladder size: a batch of T tokens follows the
-// smallest size >= T.
+// unset or 0 = off; "auto" = decided at load by timing the fused kernels against the unfused pair
+// (cuBLASLt GEMM + the separate kernel) with layer 0's weights at a ladder of batch sizes up to
+// the capacity, per size (a batch of T tokens follows the smallest size >= T); N > 0 = fused for
+// batches of >= N tokens, the tile configuration chosen by timing.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -24,7 +26,8 @@ constexpr double kMinGain = 0.97;
 
 int EnvMinTokens(const char* name, int fallback) {
   const char* env = std::getenv(name);
-  if (env == nullptr || std::strcmp(env, "auto") == 0) return fallback;
+  if (env == nullptr) return fallback;
+  if (std::strcmp(env, "auto") == 0) return kAuto;
   return static_cast<int>(std::clamp<long>(std::strtol(env, nullptr, 10), 0, 1 << 30));
 }
 
@@ -90,7 +93,7 @@ Status Qwen3CudaModel::FuseGemms() {
   const int I = config_.intermediate_size, H = config_.hidden_size, T = cap_.max_tokens;
   if (fold_norms_ || !GemmSwigluAvailable() || H % 8 != 0 || layers_.empty() || T < 1)
     return Status::Ok();
-  const int both = EnvMinTokens("PETAL_FUSED_GEMMS", kAuto);
+  const int both = EnvMinTokens("PETAL_FUSED_GEMMS", 0);
   const int mlp = (2 * I) % 8 == 0 ? EnvMinTokens("PETAL_FUSED_MLP", both) : 0;
   const int qkv = config_.head_dim == 128 ? EnvMinTokens("PETAL_FUSED_QKV", both) : 0;
   if (mlp == 0 && qkv == 0) return Status::Ok();

@@ -67,9 +67,9 @@ class Qwen3CudaModel final : public CudaModel {
   // Wgate_up's (bf16 path only; the fp8 path quantises the unfolded weights).
   Status FoldNorms();
 
-  // The fused GEMMs (gemm_fused.h) where built, not turned off and timed faster
-  // (qwen3_cuda_fused.cc): gate/up + SwiGLU (interleaves every layer's gate/up rows) and QKV +
-  // q/k norm + rotary (head_dim 128). Sets the fused_* members below. After InitBuffers.
+  // The fused GEMMs (gemm_fused.h) where built and turned on (qwen3_cuda_fused.cc: off by
+  // default, measured slower): gate/up + SwiGLU (interleaves every layer's gate/up rows) and
+  // QKV + q/k norm + rotary (head_dim 128). Sets the fused_* members below. After InitBuffers.
   Status FuseGemms();
   GemmQkvRopeParams FusedQkv(const Qwen3LayerDev& L, const QkNormRopeParams& rp, int T) const;
 
