@@ -6,9 +6,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <map>
-#include <mutex>
 
+#include "kernels/cuda/device_info.h"
 #include "kernels/cuda/gemm_cutlass_configs.h"
 
 namespace petal::cuda {
@@ -31,35 +30,11 @@ constexpr Config kConfigs[1] = {{0, 0, nullptr, nullptr}};
 constexpr int kNumConfigs = 0;
 #endif
 
-struct DeviceInfo {
-  int device = 0, sm_count = 0;
-  bool hopper = false;
-};
-
-DeviceInfo CurrentDevice() {
-  static std::mutex mu;
-  static std::map<int, DeviceInfo> cache;
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return {};
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(dev);
-  if (it != cache.end()) return it->second;
-  DeviceInfo d;
-  d.device = dev;
-  int major = 0, minor = 0;
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-  cudaDeviceGetAttribute(&d.sm_count, cudaDevAttrMultiProcessorCount, dev);
-  d.hopper = major == 9 && minor == 0;
-  cache[dev] = d;
-  return d;
-}
-
 bool Aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
 
 cutlass_gemm::Call MakeCall(const GemmParams& p, CutlassGemmChoice c, void* workspace,
                             size_t workspace_bytes, cudaStream_t stream) {
-  const DeviceInfo d = CurrentDevice();
+  const CudaDeviceInfo d = CurrentCudaDevice();
   cutlass_gemm::Call call;
   call.p = &p;
   call.splits = c.splits;
@@ -78,7 +53,7 @@ bool CutlassGemmAvailable() {
   // PETAL_GEMM_CUTLASS=0 keeps the candidates out of tuning (A/B runs).
   const char* env = std::getenv("PETAL_GEMM_CUTLASS");
   if (env && std::strcmp(env, "0") == 0) return false;
-  return CurrentDevice().hopper;
+  return CurrentCudaDevice().hopper;
 }
 
 int CutlassGemmConfigs() { return kNumConfigs; }

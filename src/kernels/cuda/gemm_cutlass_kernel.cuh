@@ -11,9 +11,9 @@
 #include <cutlass/gemm/kernel/gemm_universal.hpp>
 #include <cutlass/util/packed_stride.hpp>
 
-#include <mutex>
 #include <type_traits>
 
+#include "kernels/cuda/cutlass_smem.cuh"
 #include "kernels/cuda/gemm_cutlass_configs.h"
 
 namespace petal::cuda::cutlass_gemm {
@@ -103,18 +103,8 @@ struct Kernel {
     return true;
   }
 
-  // The kernel's shared memory exceeds the 48 KiB default: raise the limit once, outside capture.
-  static bool SetAttributesOnce() {
-    static std::once_flag once;
-    static cudaError_t err = cudaSuccess;
-    std::call_once(once, [] {
-      const int smem = static_cast<int>(GemmKernel::SharedStorageSize);
-      if (smem >= (48 << 10))
-        err = cudaFuncSetAttribute(cutlass::device_kernel<GemmKernel>,
-                                   cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    });
-    return err == cudaSuccess;
-  }
+  // Raises the kernel's shared-memory limit (once; outside capture).
+  static bool SetAttributesOnce() { return RaiseSmemLimitOnce<GemmKernel>(); }
 
   static const char* Launch(const Call& call) {
     if (!kStreamK && call.splits != 1) return "this configuration is data-parallel only";

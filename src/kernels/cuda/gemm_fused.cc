@@ -4,9 +4,8 @@
 #include "kernels/cuda/gemm_fused.h"
 
 #include <cstdint>
-#include <map>
-#include <mutex>
 
+#include "kernels/cuda/device_info.h"
 #include "kernels/cuda/gemm_fused_configs.h"
 #include "kernels/cuda/launch_utils.h"
 
@@ -36,32 +35,8 @@ constexpr Config* kQkv = kSwiglu;
 constexpr int kNumSwiglu = 0, kNumQkv = 0;
 #endif
 
-struct DeviceInfo {
-  int device = 0, sm_count = 0;
-  bool hopper = false;
-};
-
-DeviceInfo CurrentDevice() {
-  static std::mutex mu;
-  static std::map<int, DeviceInfo> cache;
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return {};
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(dev);
-  if (it != cache.end()) return it->second;
-  DeviceInfo d;
-  d.device = dev;
-  int major = 0, minor = 0;
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-  cudaDeviceGetAttribute(&d.sm_count, cudaDevAttrMultiProcessorCount, dev);
-  d.hopper = major == 9 && minor == 0;
-  cache[dev] = d;
-  return d;
-}
-
 gemm_fused::Call BaseCall(cudaStream_t stream) {
-  const DeviceInfo d = CurrentDevice();
+  const CudaDeviceInfo d = CurrentCudaDevice();
   gemm_fused::Call c;
   c.device = d.device;
   c.sm_count = d.sm_count;
@@ -77,7 +52,7 @@ Status Run(const Config& cfg, const gemm_fused::Call& c) {
 
 }  // namespace
 
-bool GemmSwigluAvailable() { return kNumSwiglu > 0 && CurrentDevice().hopper; }
+bool GemmSwigluAvailable() { return kNumSwiglu > 0 && CurrentCudaDevice().hopper; }
 
 int GemmSwigluConfigs() { return kNumSwiglu; }
 int GemmQkvRopeConfigs() { return kNumQkv; }

@@ -13,8 +13,8 @@
 #include <cutlass/gemm/kernel/gemm_universal.hpp>
 #include <cutlass/util/packed_stride.hpp>
 
-#include <mutex>
 
+#include "kernels/cuda/cutlass_smem.cuh"
 #include "kernels/cuda/gemm_fused_configs.h"
 
 namespace petal::cuda::gemm_fused {
@@ -101,18 +101,8 @@ struct Kernel {
         {c.device, c.sm_count}};
   }
 
-  // The kernel's shared memory exceeds the 48 KiB default: raise the limit once, outside capture.
-  static bool SetAttributesOnce() {
-    static std::once_flag once;
-    static cudaError_t err = cudaSuccess;
-    std::call_once(once, [] {
-      const int smem = static_cast<int>(GemmKernel::SharedStorageSize);
-      if (smem >= (48 << 10))
-        err = cudaFuncSetAttribute(cutlass::device_kernel<GemmKernel>,
-                                   cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    });
-    return err == cudaSuccess;
-  }
+  // Raises the kernel's shared-memory limit (once; outside capture).
+  static bool SetAttributesOnce() { return RaiseSmemLimitOnce<GemmKernel>(); }
 
   static const char* Launch(const Call& c) {
     if (!SetAttributesOnce()) return "cudaFuncSetAttribute failed";

@@ -19,7 +19,6 @@ add_library(petal_kernels_cuda STATIC
   ${CMAKE_CURRENT_LIST_DIR}/gemm_cluster.cu
   ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass.cc
   ${CMAKE_CURRENT_LIST_DIR}/gemm_fused.cc
-  ${CMAKE_CURRENT_LIST_DIR}/swiglu_interleaved.cu
   ${CMAKE_CURRENT_LIST_DIR}/fp8_quant.cu
   ${CMAKE_CURRENT_LIST_DIR}/l2_prefetch.cu)
 target_include_directories(petal_kernels_cuda PUBLIC ${CMAKE_SOURCE_DIR}/src)
