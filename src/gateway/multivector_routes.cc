@@ -190,7 +190,9 @@ void Gateway::MaxSimScore(ScoreParams sp, const ServedModel& m, Reply reply) {
   timing->Add("tokenize", Since(t0));
   m.metrics.Tokenized(Since(t0), static_cast<int64_t>(seqs->size()), tokens);
   v1::EmbedOptions so;
-  so.set_dtype(v1::DTYPE_FLOAT32);
+  so.set_dtype(m.token_vectors_f16 ? v1::DTYPE_FLOAT16 : v1::DTYPE_FLOAT32);
+  const size_t row_bytes = static_cast<size_t>(m.config.score_outputs) *
+                           (m.token_vectors_f16 ? sizeof(uint16_t) : sizeof(float));
   const std::string model = sp.model.empty() ? m.name() : sp.model;
   const size_t top_k = sp.top_k;
   auto chunks = SplitChunks(*seqs, m.chunk);
@@ -198,11 +200,11 @@ void Gateway::MaxSimScore(ScoreParams sp, const ServedModel& m, Reply reply) {
   const auto t1 = Clock::now();
   EmbedChunks(
       m.replicas.get(), *seqs, std::move(chunks), so, NextRequestId(),
-      [this, &m, seqs, model, top_k, tokens, t0, t1, timing,
+      [this, &m, seqs, model, top_k, tokens, t0, t1, timing, row_bytes,
        reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
         m.metrics.Inference(Since(t1));
         if (r.ok()) AddReplicaTimes(timing.get(), Since(t1), *r);
-        PostWork([this, &m, seqs, model, top_k, tokens, t0, timing, r = std::move(r),
+        PostWork([this, &m, seqs, model, top_k, tokens, t0, timing, row_bytes, r = std::move(r),
                   reply = std::move(reply)]() mutable {
           if (!r.ok()) return reply(ServerError(r.status(), m.replicas->RetryAfterSeconds()));
           const auto s0 = Clock::now();
@@ -219,14 +221,19 @@ void Gateway::MaxSimScore(ScoreParams sp, const ServedModel& m, Reply reply) {
               const std::string_view b = rows[first_row + t];
               const size_t at = v.size();
               v.resize(at + dim);
-              std::memcpy(v.data() + at, b.data(), std::min(b.size(), dim * 4));
+              if (row_bytes == dim * sizeof(float)) {
+                std::memcpy(v.data() + at, b.data(), dim * sizeof(float));
+              } else {
+                wire::HalvesToFloats(reinterpret_cast<const uint8_t*>(b.data()), dim,
+                                     v.data() + at);
+              }
             }
             return v;
           };
-          if (rows.empty() || rows[0].size() != dim * 4) {
-            return reply(ServerError(Internal("server answer: rows of " +
-                                              std::to_string(rows.empty() ? 0 : rows[0].size()) +
-                                              " bytes for " + std::to_string(dim) + " floats")));
+          if (rows.empty() || rows[0].size() != row_bytes) {
+            return reply(ServerError(Internal(
+                "server answer: rows of " + std::to_string(rows.empty() ? 0 : rows[0].size()) +
+                " bytes where " + std::to_string(row_bytes) + " were asked for")));
           }
           const std::vector<float> q = kept(0, 0, true);
           const size_t docs = seqs->size() - 1;

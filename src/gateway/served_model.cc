@@ -1,11 +1,25 @@
 // Loading one served model (see served_model.h).
 #include "gateway/served_model.h"
 
+#include <cstdlib>
 #include <filesystem>
+#include <string_view>
 
 #include "model/router_folder.h"
 
 namespace petal::gateway {
+namespace {
+
+// See ServedModel::token_vectors_f16. A replica that is down at start leaves float32 (exact).
+bool TokenVectorsF16(const ServedModel& m) {
+  if (const char* env = std::getenv("PETAL_TOKEN_VECTORS_F16"); env && *env) {
+    return std::string_view(env) != "0";
+  }
+  StatusOr<v1::ModelInfoResponse> info = m.replicas->ModelInfo();
+  return info.ok() && info->backend() == "cuda";
+}
+
+}  // namespace
 
 StatusOr<ModelNames> NamesOf(const ModelOptions& o) {
   PETAL_ASSIGN_OR_RETURN(const ModelConfig config, LoadModelConfig(o.model_dir));
@@ -39,6 +53,7 @@ StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const ModelOptions& o,
   PETAL_ASSIGN_OR_RETURN(m->prompts, Prompts::Load(o.model_dir));
   m->replicas = std::make_unique<ReplicaSet>(o.servers, rs.health_interval, rs.request_timeout,
                                              rs.flow, rs.reply_poll);
+  if (m->config.task == ModelTask::kMultiVector) m->token_vectors_f16 = TokenVectorsF16(*m);
   return m;
 }
 

@@ -53,6 +53,11 @@ struct ServedModel {
   ChunkLimits chunk;         // how a request's sequences are split over its replicas
   std::unique_ptr<ReplicaSet> replicas;
   mutable GatewayMetrics metrics;  // rendered with the label model="<name>"
+  // A multi-vector model's token vectors cross from the server as float16 for MaxSim: set when
+  // its first replica computes in bf16 (backend "cuda"), whose rows carry 8 mantissa bits, so
+  // float16's 11 add a rounding ~8x below the engine's own; float32 for the CPU's fp32 engine.
+  // PETAL_TOKEN_VECTORS_F16=0 / 1 overrides (A/B runs).
+  bool token_vectors_f16 = false;
 
   const std::string& name() const { return names.name; }
   // The longest input the gateway sends: max_seq_length, else max_position_embeddings.

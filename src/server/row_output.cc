@@ -41,12 +41,19 @@ void StoreRow(const Embeddings& out, int out_row, int row, EmbedResult* result) 
 
 void StoreRows(const Embeddings& out, int out_row, int row, int count, EmbedResult* result) {
   const wire::OutputFormat& f = result->format;
-  if (!f.sparse && !out.sparse() && f.dtype == wire::OutputDType::kFloat32 && !f.normalize &&
-      f.dims == out.dim) {
-    // float32 rows as they are (a multi-vector request's token vectors): one copy for all.
-    std::memcpy(result->data.data() + static_cast<size_t>(row) * wire::BytesPerRow(f),
-                out.row(out_row), static_cast<size_t>(count) * out.dim * sizeof(float));
-    return;
+  if (!f.sparse && !out.sparse() && !f.normalize && f.dims == out.dim) {
+    // Whole rows as they are (a multi-vector request's token vectors): one pass for all.
+    auto* dst = reinterpret_cast<uint8_t*>(result->data.data()) +
+                static_cast<size_t>(row) * wire::BytesPerRow(f);
+    const size_t n = static_cast<size_t>(count) * out.dim;
+    if (f.dtype == wire::OutputDType::kFloat32) {
+      std::memcpy(dst, out.row(out_row), n * sizeof(float));
+      return;
+    }
+    if (f.dtype == wire::OutputDType::kFloat16) {
+      wire::FloatsToHalves(out.row(out_row), n, dst);
+      return;
+    }
   }
   for (int k = 0; k < count; ++k) StoreRow(out, out_row + k, row + k, result);
 }

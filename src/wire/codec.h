@@ -84,6 +84,10 @@ void ClassProbabilities(const float* logits, int n, bool sigmoid, double* out);
 // NaN.
 uint16_t FloatToHalf(float f);
 float HalfToFloat(uint16_t h);
+// The same for n values at once, little-endian halves at `out` / `in` (any alignment); 8 at a
+// time with F16C where the CPU has it (same bits as the scalar functions, NaN payloads aside).
+void FloatsToHalves(const float* x, size_t n, uint8_t* out);
+void HalvesToFloats(const uint8_t* in, size_t n, float* out);
 
 // Decodes an encoded row back to floats (for clients and tests): float types exactly, int8 as
 // q * scale, tanh int8 as atanh(q / 127), binary types as +1 / -1 per dimension. `out` has

@@ -9,7 +9,10 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "../layouts/colbert_fixture.h"
@@ -139,6 +142,41 @@ TEST_P(GatewayColbert, RoutesAnswerLikeTheReference) {
     if (g.maxsim[0][d] > g.maxsim[0][best]) best = d;
   }
   EXPECT_EQ(static_cast<size_t>(data.at(0)["index"].get_int64().value()), best);
+}
+
+// MaxSim over token vectors that cross from the server as float16 (what a CUDA replica sends;
+// PETAL_TOKEN_VECTORS_F16 forces it here): each score within the bound of float16's rounding,
+// 2^-10 per query vector's dot product with a unit-norm document vector.
+TEST_P(GatewayColbert, MaxSimOverFloat16TokenVectors) {
+  setenv("PETAL_TOKEN_VECTORS_F16", "1", 1);
+  auto st = Start(GetParam());
+  unsetenv("PETAL_TOKEN_VECTORS_F16");
+  if (!st) GTEST_SKIP() << "fixture or tokenizer unavailable";
+  HttpClient c(st->gateway->port());
+  const ColbertGolden& g = st->golden;
+  double worst = 0;
+  for (size_t q = 0; q < g.queries.size(); ++q) {
+    auto r = c.Post("/v1/score", "{\"query\":" + Json(g.queries[q].text) +
+                                     ",\"documents\":" + Texts(g.documents) + "}");
+    ASSERT_EQ(r.status, 200u) << r.body;
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    ASSERT_FALSE(parser.parse(r.body).get(doc)) << r.body;
+    size_t n = 0;
+    for (auto item : doc["data"].get_array().value()) {
+      const size_t index = static_cast<size_t>(item["index"].get_int64().value());
+      ASSERT_LT(index, g.documents.size());
+      const double err = std::fabs(item["score"].get_double().value() - g.maxsim[q][index]);
+      EXPECT_LE(err, 1e-3 * static_cast<double>(g.queries[q].vecs.size()))
+          << "query " << q << " document " << index;
+      worst = std::max(worst, err);
+      ++n;
+    }
+    EXPECT_EQ(n, g.documents.size());
+  }
+  std::printf("MaxSim over float16 token vectors: worst |score - reference| %.3g\n", worst);
+  // The float32 path is within ~1e-6 of the reference; a float16 one cannot be that close.
+  EXPECT_GT(worst, 1e-5) << "the token vectors did not cross as float16";
 }
 
 TEST_P(GatewayColbert, BadOptionsAndOtherRoutesAreRefused) {
