@@ -13,7 +13,9 @@
 #
 # usage: bash scripts/gpu/bundle.sh [--no-build]
 # env:   PETAL_BUNDLE_ARCH (default 90a-real: the H200 only), PETAL_BUNDLE_BUILD_DIR (default build/cuda-sm90),
-#        JOBS (default 2)
+#        JOBS (default 2), PETAL_BUNDLE_ONLY (space-separated names in <build>/bin, e.g. "petal": only
+#        those, no tests; with the build, only those targets are built: a slim bundle leaves room in
+#        the carry for tokenizers or a second build)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -37,7 +39,8 @@ if ((build)); then
   log "configure $BUILD (preset cuda, CMAKE_CUDA_ARCHITECTURES=$ARCH)"
   cmake --preset cuda -B "$BUILD" -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DCMAKE_BUILD_TYPE=Release >/dev/null
   log "build with $JOBS jobs"
-  cmake --build "$BUILD" -j "$JOBS"
+  # shellcheck disable=SC2086  # PETAL_BUNDLE_ONLY is a list of targets
+  cmake --build "$BUILD" -j "$JOBS" ${PETAL_BUNDLE_ONLY:+--target $PETAL_BUNDLE_ONLY}
 fi
 [[ -d "$BUILD/bin" ]] || die "$BUILD/bin missing (build first, or drop --no-build)"
 
@@ -47,7 +50,8 @@ mkdir -p "$DEST" "$STAGE/bin" "$STAGE/lib"
 # 1. Binaries: everything executable in <build>/bin, then every test labelled gpu (from CTest itself).
 bins=()
 for f in "$BUILD"/bin/*; do
-  [[ -f "$f" && -x "$f" ]] && bins+=("$f")
+  [[ -f "$f" && -x "$f" ]] || continue
+  [[ -z "${PETAL_BUNDLE_ONLY:-}" || " $PETAL_BUNDLE_ONLY " == *" $(basename "$f") "* ]] && bins+=("$f")
 done
 ctest --test-dir "$BUILD" -N -L gpu --show-only=json-v1 > "$DEST/ctest-gpu.json"
 python3 - "$DEST/ctest-gpu.json" "$ROOT" "$BUILD" > "$DEST/tests.tsv" <<'PY'
@@ -70,6 +74,7 @@ for t in data.get("tests", []):
     print(f"{t['name']}\t{cmd[0]}\t{' '.join(args)}")
 PY
 rm -f "$DEST/ctest-gpu.json"
+[[ -n "${PETAL_BUNDLE_ONLY:-}" ]] && : > "$DEST/tests.tsv"  # a slim bundle ships no tests
 while IFS=$'\t' read -r _name exe _args; do
   bins+=("$exe")
 done < "$DEST/tests.tsv"
