@@ -13,7 +13,9 @@
 # petal on PATH: LP_MODEL=models/all-MiniLM-L6-v2 LP_BACKEND=cpu LP_WORDS="127 250" LP_BULK=0
 # (on the GPU machine: a random MiniLM-shape folder from scripts/gpu/make_minilm_shape.py)
 # OUT=... bash scripts/gpu/steps/local_path.sh. LP_TRANSPORTS (default "local unix") picks the
-# transports; the environment (e.g. PETAL_HTTP_DIRECT_REPLY=0) reaches `petal serve`.
+# transports; the environment (e.g. PETAL_HTTP_DIRECT_REPLY=0) reaches `petal serve`. The transport
+# name `base` runs another build's `petal serve` as it is (LP_BASE=path to its petal, e.g. 2ee956c's,
+# whose replicas are processes), measured by this build's clients: the before/after of issue 29.
 set -uo pipefail
 # The health probe is the system curl, without the bundle's libraries (its libcurl breaks it).
 D="$OUT/local_path"
@@ -37,7 +39,12 @@ PORT=18480
 for r in $(seq 1 "${LP_ROUNDS:-2}"); do
   for t in ${LP_TRANSPORTS:-local unix}; do
     echo "== 2. serve --replica-transport $t, round $r"
-    petal serve --model $M --backend $B --port $PORT --replica-transport $t > "$D/serve-$t-r$r.log" 2>&1 &
+    if [[ $t == base ]]; then
+      [[ -x "${LP_BASE:-}" ]] || { echo "transport base needs LP_BASE (a petal binary)"; rc=1; continue; }
+      "$LP_BASE" serve --model $M --backend $B --port $PORT > "$D/serve-$t-r$r.log" 2>&1 &
+    else
+      petal serve --model $M --backend $B --port $PORT --replica-transport $t > "$D/serve-$t-r$r.log" 2>&1 &
+    fi
     pid=$!
     up=0
     for _ in $(seq 1 600); do env -u LD_LIBRARY_PATH curl -sf -o /dev/null http://127.0.0.1:$PORT/health && { up=1; break; }; sleep 0.25; done
@@ -84,7 +91,7 @@ for k in sorted(rows):
     print("| %s | %s | %s | %s | %s | %s | %s |" % (k[0], k[1], k[2], " / ".join(f3(x.get("p50_ms")) for x in xs),
           " / ".join(f3(x.get("p99_ms")) for x in xs), " / ".join("%.0f" % (x.get("req_per_s") or 0) for x in xs),
           sum(x.get("errors", 0) or 0 for x in xs)))
-for t in ("local", "unix"):
+for t in ("local", "unix", "base"):
     f = os.path.join(d, "bulk-%s.json" % t)
     if os.path.exists(f):
         x = json.load(open(f))["results"][0]
