@@ -13,9 +13,9 @@
 #
 # usage: bash scripts/gpu/bundle.sh [--no-build]
 # env:   PETAL_BUNDLE_ARCH (default 90a-real: the H200 only), PETAL_BUNDLE_BUILD_DIR (default build/cuda-sm90),
-#        JOBS (default 2), PETAL_BUNDLE_ONLY (space-separated names in <build>/bin, e.g. "petal": only
-#        those, no tests; with the build, only those targets are built: a slim bundle leaves room in
-#        the carry for tokenizers or a second build)
+#        JOBS (default 2), PETAL_BUNDLE_ONLY (space-separated targets, e.g. "petal attention_gpu_test":
+#        only those binaries and gpu tests; with the build, only those targets are built: a slim
+#        bundle leaves room in the carry for tokenizers or a second build)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -74,7 +74,11 @@ for t in data.get("tests", []):
     print(f"{t['name']}\t{cmd[0]}\t{' '.join(args)}")
 PY
 rm -f "$DEST/ctest-gpu.json"
-[[ -n "${PETAL_BUNDLE_ONLY:-}" ]] && : > "$DEST/tests.tsv"  # a slim bundle ships no tests
+if [[ -n "${PETAL_BUNDLE_ONLY:-}" ]]; then  # a slim bundle ships only the tests it names
+  awk -F'\t' -v only=" $PETAL_BUNDLE_ONLY " '{ n = split($2, p, "/"); if (index(only, " " p[n] " ")) print }' \
+    "$DEST/tests.tsv" > "$DEST/tests.tsv.only"
+  mv "$DEST/tests.tsv.only" "$DEST/tests.tsv"
+fi
 while IFS=$'\t' read -r _name exe _args; do
   bins+=("$exe")
 done < "$DEST/tests.tsv"

@@ -82,9 +82,11 @@ void EmulatePlan(const std::vector<int32_t>& cu, int32_t num_seqs, int max_seqs,
 }
 
 // Plans and runs variant Cfg on the emulator; returns the output ([max_tokens, hq, d] bf16).
+// With qk.enabled(), the kernel with the q/k norm + rotary prologue (head_dim 128).
 template <class Cfg, bool kCausal>
 std::vector<uint16_t> Emulate(const Case& c, const std::vector<uint16_t>& qkv,
-                              const std::vector<int32_t>& cu, int32_t num_seqs) {
+                              const std::vector<int32_t>& cu, int32_t num_seqs,
+                              const petal::cuda::AttentionQkNorm& qk = {}) {
   const int64_t row = static_cast<int64_t>(c.hq + 2 * c.hkv) * c.d;
   std::vector<uint16_t> out(static_cast<size_t>(c.max_tokens) * c.hq * c.d, kPoison);
   // Same size as AttentionWorkspaceBytes (not linked here: see attention.cmake).
@@ -107,6 +109,7 @@ std::vector<uint16_t> Emulate(const Case& c, const std::vector<uint16_t>& qkv,
   p.causal = kCausal;
   p.scale = 1.0f / std::sqrt(static_cast<float>(c.d));
   p.kv_lens = c.kv.empty() ? nullptr : c.kv.data();
+  p.qk_norm = qk;
 
   auto* wsb = reinterpret_cast<char*>(ws.data());
   EmulatePlan(cu, num_seqs, c.max_seqs, c.max_tokens, Cfg::kBlockM, kCausal, wsb);
@@ -116,8 +119,12 @@ std::vector<uint16_t> Emulate(const Case& c, const std::vector<uint16_t>& qkv,
   const int64_t blocks = attn::FlashGridBlocks<Cfg>(p);
   for (int64_t b = 0; b < blocks && emu::M().error.empty(); ++b) {
     std::memset(attn::smem_raw, 0xFF, sizeof(attn::smem_raw));  // NaN: unloaded data shows
-    emu::RunCta(Cfg::kThreads, static_cast<unsigned>(b),
-                [&] { attn::FlashAttentionKernel<Cfg, kCausal>(args); });
+    emu::RunCta(Cfg::kThreads, static_cast<unsigned>(b), [&] {
+      if constexpr (Cfg::kHeadDim == 128) {
+        if (qk.enabled()) return attn::FlashAttentionKernel<Cfg, kCausal, true>(args);
+      }
+      attn::FlashAttentionKernel<Cfg, kCausal>(args);
+    });
   }
   return out;
 }
@@ -129,8 +136,33 @@ std::string CfgName() {
          std::to_string(Cfg::kHeadsPerCta) + " mt" + std::to_string(Cfg::kMTiles);
 }
 
+// Qwen3's q/k norm + rotary as the model applies it before attention (LaunchQkNormRope's math in
+// fp32, rounded to bf16), in place on rows [0, tokens) of the fused QKV floats: the reference for
+// the kernels' prologue. Positions restart at 0 in every sequence.
+void NormRopeReference(std::vector<float>* f, int64_t row, int tokens, int heads, int d,
+                       const std::vector<float>& qw, const std::vector<float>& kw, int hq,
+                       float eps, const std::vector<int32_t>& cu, int seqs, double theta) {
+  for (int t = 0; t < tokens; ++t) {
+    for (int h = 0; h < heads; ++h) {
+      float* x = f->data() + t * row + static_cast<int64_t>(h) * d;
+      const std::vector<float>& w = h < hq ? qw : kw;
+      float ss = 0.f;
+      for (int i = 0; i < d; ++i) ss += x[i] * x[i];
+      const float inv = 1.0f / std::sqrt(ss / d + eps);
+      for (int i = 0; i < d; ++i) x[i] *= inv * w[i];
+    }
+  }
+  petal::cpu::Rope(f->data(), static_cast<int>(row), heads, d, cu.data(), seqs, theta);
+  for (int t = 0; t < tokens; ++t) {
+    for (int i = 0; i < heads * d; ++i) {
+      float& x = (*f)[t * row + i];
+      x = FromBf16(ToBf16(x));
+    }
+  }
+}
+
 template <int D>
-void RunAllVariants(bool causal, std::vector<int32_t> kv = {}) {
+void RunAllVariants(bool causal, std::vector<int32_t> kv = {}, bool qk_norm = false) {
   Case c{4, 2, D, causal, {1, 17, 0, 64, 129, 3, 128}, 360, 9, kv};
   if (!kv.empty()) c.kv.resize(c.max_seqs, 0);
   int tokens = 0;
@@ -148,6 +180,41 @@ void RunAllVariants(bool causal, std::vector<int32_t> kv = {}) {
 
   std::vector<float> f(qkv.size());
   for (size_t i = 0; i < f.size(); ++i) f[i] = FromBf16(qkv[i]);
+  // q/k norm + rotary on load: random weights, each token's position in its sequence, a rope
+  // table as RopeTable (ops.h) makes it; the reference applies them to f first.
+  petal::cuda::AttentionQkNorm norm;
+  std::vector<uint16_t> qw16(D), kw16(D);
+  std::vector<int32_t> positions(c.max_tokens, 0);
+  std::vector<float2> rope;
+  if (qk_norm) {
+    std::uniform_real_distribution<float> wd(0.5f, 1.5f);
+    std::vector<float> qw(D), kw(D);
+    for (int i = 0; i < D; ++i) {
+      qw16[i] = ToBf16(wd(rng));
+      kw16[i] = ToBf16(wd(rng));
+      qw[i] = FromBf16(qw16[i]);
+      kw[i] = FromBf16(kw16[i]);
+    }
+    for (size_t s = 0; s < c.lens.size(); ++s) {
+      for (int i = 0; i < c.lens[s]; ++i) positions[cu[s] + i] = i;
+    }
+    const double theta = 1e6;
+    const int rows = 256;  // past the longest sequence (129): no clamping
+    rope.resize(static_cast<size_t>(rows) * D / 2);
+    for (int j = 0; j < D / 2; ++j) {
+      const double inv_freq = std::pow(theta, -2.0 * j / D);
+      for (int pos = 0; pos < rows; ++pos) {
+        rope[static_cast<size_t>(pos) * D / 2 + j] =
+            make_float2(static_cast<float>(std::cos(pos * inv_freq)),
+                        static_cast<float>(std::sin(pos * inv_freq)));
+      }
+    }
+    norm = {reinterpret_cast<const __nv_bfloat16*>(qw16.data()),
+          reinterpret_cast<const __nv_bfloat16*>(kw16.data()), 1e-6f, positions.data(), rope.data(),
+          rows};
+    NormRopeReference(&f, row, tokens, c.hq + c.hkv, D, qw, kw, c.hq, 1e-6f, cu,
+                      static_cast<int>(c.lens.size()), theta);
+  }
   std::vector<float> ref(static_cast<size_t>(tokens) * c.hq * c.d);
   std::vector<int32_t> keys(c.lens.begin(), c.lens.end());  // the reference's: 0 means all
   for (size_t s = 0; s < keys.size() && !c.kv.empty(); ++s) {
@@ -163,10 +230,10 @@ void RunAllVariants(bool causal, std::vector<int32_t> kv = {}) {
     if ((c.hq / c.hkv) % Cfg::kHeadsPerCta != 0) return;
     emu::M().error.clear();
     const std::vector<uint16_t> out =
-        causal ? Emulate<Cfg, true>(c, qkv, cu, static_cast<int32_t>(c.lens.size()))
-               : Emulate<Cfg, false>(c, qkv, cu, static_cast<int32_t>(c.lens.size()));
-    const std::string what =
-        CfgName<Cfg>() + (causal ? " causal" : " bidir") + (c.kv.empty() ? "" : " kv_lens");
+        causal ? Emulate<Cfg, true>(c, qkv, cu, static_cast<int32_t>(c.lens.size()), norm)
+               : Emulate<Cfg, false>(c, qkv, cu, static_cast<int32_t>(c.lens.size()), norm);
+    const std::string what = CfgName<Cfg>() + (causal ? " causal" : " bidir") +
+                             (c.kv.empty() ? "" : " kv_lens") + (qk_norm ? " qk_norm" : "");
     ASSERT_TRUE(emu::M().error.empty()) << what << ": " << emu::M().error;
     double err = 0.0, ref_max = 0.0, cos_min = 1.0;
     for (int64_t r = 0; r < static_cast<int64_t>(tokens) * c.hq; ++r) {
@@ -221,6 +288,13 @@ TEST(AttentionEmulation, HeadDim128) {
 }
 // Key lengths (multi-vector query expansion): keys stop inside a tile, at a tile edge, at the
 // first token, or not at all (0); every query row is still computed.
+// The q/k norm + rotary prologue (AttentionParams::qk_norm, head_dim 128): every variant against
+// the norm and rotary applied beforehand (in fp32, rounded to bf16), both masks.
+TEST(AttentionEmulation, QkNormOnLoad) {
+  RunAllVariants<128>(false, {}, true);
+  RunAllVariants<128>(true, {}, true);
+}
+
 TEST(AttentionEmulation, KeyLengths) {
   const std::vector<int32_t> kv = {1, 9, 0, 64, 100, 0, 65};
   RunAllVariants<32>(false, kv);

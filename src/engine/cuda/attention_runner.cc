@@ -7,6 +7,7 @@
 
 #include "kernels/cuda/attention_internal.h"
 #include "kernels/cuda/gemm.h"
+#include "kernels/cuda/ops.h"
 
 namespace petal::cuda {
 namespace {
@@ -201,24 +202,66 @@ StatusOr<AttentionRunner::Choice> AttentionRunner::Choose(const AttentionParams&
   return c;
 }
 
-Status AttentionRunner::Run(const AttentionParams& p, cudaStream_t stream) {
-  if (!flash_) return LaunchReferenceAttention(p, stream);
+Status AttentionRunner::Pick(const AttentionParams& p, cudaStream_t stream, Backend* b,
+                             int* variant) {
+  *variant = -1;
+  *b = Backend::kFlash;
+  if (!flash_) {
+    *b = Backend::kReference;
+    return Status::Ok();
+  }
   // Key lengths (multi-vector query expansion): cuDNN's call does not take them.
-  if (p.kv_lens != nullptr) return RunWith(Backend::kFlash, p, stream);
+  if (p.kv_lens != nullptr) return Status::Ok();
   const ShapeKey key = KeyOf(p);
   auto it = choices_.find(key);
   if (it == choices_.end()) {
     cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
     PETAL_CUDA_CHECK(cudaStreamIsCapturing(stream, &capturing));
-    if (capturing != cudaStreamCaptureStatusNone) {
-      // Not expected (shapes run eagerly first); flash's plan was enqueued, so it is safe.
-      return RunWith(Backend::kFlash, p, stream);
-    }
+    // Not expected (shapes run eagerly first); flash's plan was enqueued, so it is safe.
+    if (capturing != cudaStreamCaptureStatusNone) return Status::Ok();
     PETAL_ASSIGN_OR_RETURN(Choice c, Choose(p, stream));
     c.timed_tokens = p.max_tokens;
     it = choices_.emplace(key, std::move(c)).first;
   }
-  return RunWith(it->second.backend, p, stream, it->second.variant);
+  *b = it->second.backend;
+  *variant = it->second.variant;
+  return Status::Ok();
+}
+
+Status AttentionRunner::Run(const AttentionParams& p, cudaStream_t stream) {
+  // The choice is made (and timed) on plain attention: timing runs must not normalise q/k in
+  // place, and the norm costs every backend about the same.
+  AttentionParams plain = p;
+  plain.qk_norm = {};
+  Backend b;
+  int variant;
+  PETAL_RETURN_IF_ERROR(Pick(plain, stream, &b, &variant));
+  if (!p.qk_norm.enabled()) return RunWith(b, p, stream, variant);
+  if (b == Backend::kFlash && FlashFoldsQkNorm(p)) {
+    ++qk_norm_folded_;
+    return RunWith(b, p, stream, variant);
+  }
+  // Another backend (or a shape the flash prologue does not cover): the norm in place first.
+  if (p.k != p.q + static_cast<int64_t>(p.num_heads) * p.head_dim || p.k_stride != p.q_stride) {
+    return InvalidArgument("attention: q/k norm without the flash prologue needs the fused QKV "
+                           "layout (k right after q's heads in each row)");
+  }
+  QkNormRopeParams rp;
+  rp.qkv = const_cast<__nv_bfloat16*>(p.q);
+  rp.rows = p.max_tokens;
+  rp.row_stride = static_cast<int>(p.q_stride);
+  rp.num_q_heads = p.num_heads;
+  rp.num_kv_heads = p.num_kv_heads;
+  rp.head_dim = p.head_dim;
+  rp.q_norm_weight = p.qk_norm.q_weight;
+  rp.k_norm_weight = p.qk_norm.k_weight;
+  rp.eps = p.qk_norm.eps;
+  rp.positions = p.qk_norm.positions;
+  rp.rope_table = p.qk_norm.rope_table;
+  rp.rope_table_rows = p.qk_norm.rope_table_rows;
+  PETAL_RETURN_IF_ERROR(LaunchQkNormRope(rp, stream));
+  ++qk_norm_separate_;
+  return RunWith(b, plain, stream, variant);
 }
 
 std::string AttentionRunner::backend() const {
@@ -258,7 +301,10 @@ std::map<std::string, double> AttentionRunner::Stats() const {
           {"attention_cudnn_available", cudnn_ ? 1.0 : 0.0},
           {"attention_shapes_flash", double(counts[0])},
           {"attention_shapes_cudnn", double(counts[1])},
-          {"attention_tune_ms", tune_ms_}};
+          {"attention_tune_ms", tune_ms_},
+          // enqueued calls (eager runs and captures, not graph replays)
+          {"attention_qk_norm_folded_calls", double(qk_norm_folded_)},
+          {"attention_qk_norm_separate_calls", double(qk_norm_separate_)}};
 }
 
 size_t AttentionRunner::bytes() const {

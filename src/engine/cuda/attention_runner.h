@@ -12,6 +12,10 @@
 // no gain (the default variant was the fastest or within 2% at every 0.6b shape,
 // docs/attention.md).
 //
+// q/k norm + rotary (AttentionParams::qk_norm): the flash kernel applies it to the tiles it loads
+// (head_dim 128); when the choice is another backend, Run() launches LaunchQkNormRope in place
+// first. The choice itself is timed on plain attention either way.
+//
 // Thread-safety: one engine thread. Timing synchronises the stream, so the first batch of a shape
 // is slower; never called during stream capture for an unseen shape (falls back to flash then).
 #pragma once
@@ -66,6 +70,8 @@ class AttentionRunner {
     int timed_tokens = 0;                 // token bucket of the batch it was timed on
   };
   static ShapeKey KeyOf(const AttentionParams& p);
+  // The backend (and flash variant) for p's shape, choosing it first if the shape is new.
+  Status Pick(const AttentionParams& p, cudaStream_t stream, Backend* b, int* variant);
   StatusOr<Choice> Choose(const AttentionParams& p, cudaStream_t stream);
   Status RunWith(Backend b, const AttentionParams& p, cudaStream_t stream, int variant = -1);
   // Times the flash variants on this batch (each planned first) and leaves the fastest planned;
@@ -87,6 +93,8 @@ class AttentionRunner {
   std::map<ShapeKey, Choice> choices_;
   bool tune_variants_ = false;  // PETAL_ATTN_VARIANTS=1
   double tune_ms_ = 0;
+  // Calls with qk_norm that the flash kernel folded / that ran LaunchQkNormRope first.
+  int64_t qk_norm_folded_ = 0, qk_norm_separate_ = 0;
 };
 
 class Gemm;

@@ -50,7 +50,8 @@ petal_test(attention_emulation_test
 petal_test(attention_gpu_test SOURCES ${CMAKE_SOURCE_DIR}/tests/ops/attention_gpu_test.cu
            ${CMAKE_SOURCE_DIR}/tests/ops/attention_ptx_gpu_test.cu
            ${CMAKE_SOURCE_DIR}/tests/ops/attention_strides_gpu_test.cu
-           LIBS petal_attention_cuda petal_kernels_cpu LABELS gpu)
+           ${CMAKE_SOURCE_DIR}/tests/ops/attention_qknorm_gpu_test.cu
+           LIBS petal_attention_cuda petal_kernels_cuda petal_kernels_cpu LABELS gpu)
 
 # Not registered with CTest: run by hand on the GPU machine (see docs/attention.md).
 add_executable(petal_attention_bench ${PETAL_ATTN_DIR}/attention_bench.cu)

@@ -23,6 +23,21 @@
 
 namespace petal::cuda {
 
+// Qwen3's per-head q/k RMSNorm + rotary (LaunchQkNormRope's math, ops.h), applied by the attention
+// kernel to the q and k tiles it loads instead of in place beforehand: q and k stay in global
+// memory as the QKV GEMM wrote them, and the separate kernel's launch and its pass over the q/k
+// rows disappear (issue 32). Only Petal's flash kernel at head_dim 128 does it
+// (FlashFoldsQkNorm); other backends get LaunchQkNormRope first (AttentionRunner).
+struct AttentionQkNorm {
+  const __nv_bfloat16* q_weight = nullptr;  // [head_dim]; null: not in use
+  const __nv_bfloat16* k_weight = nullptr;  // [head_dim]
+  float eps = 1e-6f;
+  const int32_t* positions = nullptr;  // DEVICE, [max_tokens]: each token's rotary position
+  const float2* rope_table = nullptr;  // DEVICE, RopeTable (ops.h): (cos, sin) per position, pair
+  int rope_table_rows = 0;             // positions are clamped to rows - 1
+  bool enabled() const { return q_weight != nullptr; }
+};
+
 // Describes one ragged attention call. Layout: row t of q starts at q + t * q_stride elements and
 // head h of that row at + h * head_dim (same for k, v with num_kv_heads heads). In Petal's fused
 // QKV buffer q_stride = k_stride = v_stride = (num_heads + 2 * num_kv_heads) * head_dim.
@@ -59,7 +74,13 @@ struct AttentionParams {
   // A multi-vector model's query expansion tokens (cpu::Attention's kv_lens). Petal's flash and
   // reference kernels take it; cuDNN does not (AttentionRunner then runs flash).
   const int32_t* kv_lens = nullptr;
+  // Optional q/k norm + rotary on load (see AttentionQkNorm); needs FlashFoldsQkNorm(*this).
+  AttentionQkNorm qk_norm;
 };
+
+// Whether RunRaggedAttention applies p.qk_norm itself: head_dim 128, both weights, positions and
+// a rope table, and no kv_lens.
+bool FlashFoldsQkNorm(const AttentionParams& p);
 
 // Bytes of device workspace the plan needs for this capacity (any head_dim, causal or not).
 size_t AttentionWorkspaceBytes(int max_tokens, int max_seqs);

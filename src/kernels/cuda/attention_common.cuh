@@ -110,6 +110,7 @@ struct FlashArgs {
   int num_heads;
   int group;         // num_heads / num_kv_heads
   float scale_log2;  // softmax scale * log2(e): scores go through exp2
+  AttentionQkNorm qk;  // applied to the loaded q/k tiles by the kQkNorm kernels
 };
 
 // The flash kernel's arguments for these params and a planned workspace.
@@ -129,6 +130,7 @@ inline FlashArgs MakeFlashArgs(const AttentionParams& p, const void* workspace) 
   args.num_heads = p.num_heads;
   args.group = p.num_heads / p.num_kv_heads;
   args.scale_log2 = p.scale * 1.4426950408889634f;  // log2(e): scores go through exp2
+  args.qk = p.qk_norm;
   return args;
 }
 

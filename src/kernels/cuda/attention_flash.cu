@@ -18,6 +18,11 @@ Status CheckVariant(const AttentionParams& p, int variant, const void* workspace
   if (workspace == nullptr || reinterpret_cast<uintptr_t>(workspace) % 16 != 0) {
     return InvalidArgument("attention: workspace must be non-null and 16-byte aligned");
   }
+  if (p.qk_norm.enabled() && !FlashFoldsQkNorm(p)) {
+    return InvalidArgument(
+        "attention: q/k norm on load needs head_dim 128, both weights, positions, a rope table "
+        "and no kv_lens (run LaunchQkNormRope first otherwise)");
+  }
   if (variant < 0 || variant >= FlashVariantCount(p.head_dim)) {
     return InvalidArgument("attention: no flash variant " + std::to_string(variant) +
                            " for head_dim " + std::to_string(p.head_dim));
@@ -31,6 +36,14 @@ Status CheckVariant(const AttentionParams& p, int variant, const void* workspace
 
 }  // namespace
 }  // namespace attn
+
+bool FlashFoldsQkNorm(const AttentionParams& p) {
+  const AttentionQkNorm& n = p.qk_norm;
+  return p.head_dim == 128 && n.q_weight && n.k_weight && n.positions && n.rope_table &&
+         n.rope_table_rows > 0 && p.kv_lens == nullptr &&
+         reinterpret_cast<uintptr_t>(n.q_weight) % 8 == 0 &&
+         reinterpret_cast<uintptr_t>(n.k_weight) % 8 == 0;
+}
 
 int FlashVariantCount(int head_dim) {
   int n = 0;

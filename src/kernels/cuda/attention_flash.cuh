@@ -47,7 +47,55 @@ __device__ __forceinline__ void LoadRows(bf16* smem, const bf16* gmem, int64_t s
   }
 }
 
-template <class Cfg, bool kCausal>
+// Qwen3's q/k RMSNorm (weight w) + rotate-half rotary, in place on rows [0, valid_rows) of a
+// tile in shared memory whose row r is token first_token + r: LaunchQkNormRope's vector kernel
+// (qk_norm_rope.cu) step for step (same sums in the same order), so the values are the ones it
+// would have written. One warp per row, lane l holding dims 4l..4l+3 (head_dim 128); the
+// rotate-half partner is in lane l ^ 16. Written with the built-ins the emulator
+// (tests/ops/attention_emulator.h) also provides.
+template <class Cfg>
+__device__ __forceinline__ void NormRopeRows(bf16* tile, int valid_rows, int first_token,
+                                             const bf16* w, const AttentionQkNorm& qk, int warp,
+                                             int lane) {
+  constexpr int D = Cfg::kHeadDim, E = 4, kHalf = D / 2;
+  static_assert(D == 32 * E, "the q/k norm prologue is written for head_dim 128");
+  const __nv_bfloat162* w2 = reinterpret_cast<const __nv_bfloat162*>(w + lane * E);
+  const float2 g01 = __bfloat1622float2(w2[0]), g23 = __bfloat1622float2(w2[1]);
+  const float g[E] = {g01.x, g01.y, g23.x, g23.y};
+  const bool first = lane < 16;
+  for (int r = warp; r < valid_rows; r += Cfg::kWarps) {  // warp-uniform: the shuffles are safe
+    __nv_bfloat162* x = reinterpret_cast<__nv_bfloat162*>(tile + r * Cfg::kSmemStride + lane * E);
+    const float2 x01 = __bfloat1622float2(x[0]), x23 = __bfloat1622float2(x[1]);
+    float v[E] = {x01.x, x01.y, x23.x, x23.y};
+    float ss = 0.f;
+#pragma unroll
+    for (int j = 0; j < E; ++j) ss += v[j] * v[j];
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+#ifdef PETAL_ATTN_EMULATE
+    const float inv = 1.0f / std::sqrt(ss / D + qk.eps);
+#else
+    const float inv = rsqrtf(ss / D + qk.eps);
+#endif
+#pragma unroll
+    for (int j = 0; j < E; ++j) v[j] *= inv * g[j];
+    const int pos = min(max(qk.positions[first_token + r], 0), qk.rope_table_rows - 1);
+    const float2* cs = qk.rope_table + static_cast<int64_t>(pos) * kHalf + (lane & 15) * E;
+    float o[E];
+#pragma unroll
+    for (int j = 0; j < E; ++j) {
+      const float other = __shfl_xor_sync(0xffffffffu, v[j], 16);
+      const float2 c = cs[j];
+      const float a = first ? v[j] : other, b = first ? other : v[j];
+      o[j] = first ? a * c.x - b * c.y : b * c.x + a * c.y;
+    }
+    x[0] = __floats2bfloat162_rn(o[0], o[1]);
+    x[1] = __floats2bfloat162_rn(o[2], o[3]);
+  }
+}
+
+// kQkNorm: the loaded q and k tiles get NormRopeRows (args.qk) before use (head_dim 128 only).
+template <class Cfg, bool kCausal, bool kQkNorm = false>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     FlashAttentionKernel(const FlashArgs args) {
   PdlWait();  // see pdl.cuh: before any global memory access
@@ -142,6 +190,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     CpAsyncCommit();  // possibly empty, so the wait below always means "tile j has landed"
     CpAsyncWait<1>();
     __syncthreads();
+    if constexpr (kQkNorm) {  // normalise and rotate what just landed, then share it again
+      if (j == 0) {
+#pragma unroll
+        for (int h = 0; h < Cfg::kHeadsPerCta; ++h) {
+          NormRopeRows<Cfg>(sq + h * BM * kStride, min(BM, len - q0), seq_begin + q0,
+                            args.qk.q_weight, args.qk, warp, lane);
+        }
+      }
+      NormRopeRows<Cfg>(sk + stage * Cfg::kKVElems, min(BN, klen - j * BN), seq_begin + j * BN,
+                        args.qk.k_weight, args.qk, warp, lane);
+      __syncthreads();
+    }
 
     if constexpr (kQInRegs) {
       if (j == 0) {

@@ -15,7 +15,10 @@ namespace petal::cuda::attn {
 
 template <class Cfg, bool kCausal>
 Status LaunchFlash(const AttentionParams& p, const void* workspace, cudaStream_t stream) {
-  const auto kernel = FlashAttentionKernel<Cfg, kCausal>;
+  auto kernel = FlashAttentionKernel<Cfg, kCausal, false>;
+  if constexpr (Cfg::kHeadDim == 128) {  // the only head dim with the q/k norm prologue
+    if (p.qk_norm.enabled()) kernel = FlashAttentionKernel<Cfg, kCausal, true>;
+  }
   // Not a stream operation, so it is allowed (and cheap) during graph capture; set every call so
   // it also holds on whichever device is current.
   PETAL_ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

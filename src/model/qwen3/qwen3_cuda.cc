@@ -129,6 +129,9 @@ Status Qwen3CudaModel::InitFromStore(const WeightStore& store) {
   const int threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
   PETAL_RETURN_IF_ERROR(UploadTensorsBf16(store, jobs, threads));
   PETAL_RETURN_IF_ERROR(FoldNorms());
+  if (const char* env = std::getenv("PETAL_QK_NORM_IN_ATTENTION"); env && *env) {
+    qk_norm_in_attention_ = env[0] != '0';
+  }
   if (config_.score_head == ScoreHead::kLmYesNo) {
     // LM reranker: the LM head's "yes" and "no" rows only (as LoadQwen3Weights reads them).
     const int64_t h = config_.hidden_size;

@@ -196,10 +196,16 @@ Status Qwen3CudaModel::Forward(const DeviceBatch& b, float* pooled, cudaStream_t
       GemmQkvRopeParams fp = FusedQkv(L, rp, T);
       fp.config = qc;
       PETAL_RETURN_IF_ERROR(LaunchGemmQkvRope(fp, stream));
+      ap.qk_norm = {};
     } else {
       PETAL_RETURN_IF_ERROR(gemm_->Run(
           {x_.get(), L.qkv.get(), L.qkv_b.get(), nullptr, qkv_.get(), T, QKV, H}, stream));
-      PETAL_RETURN_IF_ERROR(LaunchQkNormRope(rp, stream));
+      if (qk_norm_in_attention_) {
+        ap.qk_norm = {L.q_norm.get(), L.k_norm.get(), config_.norm_eps, positions_.get(),
+                      rope_table_.get(), rope_rows_};
+      } else {
+        PETAL_RETURN_IF_ERROR(LaunchQkNormRope(rp, stream));
+      }
     }
     PETAL_RETURN_IF_ERROR(attention_.Run(ap, stream));
     PETAL_RETURN_IF_ERROR(observe(l, 1, attn_.get(), Q));
