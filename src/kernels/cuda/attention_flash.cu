@@ -42,7 +42,8 @@ bool FlashFoldsQkNorm(const AttentionParams& p) {
   return p.head_dim == 128 && n.q_weight && n.k_weight && n.positions && n.rope_table &&
          n.rope_table_rows > 0 && p.kv_lens == nullptr &&
          reinterpret_cast<uintptr_t>(n.q_weight) % 8 == 0 &&
-         reinterpret_cast<uintptr_t>(n.k_weight) % 8 == 0;
+         reinterpret_cast<uintptr_t>(n.k_weight) % 8 == 0 &&
+         reinterpret_cast<uintptr_t>(n.rope_table) % 16 == 0;
 }
 
 int FlashVariantCount(int head_dim) {

@@ -48,22 +48,31 @@ __device__ __forceinline__ void LoadRows(bf16* smem, const bf16* gmem, int64_t s
 }
 
 // Qwen3's q/k RMSNorm (weight w) + rotate-half rotary, in place on rows [0, valid_rows) of a
-// tile in shared memory whose row r is token first_token + r: LaunchQkNormRope's vector kernel
-// (qk_norm_rope.cu) step for step (same sums in the same order), so the values are the ones it
-// would have written. One warp per row, lane l holding dims 4l..4l+3 (head_dim 128); the
-// rotate-half partner is in lane l ^ 16. Written with the built-ins the emulator
-// (tests/ops/attention_emulator.h) also provides.
-template <class Cfg>
-__device__ __forceinline__ void NormRopeRows(bf16* tile, int valid_rows, int first_token,
-                                             const bf16* w, const AttentionQkNorm& qk, int warp,
-                                             int lane) {
+// kRows-row tile in shared memory whose row r sits at position pos0 + r of its sequence:
+// LaunchQkNormRope's vector kernel (qk_norm_rope.cu) step for step (same sums in the same order),
+// so the values are the ones it would have written. One warp per row, lane l holding dims
+// 4l..4l+3 (head_dim 128); the rotate-half partner is in lane l ^ 16. The row loop is unrolled so
+// the rotary table's loads of several rows are in flight at once (each is a trip to L2). Written
+// with the built-ins the emulator (tests/ops/attention_emulator.h) also provides.
+template <class Cfg, int kRows>
+__device__ __forceinline__ void NormRopeRows(bf16* tile, int valid_rows, int pos0, const bf16* w,
+                                             const AttentionQkNorm& qk, int warp, int lane) {
   constexpr int D = Cfg::kHeadDim, E = 4, kHalf = D / 2;
   static_assert(D == 32 * E, "the q/k norm prologue is written for head_dim 128");
+  static_assert(kRows % Cfg::kWarps == 0, "rows must split evenly over the warps");
   const __nv_bfloat162* w2 = reinterpret_cast<const __nv_bfloat162*>(w + lane * E);
   const float2 g01 = __bfloat1622float2(w2[0]), g23 = __bfloat1622float2(w2[1]);
   const float g[E] = {g01.x, g01.y, g23.x, g23.y};
   const bool first = lane < 16;
-  for (int r = warp; r < valid_rows; r += Cfg::kWarps) {  // warp-uniform: the shuffles are safe
+#pragma unroll 4
+  for (int i = 0; i < kRows / Cfg::kWarps; ++i) {
+    const int r = warp + i * Cfg::kWarps;
+    if (r >= valid_rows) break;  // warp-uniform: the shuffles below are safe
+    const int pos = min(pos0 + r, qk.rope_table_rows - 1);
+    const float4* cs4 = reinterpret_cast<const float4*>(
+        qk.rope_table + static_cast<int64_t>(pos) * kHalf + (lane & 15) * E);
+    const float4 c01 = cs4[0], c23 = cs4[1];  // (cos, sin) of the lane's 4 pairs
+    const float2 c[E] = {{c01.x, c01.y}, {c01.z, c01.w}, {c23.x, c23.y}, {c23.z, c23.w}};
     __nv_bfloat162* x = reinterpret_cast<__nv_bfloat162*>(tile + r * Cfg::kSmemStride + lane * E);
     const float2 x01 = __bfloat1622float2(x[0]), x23 = __bfloat1622float2(x[1]);
     float v[E] = {x01.x, x01.y, x23.x, x23.y};
@@ -79,15 +88,12 @@ __device__ __forceinline__ void NormRopeRows(bf16* tile, int valid_rows, int fir
 #endif
 #pragma unroll
     for (int j = 0; j < E; ++j) v[j] *= inv * g[j];
-    const int pos = min(max(qk.positions[first_token + r], 0), qk.rope_table_rows - 1);
-    const float2* cs = qk.rope_table + static_cast<int64_t>(pos) * kHalf + (lane & 15) * E;
     float o[E];
 #pragma unroll
     for (int j = 0; j < E; ++j) {
       const float other = __shfl_xor_sync(0xffffffffu, v[j], 16);
-      const float2 c = cs[j];
       const float a = first ? v[j] : other, b = first ? other : v[j];
-      o[j] = first ? a * c.x - b * c.y : b * c.x + a * c.y;
+      o[j] = first ? a * c[j].x - b * c[j].y : b * c[j].x + a * c[j].y;
     }
     x[0] = __floats2bfloat162_rn(o[0], o[1]);
     x[1] = __floats2bfloat162_rn(o[2], o[3]);
@@ -194,12 +200,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       if (j == 0) {
 #pragma unroll
         for (int h = 0; h < Cfg::kHeadsPerCta; ++h) {
-          NormRopeRows<Cfg>(sq + h * BM * kStride, min(BM, len - q0), seq_begin + q0,
-                            args.qk.q_weight, args.qk, warp, lane);
+          NormRopeRows<Cfg, BM>(sq + h * BM * kStride, min(BM, len - q0), q0, args.qk.q_weight,
+                                args.qk, warp, lane);
         }
       }
-      NormRopeRows<Cfg>(sk + stage * Cfg::kKVElems, min(BN, klen - j * BN), seq_begin + j * BN,
-                        args.qk.k_weight, args.qk, warp, lane);
+      NormRopeRows<Cfg, BN>(sk + stage * Cfg::kKVElems, min(BN, klen - j * BN), j * BN,
+                            args.qk.k_weight, args.qk, warp, lane);
       __syncthreads();
     }
 

@@ -124,9 +124,9 @@ class Qwen3CudaModel final : public CudaModel {
   bool fp8_on_ = true;
   bool fold_norms_ = false;  // FoldNorms ran: the bf16 layers take FoldedLayer
   // The bf16 layers hand q/k norm + rotary to the attention call (AttentionParams::qk_norm: the
-  // flash kernel applies it on load) instead of launching QkNormRope.
-  // PETAL_QK_NORM_IN_ATTENTION=0 turns it off.
-  bool qk_norm_in_attention_ = true;
+  // flash kernel applies it on load) instead of launching QkNormRope. Off by default (measured
+  // slower, docs/attention.md); PETAL_QK_NORM_IN_ATTENTION=1 turns it on.
+  bool qk_norm_in_attention_ = false;
   // FuseGemms' decisions. fused_mlp_ non-empty: gate/up rows are interleaved, and the batches
   // with no fused config take the GEMM and LaunchSiluMulInterleaved.
   std::vector<FusedRung> fused_mlp_, fused_qkv_;
