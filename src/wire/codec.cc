@@ -7,6 +7,7 @@
 #include <vector>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -144,8 +145,18 @@ __attribute__((target("avx,f16c"))) void HalvesToFloatsF16c(const uint8_t* in, s
     out[i] = HalfToFloat(h);
   }
 }
+// CPUID leaf 1, ECX: bit 28 AVX, bit 29 F16C, bit 27 OSXSAVE; then XCR0 for the AVX state.
+// Read directly: clang's __builtin_cpu_supports does not know "f16c".
 bool HasF16c() {
-  static const bool has = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+    constexpr unsigned kBits = (1u << 27) | (1u << 28) | (1u << 29);
+    if ((ecx & kBits) != kBits) return false;
+    unsigned lo = 0, hi = 0;  // XCR0: the OS saves the SSE and AVX state (bits 1 and 2)
+    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (lo & 6u) == 6u;
+  }();
   return has;
 }
 }  // namespace
