@@ -94,7 +94,8 @@ double WorstMaxSimError(HttpClient* c, const ColbertGolden& g, Tolerance toleran
       return 1e30;
     }
     size_t n = 0;
-    for (auto item : doc["data"].get_array().value()) {
+    simdjson::dom::array items = doc["data"].get_array().value();  // named: the loop outlives it
+    for (auto item : items) {
       const size_t index = static_cast<size_t>(item["index"].get_int64().value());
       if (index >= g.documents.size()) {
         ADD_FAILURE() << "document index " << index << " out of range";
