@@ -121,7 +121,7 @@ namespace {
 // F16C converts 8 values per instruction; _MM_FROUND_TO_NEAREST_INT is round half to even, the
 // scalar FloatToHalf's rounding. A multi-vector answer's token vectors are ~3M floats.
 __attribute__((target("avx,f16c"))) void FloatsToHalvesF16c(const float* x, size_t n,
-                                                             uint8_t* out) {
+                                                            uint8_t* out) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
@@ -133,7 +133,7 @@ __attribute__((target("avx,f16c"))) void FloatsToHalvesF16c(const float* x, size
   }
 }
 __attribute__((target("avx,f16c"))) void HalvesToFloatsF16c(const uint8_t* in, size_t n,
-                                                             float* out) {
+                                                            float* out) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 2 * i));

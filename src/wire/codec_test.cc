@@ -88,11 +88,11 @@ TEST(Postprocess, BulkHalvesMatchScalar) {
   for (int i = 0; i < 4000; ++i) {
     x.push_back(d(rng) * std::ldexp(1.0f, -std::uniform_int_distribution<int>(0, 40)(rng)));
   }
-  for (float s : {0.0f, -0.0f, 65504.0f, 65520.0f, -65520.0f, 1e10f, std::ldexp(1.0f, -24),
-                  std::ldexp(1.0f, -25), 3 * std::ldexp(1.0f, -25), 1.0f + std::ldexp(1.0f, -11),
-                  1.0f + 3 * std::ldexp(1.0f, -11), std::numeric_limits<float>::infinity(),
-                  -std::numeric_limits<float>::infinity(),
-                  std::numeric_limits<float>::quiet_NaN()}) {
+  for (float s :
+       {0.0f, -0.0f, 65504.0f, 65520.0f, -65520.0f, 1e10f, std::ldexp(1.0f, -24),
+        std::ldexp(1.0f, -25), 3 * std::ldexp(1.0f, -25), 1.0f + std::ldexp(1.0f, -11),
+        1.0f + 3 * std::ldexp(1.0f, -11), std::numeric_limits<float>::infinity(),
+        -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
     x.insert(x.begin() + static_cast<long>(rng() % x.size()), s);
   }
   for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{8}, size_t{9}, x.size()}) {
@@ -115,7 +115,6 @@ TEST(Postprocess, BulkHalvesMatchScalar) {
     }
   }
 }
-
 
 TEST(Postprocess, Int8UsesPerRowScale) {
   std::vector<float> row = {0.5f, -1.0f, 0.25f, 0.0f};

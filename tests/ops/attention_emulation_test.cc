@@ -210,8 +210,11 @@ void RunAllVariants(bool causal, std::vector<int32_t> kv = {}, bool qk_norm = fa
       }
     }
     norm = {reinterpret_cast<const __nv_bfloat16*>(qw16.data()),
-          reinterpret_cast<const __nv_bfloat16*>(kw16.data()), 1e-6f, positions.data(), rope.data(),
-          rows};
+            reinterpret_cast<const __nv_bfloat16*>(kw16.data()),
+            1e-6f,
+            positions.data(),
+            rope.data(),
+            rows};
     NormRopeReference(&f, row, tokens, c.hq + c.hkv, D, qw, kw, c.hq, 1e-6f, cu,
                       static_cast<int>(c.lens.size()), theta);
   }

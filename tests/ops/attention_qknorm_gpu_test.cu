@@ -112,7 +112,8 @@ TEST(AttentionQkNorm, PrologueMatchesSeparateKernel) {
     ASSERT_TRUE(petal::cuda::FlashFoldsQkNorm(fused));
     for (int v = 0; v < petal::cuda::FlashVariantCount(d); ++v) {
       if (!petal::cuda::FlashVariantSupports(d, v, hq / hkv)) continue;
-      const std::string what = petal::cuda::FlashVariantName(d, v) + (causal ? " causal" : " bidir");
+      const std::string what =
+          petal::cuda::FlashVariantName(d, v) + (causal ? " causal" : " bidir");
       ASSERT_EQ(cudaMemset(out_a, 0xFF, out_elems * 2), cudaSuccess);  // NaN: unwritten shows
       ASSERT_EQ(cudaMemset(out_b, 0xFF, out_elems * 2), cudaSuccess);
       ASSERT_TRUE(petal::cuda::LaunchRaggedAttentionVariant(before, v, ws, nullptr).ok()) << what;
@@ -128,8 +129,9 @@ TEST(AttentionQkNorm, PrologueMatchesSeparateKernel) {
         worst = std::max(worst, std::fabs(fa - fb) / std::max(std::fabs(fa), 1e-3));
       }
       EXPECT_LE(worst, 1.0 / 256) << what;
-      std::printf("  %s: %zu of %zu values differ from the separate kernel's, worst relative %.3g\n",
-                  what.c_str(), differ, out_elems, worst);
+      std::printf(
+          "  %s: %zu of %zu values differ from the separate kernel's, worst relative %.3g\n",
+          what.c_str(), differ, out_elems, worst);
     }
   }
   EXPECT_EQ(Download(raw, qkv.size()), qkv) << "the prologue wrote to q/k in global memory";
@@ -138,10 +140,10 @@ TEST(AttentionQkNorm, PrologueMatchesSeparateKernel) {
   bad.qk_norm = {rp.q_norm_weight, rp.k_norm_weight, rp.eps, dpos, nullptr, 0};
   EXPECT_FALSE(petal::cuda::FlashFoldsQkNorm(bad));
   EXPECT_FALSE(petal::cuda::LaunchRaggedAttention(bad, ws, nullptr).ok());
-  for (void* p : {static_cast<void*>(raw), static_cast<void*>(normed), static_cast<void*>(dqw),
-                  static_cast<void*>(dkw), static_cast<void*>(dpos), static_cast<void*>(drope),
-                  static_cast<void*>(dcu), static_cast<void*>(out_a), static_cast<void*>(out_b),
-                  ws}) {
+  for (void* p :
+       {static_cast<void*>(raw), static_cast<void*>(normed), static_cast<void*>(dqw),
+        static_cast<void*>(dkw), static_cast<void*>(dpos), static_cast<void*>(drope),
+        static_cast<void*>(dcu), static_cast<void*>(out_a), static_cast<void*>(out_b), ws}) {
     cudaFree(p);
   }
 }

@@ -243,8 +243,9 @@ Status AttentionRunner::Run(const AttentionParams& p, cudaStream_t stream) {
   }
   // Another backend (or a shape the flash prologue does not cover): the norm in place first.
   if (p.k != p.q + static_cast<int64_t>(p.num_heads) * p.head_dim || p.k_stride != p.q_stride) {
-    return InvalidArgument("attention: q/k norm without the flash prologue needs the fused QKV "
-                           "layout (k right after q's heads in each row)");
+    return InvalidArgument(
+        "attention: q/k norm without the flash prologue needs the fused QKV "
+        "layout (k right after q's heads in each row)");
   }
   QkNormRopeParams rp;
   rp.qkv = const_cast<__nv_bfloat16*>(p.q);

@@ -33,7 +33,8 @@ struct AttentionQkNorm {
   const __nv_bfloat16* k_weight = nullptr;  // [head_dim]
   float eps = 1e-6f;
   // DEVICE, [max_tokens]: each token's rotary position, which must be its index within its
-  // sequence (cpu::Rope's convention; the flash prologue computes it so, LaunchQkNormRope reads it).
+  // sequence (cpu::Rope's convention; the flash prologue computes it so, LaunchQkNormRope reads
+  // it).
   const int32_t* positions = nullptr;
   const float2* rope_table = nullptr;  // DEVICE, RopeTable (ops.h): (cos, sin) per position, pair
   int rope_table_rows = 0;             // positions are clamped to rows - 1

@@ -108,8 +108,8 @@ struct FlashArgs {
   const WorkItem* work_items;
   const int32_t* kv_lens;  // AttentionParams::kv_lens (nullptr: every key)
   int num_heads;
-  int group;         // num_heads / num_kv_heads
-  float scale_log2;  // softmax scale * log2(e): scores go through exp2
+  int group;           // num_heads / num_kv_heads
+  float scale_log2;    // softmax scale * log2(e): scores go through exp2
   AttentionQkNorm qk;  // applied to the loaded q/k tiles by the kQkNorm kernels
 };
 

@@ -110,7 +110,7 @@ Status Qwen3CudaModel::FoldedLayer(const Qwen3LayerDev& L, int l, AttentionParam
 }
 
 GemmQkvRopeParams Qwen3CudaModel::FusedQkv(const Qwen3LayerDev& L, const QkNormRopeParams& rp,
-                                            int T) const {
+                                           int T) const {
   GemmQkvRopeParams p;
   p.x = x_.get(), p.w = L.qkv.get(), p.bias = L.qkv_b.get(), p.out = qkv_.get();
   p.m = T, p.k = config_.hidden_size;
@@ -201,8 +201,8 @@ Status Qwen3CudaModel::Forward(const DeviceBatch& b, float* pooled, cudaStream_t
       PETAL_RETURN_IF_ERROR(gemm_->Run(
           {x_.get(), L.qkv.get(), L.qkv_b.get(), nullptr, qkv_.get(), T, QKV, H}, stream));
       if (qk_norm_in_attention_) {
-        ap.qk_norm = {L.q_norm.get(), L.k_norm.get(), config_.norm_eps, positions_.get(),
-                      rope_table_.get(), rope_rows_};
+        ap.qk_norm = {L.q_norm.get(),   L.k_norm.get(),    config_.norm_eps,
+                      positions_.get(), rope_table_.get(), rope_rows_};
       } else {
         PETAL_RETURN_IF_ERROR(LaunchQkNormRope(rp, stream));
       }
