@@ -38,27 +38,5 @@ for shape in ${BIN_AB_SHAPES:-0.6b 4b}; do
     done
   done
 done
-python3 - "$D" <<'PY' || rc=1
-import glob, json, os, re, sys
-d = sys.argv[1]
-rows, names = {}, []
-for f in sorted(glob.glob(os.path.join(d, "*-r*.json"))):
-    shape, name, r = re.match(r"(.+?)-([^-]+)-r(\d+)\.json$", os.path.basename(f)).groups()
-    if name not in names:
-        names.append(name)
-    j = json.load(open(f))
-    rows.setdefault((shape, "check_worst_cosine"), {}).setdefault(name, []).append(j.get("check_worst_cosine"))
-    for sc, s in j.get("scenarios", {}).items():
-        x = s.get("p50_ms") if s.get("p50_ms") is not None else s.get("emb_per_s")
-        rows.setdefault((shape, sc), {}).setdefault(name, []).append(x)
-        if s.get("p99_ms") is not None:
-            rows.setdefault((shape, sc + " p99"), {}).setdefault(name, []).append(s.get("p99_ms"))
-fmt = lambda sc, x: (f"{x:.6f}" if sc == "check_worst_cosine" else f"{x:.3f}") if isinstance(x, float) else str(x)
-out = ["| shape | scenario | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
-for (shape, sc), by in sorted(rows.items()):
-    out.append(f"| {shape} | {sc} | " + " | ".join("/".join(fmt(sc, x) for x in by.get(n, [])) for n in names) + " |")
-open(os.path.join(d, "summary.md"), "w").write(
-    "p50 ms (latency; p99 rows too) or emb/s (throughput), one value per round\n\n" + "\n".join(out) + "\n")
-print("\n".join(out))
-PY
+python3 scripts/gpu/ab_table.py "$D" || rc=1
 exit $rc

@@ -30,26 +30,4 @@ for shape in ${AB_SHAPES:-0.6b 4b}; do
     done
   done
 done
-python3 - "$D" "$VAR" <<'PY'
-import glob, json, os, re, sys
-d, var = sys.argv[1], sys.argv[2]
-rows, values = {}, []
-for f in sorted(glob.glob(os.path.join(d, "*-v*-r*.json"))):
-    shape, v, r = re.match(r"(.+)-v([^-]+)-r(\d+)\.json$", os.path.basename(f)).groups()
-    values.append(v) if v not in values else None
-    j = json.load(open(f))
-    rows.setdefault((shape, "check_worst_cosine"), {}).setdefault(v, []).append(j.get("check_worst_cosine"))
-    for name, s in j.get("scenarios", {}).items():
-        x = s.get("p50_ms") if s.get("p50_ms") is not None else s.get("emb_per_s")
-        rows.setdefault((shape, name), {}).setdefault(v, []).append(x)
-        if s.get("p99_ms") is not None:
-            rows.setdefault((shape, name + " p99"), {}).setdefault(v, []).append(s.get("p99_ms"))
-fmt = lambda name, x: (f"{x:.6f}" if name == "check_worst_cosine" else f"{x:.3f}") if isinstance(x, float) else str(x)
-out = [f"| shape | scenario | " + " | ".join(f"{var}={v}" for v in values) + " |",
-       "|---|---|" + "---|" * len(values)]
-for (shape, name), by in sorted(rows.items()):
-    out.append(f"| {shape} | {name} | " + " | ".join("/".join(fmt(name, x) for x in by.get(v, [])) for v in values) + " |")
-open(os.path.join(d, "summary.md"), "w").write(
-    "p50 ms (latency; p99 rows too) or emb/s (throughput), one value per round\n\n" + "\n".join(out) + "\n")
-print("\n".join(out))
-PY
+python3 scripts/gpu/ab_table.py "$D" --label "$VAR="
