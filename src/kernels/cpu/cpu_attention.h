@@ -36,6 +36,12 @@ void BlockedAttentionBf16(const float* q, int q_stride, const float* k, int k_st
                           const float* v, int v_stride, float* out, uint16_t* out_bf16,
                           const int32_t* cu_seqlens, int num_seqs, int num_heads, int num_kv_heads,
                           int head_dim, bool causal, float scale, const int32_t* kv_lens = nullptr);
+// The same on q, k and v already in bf16 (e.g. a bf16 GEMM's output): equal to the fp32-input
+// call on the same values widened to fp32, since those round to themselves.
+void BlockedAttentionBf16(const uint16_t* q, int q_stride, const uint16_t* k, int k_stride,
+                          const uint16_t* v, int v_stride, float* out, uint16_t* out_bf16,
+                          const int32_t* cu_seqlens, int num_seqs, int num_heads, int num_kv_heads,
+                          int head_dim, bool causal, float scale, const int32_t* kv_lens = nullptr);
 
 // The work items both variants share: queries [q0, q1) of every query head of kv_head in
 // sequence seq. Each item packs the keys and values its queries see once (kept hot in L2 for

@@ -71,41 +71,89 @@ PETAL_BF16_INLINE __m512 Exp16(__m512 x) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  const __m512i e =
-      _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(k), _mm512_set1_epi32(127)), 23);
-  return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+  return _mm512_scalef_ps(p, k);  // p * 2^k: k is an integer in [-126, 127] after the clamps
+}
+
+// 32 input values at p (fp32 rounded to bf16, or bf16 bits as they are) as 32 bf16 lanes.
+PETAL_BF16_INLINE __m512i Bf16x32(const float* p) {
+  return reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(_mm512_loadu_ps(p + 16), _mm512_loadu_ps(p)));
+}
+PETAL_BF16_INLINE __m512i Bf16x32(const uint16_t* p) { return _mm512_loadu_si512(p); }
+
+template <typename T>
+PETAL_BF16_INLINE void Row32(const T* p, uint16_t* out) {
+  _mm512_storeu_si512(out, Bf16x32(p));
+}
+
+// In place: r[i] lane c <-> r[c] lane i (16 x 16 32-bit words).
+PETAL_BF16_INLINE void Transpose16(__m512i r[16]) {
+  __m512i t[16], u[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);  // per 128-bit lane: a0 b0 a1 b1
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);  // a2 b2 a3 b3
+  }
+  for (int g = 0; g < 4; ++g) {  // rows 4g..4g+3: u[g * 4 + m] holds column 4L + m of them
+    u[g * 4 + 0] = _mm512_unpacklo_epi64(t[4 * g], t[4 * g + 2]);
+    u[g * 4 + 1] = _mm512_unpackhi_epi64(t[4 * g], t[4 * g + 2]);
+    u[g * 4 + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
+    u[g * 4 + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
+  }
+  for (int m = 0; m < 4; ++m) {
+    const __m512i v0 = _mm512_shuffle_i32x4(u[m], u[4 + m], 0x88);  // lanes 0, 2 of each
+    const __m512i w0 = _mm512_shuffle_i32x4(u[m], u[4 + m], 0xDD);  // lanes 1, 3
+    const __m512i v1 = _mm512_shuffle_i32x4(u[8 + m], u[12 + m], 0x88);
+    const __m512i w1 = _mm512_shuffle_i32x4(u[8 + m], u[12 + m], 0xDD);
+    r[m] = _mm512_shuffle_i32x4(v0, v1, 0x88);       // 128-bit lane 0: column m
+    r[8 + m] = _mm512_shuffle_i32x4(v0, v1, 0xDD);   // lane 2: column 8 + m
+    r[4 + m] = _mm512_shuffle_i32x4(w0, w1, 0x88);   // lane 1: column 4 + m
+    r[12 + m] = _mm512_shuffle_i32x4(w0, w1, 0xDD);  // lane 3: column 12 + m
+  }
+}
+
+// 16 values of row a in lanes 0..15 and 16 of row b in lanes 16..31, as bf16 (a zero row where
+// the pointer is null).
+PETAL_BF16_INLINE __m512i TwoRows16(const float* a, const float* b) {
+  const __m512 fa = a ? _mm512_loadu_ps(a) : _mm512_setzero_ps();
+  const __m512 fb = b ? _mm512_loadu_ps(b) : _mm512_setzero_ps();
+  return reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(fb, fa));
+}
+PETAL_BF16_INLINE __m512i TwoRows16(const uint16_t* a, const uint16_t* b) {
+  const __m256i ha = a ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a))
+                       : _mm256_setzero_si256();
+  const __m256i hb = b ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b))
+                       : _mm256_setzero_si256();
+  return _mm512_inserti64x4(_mm512_castsi256_si512(ha), hb, 1);
 }
 
 // Keys [0, kend) of one kv head into panels (zero up to ld, a multiple of 32): key j's dims t,
 // t+1 at kt[(j / 16) * 16 * d + (t / 2) * 32 + (j % 16) * 2 + t % 2]; values as pairs of keys:
-// v[j][c] at vp[(j / 2) * 2 * d + c * 2 + j % 2].
-PETAL_BF16_FN void PackKeysValues(const float* k, int k_stride, const float* v, int v_stride,
-                                  int kend, int ld, int d, uint16_t* kt, uint16_t* vp) {
-  alignas(64) uint16_t row[kMaxD];
-  uint32_t pairs[kMaxD / 2];
-  for (int j = 0; j < ld; ++j) {
-    if (j < kend) {
-      const float* kj = k + static_cast<int64_t>(j) * k_stride;
-      for (int t = 0; t < d; t += 32)
-        Store32(_mm512_loadu_ps(kj + t), _mm512_loadu_ps(kj + t + 16), row + t);
-      std::memcpy(pairs, row, sizeof(uint16_t) * d);
-    } else {
-      std::memset(pairs, 0, sizeof(uint16_t) * d);
+// v[j][c] at vp[(j / 2) * 2 * d + c * 2 + j % 2]. T: float, or uint16_t (bf16 bits).
+template <typename T>
+PETAL_BF16_FN void PackKeysValues(const T* k, int k_stride, const T* v, int v_stride, int kend,
+                                  int ld, int d, uint16_t* kt, uint16_t* vp) {
+  // Keys: 16 at a time, 32 dims (16 pairs) at a time, one 16 x 16 transpose of dim pairs.
+  for (int j0 = 0; j0 < ld; j0 += 16) {
+    uint16_t* panel = kt + static_cast<int64_t>(j0) * d;
+    for (int t0 = 0; t0 < d; t0 += 32) {
+      __m512i r[16];
+      for (int i = 0; i < 16; ++i) {
+        const int j = j0 + i;
+        r[i] = j < kend ? Bf16x32(k + static_cast<int64_t>(j) * k_stride + t0)
+                        : _mm512_setzero_si512();
+      }
+      Transpose16(r);
+      for (int i = 0; i < 16; ++i) _mm512_store_si512(panel + (t0 / 2 + i) * 32, r[i]);
     }
-    uint32_t* panel = reinterpret_cast<uint32_t*>(kt + static_cast<int64_t>(j / 16) * 16 * d);
-    for (int tp = 0; tp < d / 2; ++tp) panel[tp * 16 + j % 16] = pairs[tp];
   }
   // Interleave two rows' 16 bf16: lanes 0..15 hold row j, 16..31 row j + 1.
   const __m512i inter = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24,
                                          8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
   for (int j = 0; j < ld; j += 2) {
-    const float* a = v + static_cast<int64_t>(j) * v_stride;
-    const float* b = a + v_stride;
+    const T* a = v + static_cast<int64_t>(j) * v_stride;
+    const T* b = a + v_stride;
     uint16_t* out = vp + static_cast<int64_t>(j) * d;
     for (int c = 0; c < d; c += 16) {
-      const __m512 fa = j < kend ? _mm512_loadu_ps(a + c) : _mm512_setzero_ps();
-      const __m512 fb = j + 1 < kend ? _mm512_loadu_ps(b + c) : _mm512_setzero_ps();
-      const __m512i both = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(fb, fa));
+      const __m512i both = TwoRows16(j < kend ? a + c : nullptr, j + 1 < kend ? b + c : nullptr);
       _mm512_store_si512(out + 2 * c, _mm512_permutexvar_epi16(inter, both));
     }
   }
@@ -187,18 +235,18 @@ inline int TileRows(int left) {
   }
 // clang-format on
 
-// Queries [q0, q0 + nq) of one head: q (fp32 rows, stride q_stride) against the packed keys and
-// values; output rows at out / out_bf16 (stride out_stride; either may be null).
-PETAL_BF16_FN void RunItem(const float* q, int q_stride, const uint16_t* kt, const uint16_t* vp,
+// Queries [q0, q0 + nq) of one head: q (fp32 or bf16 rows, stride q_stride) against the packed
+// keys and values; output rows at out / out_bf16 (stride out_stride; either may be null).
+template <typename T>
+PETAL_BF16_FN void RunItem(const T* q, int q_stride, const uint16_t* kt, const uint16_t* vp,
                            float* out, uint16_t* out_bf16, int out_stride, int q0, int nq, int len,
                            int d, bool causal, float scale, uint16_t* qb, float* sbuf,
                            uint16_t* pbuf, float* acc) {
   float m[kBq], l[kBq], corr[kBq];
   for (int i = 0; i < nq; ++i) {
     m[i] = -INFINITY, l[i] = 0.0f;
-    const float* qi = q + static_cast<int64_t>(q0 + i) * q_stride;
-    for (int t = 0; t < d; t += 32)
-      Store32(_mm512_loadu_ps(qi + t), _mm512_loadu_ps(qi + t + 16), qb + i * d + t);
+    const T* qi = q + static_cast<int64_t>(q0 + i) * q_stride;
+    for (int t = 0; t < d; t += 32) Row32(qi + t, qb + i * d + t);
   }
   std::fill(acc, acc + static_cast<size_t>(nq) * d, 0.0f);
   const int kend = causal ? q0 + nq : len;
@@ -230,16 +278,20 @@ PETAL_BF16_FN void RunItem(const float* q, int q_stride, const uint16_t* kt, con
       }
       const float mxs = _mm512_reduce_max_ps(mx);
       const __m512 mv = _mm512_set1_ps(mxs);
+      // 32 probabilities at a time, rounded to bf16 and summed as rounded (VDPBF16PS against
+      // ones: each lane adds its pair).
+      const __m512bh ones = AsBh(_mm512_set1_epi16(0x3f80));
       __m512 sum = _mm512_setzero_ps();
-      for (int j = 0; j < n32; j += 16) {
+      auto probs16 = [&](int j) PETAL_BF16_FN {
         const int left = std::max(0, jmax - j);
         const __mmask16 live = _cvtu32_mask16(left >= 16 ? 0xffffu : (1u << left) - 1);
-        const __m512 e = _mm512_maskz_mov_ps(
+        return _mm512_maskz_mov_ps(
             live, Exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(live, sr + j), mv)));
-        const __m256i eb = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(e));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(pr + j), eb);
-        sum = _mm512_add_ps(sum,
-                            _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(eb), 16)));
+      };
+      for (int j = 0; j < n32; j += 32) {
+        const __m512bh eb = _mm512_cvtne2ps_pbh(probs16(j + 16), probs16(j));
+        _mm512_storeu_si512(pr + j, reinterpret_cast<__m512i>(eb));
+        sum = _mm512_dpbf16_ps(sum, eb, ones);
       }
       corr[i] = vec::Exp(m[i] - mxs);  // 0 on the first block (m = -inf clamps)
       l[i] = l[i] * corr[i] + _mm512_reduce_add_ps(sum);
@@ -278,24 +330,15 @@ bool HaveBf16Attention(int head_dim) {
   return DetectCpuFeatures().avx512_bf16 && head_dim % 32 == 0 && head_dim > 0 && head_dim <= kMaxD;
 }
 
-void BlockedAttentionBf16(const float* q, int q_stride, const float* k, int k_stride,
-                          const float* v, int v_stride, float* out, uint16_t* out_bf16,
-                          const int32_t* cu_seqlens, int num_seqs, int num_heads, int num_kv_heads,
-                          int head_dim, bool causal, float scale, const int32_t* kv_lens) {
-  const int group = num_heads / num_kv_heads, d = head_dim, out_stride = num_heads * d;
-  if (!HaveBf16Attention(d)) {  // the fp32 variant, then the bf16 copy if asked for
-    std::vector<float> tmp;
-    float* o = out;
-    if (!o) {
-      tmp.resize(static_cast<size_t>(cu_seqlens[num_seqs]) * out_stride);
-      o = tmp.data();
-    }
-    BlockedAttention(q, q_stride, k, k_stride, v, v_stride, o, cu_seqlens, num_seqs, num_heads,
-                     num_kv_heads, d, causal, scale, kv_lens);
-    if (out_bf16)
-      ConvertToBf16(o, static_cast<int64_t>(cu_seqlens[num_seqs]) * out_stride, out_bf16);
-    return;
-  }
+namespace {
+
+// The parallel driver of both entry points (HaveBf16Attention(head_dim) checked by the caller).
+template <typename T>
+void RunBf16(const T* q, int q_stride, const T* k, int k_stride, const T* v, int v_stride,
+             float* out, uint16_t* out_bf16, const int32_t* cu_seqlens, int num_seqs,
+             int num_heads, int num_kv_heads, int d, bool causal, float scale,
+             const int32_t* kv_lens) {
+  const int group = num_heads / num_kv_heads, out_stride = num_heads * d;
   const std::vector<AttentionItem> items =
       AttentionItems(cu_seqlens, num_seqs, num_kv_heads, std::max(1, omp_get_max_threads()));
   const int64_t n_items = static_cast<int64_t>(items.size());
@@ -318,7 +361,7 @@ void BlockedAttentionBf16(const float* q, int q_stride, const float* k, int k_st
                      v + static_cast<int64_t>(begin) * v_stride + w.kv_head * d, v_stride, kend, ld,
                      d, kt.data(), vp.data());
       for (int h = w.kv_head * group; h < (w.kv_head + 1) * group; ++h) {
-        const float* qs = q + static_cast<int64_t>(begin) * q_stride + h * d;
+        const T* qs = q + static_cast<int64_t>(begin) * q_stride + h * d;
         const int64_t o0 = static_cast<int64_t>(begin) * out_stride + h * d;
         for (int q0 = w.q0; q0 < w.q1; q0 += kBq) {
           RunItem(qs, q_stride, kt.data(), vp.data(), out ? out + o0 : nullptr,
@@ -328,6 +371,60 @@ void BlockedAttentionBf16(const float* q, int q_stride, const float* k, int k_st
       }
     }
   }
+}
+
+// The fp32 variant, then the bf16 copy if asked for (no AVX512-BF16, or an unsupported head size).
+void RunFp32(const float* q, int q_stride, const float* k, int k_stride, const float* v,
+             int v_stride, float* out, uint16_t* out_bf16, const int32_t* cu_seqlens, int num_seqs,
+             int num_heads, int num_kv_heads, int d, bool causal, float scale,
+             const int32_t* kv_lens) {
+  const int64_t outs = static_cast<int64_t>(cu_seqlens[num_seqs]) * num_heads * d;
+  std::vector<float> tmp;
+  float* o = out;
+  if (!o) {
+    tmp.resize(static_cast<size_t>(outs));
+    o = tmp.data();
+  }
+  BlockedAttention(q, q_stride, k, k_stride, v, v_stride, o, cu_seqlens, num_seqs, num_heads,
+                   num_kv_heads, d, causal, scale, kv_lens);
+  if (out_bf16) ConvertToBf16(o, outs, out_bf16);
+}
+
+}  // namespace
+
+void BlockedAttentionBf16(const float* q, int q_stride, const float* k, int k_stride,
+                          const float* v, int v_stride, float* out, uint16_t* out_bf16,
+                          const int32_t* cu_seqlens, int num_seqs, int num_heads, int num_kv_heads,
+                          int head_dim, bool causal, float scale, const int32_t* kv_lens) {
+  auto run = HaveBf16Attention(head_dim) ? RunBf16<float> : RunFp32;
+  run(q, q_stride, k, k_stride, v, v_stride, out, out_bf16, cu_seqlens, num_seqs, num_heads,
+      num_kv_heads, head_dim, causal, scale, kv_lens);
+}
+
+void BlockedAttentionBf16(const uint16_t* q, int q_stride, const uint16_t* k, int k_stride,
+                          const uint16_t* v, int v_stride, float* out, uint16_t* out_bf16,
+                          const int32_t* cu_seqlens, int num_seqs, int num_heads, int num_kv_heads,
+                          int head_dim, bool causal, float scale, const int32_t* kv_lens) {
+  if (HaveBf16Attention(head_dim)) {
+    RunBf16<uint16_t>(q, q_stride, k, k_stride, v, v_stride, out, out_bf16, cu_seqlens, num_seqs,
+                      num_heads, num_kv_heads, head_dim, causal, scale, kv_lens);
+    return;
+  }
+  // The fp32 variant on the inputs widened back to fp32 (exact), each row of q, k and v once.
+  const int rows = cu_seqlens[num_seqs], d = head_dim;
+  const int qw = num_heads * d, kw = num_kv_heads * d;
+  std::vector<float> qf(static_cast<size_t>(rows) * qw), kf(static_cast<size_t>(rows) * kw),
+      vf(kf.size());
+  auto widen = [rows](const uint16_t* src, int stride, int width, float* dst) {
+    for (int r = 0; r < rows; ++r) {
+      for (int c = 0; c < width; ++c) dst[int64_t{r} * width + c] = FromBf16Bits(src[int64_t{r} * stride + c]);
+    }
+  };
+  widen(q, q_stride, qw, qf.data());
+  widen(k, k_stride, kw, kf.data());
+  widen(v, v_stride, kw, vf.data());
+  RunFp32(qf.data(), qw, kf.data(), kw, vf.data(), kw, out, out_bf16, cu_seqlens, num_seqs,
+          num_heads, num_kv_heads, d, causal, scale, kv_lens);
 }
 
 }  // namespace petal::cpu

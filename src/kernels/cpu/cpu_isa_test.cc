@@ -201,6 +201,18 @@ TEST(CpuIsaTest, Bf16AttentionTracksFp32) {
       BlockedAttentionBf16(qkv.data(), row, k_of(qkv), row, v_of(qkv), row, got.data(), gotb.data(),
                            cu.data(), S, heads, kv, d, causal, scale);
       for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(gotb[i], ToBf16Bits(got[i])) << i;
+      {  // q, k, v given as bf16 bits: the same answer as the fp32 call on those values
+        std::vector<uint16_t> bits(qkvr.size()), outb(ref.size());
+        for (size_t i = 0; i < bits.size(); ++i) bits[i] = ToBf16Bits(qkvr[i]);
+        std::vector<float> want(ref.size(), NAN), got16(ref.size(), NAN);
+        BlockedAttentionBf16(qkvr.data(), row, k_of(qkvr), row, v_of(qkvr), row, want.data(),
+                             nullptr, cu.data(), S, heads, kv, d, causal, scale);
+        BlockedAttentionBf16(bits.data(), row, bits.data() + heads * d, row,
+                             bits.data() + (heads + kv) * d, row, got16.data(), outb.data(),
+                             cu.data(), S, heads, kv, d, causal, scale);
+        ASSERT_EQ(got16, want);
+        for (size_t i = 0; i < got16.size(); ++i) ASSERT_EQ(outb[i], ToBf16Bits(got16[i])) << i;
+      }
       if (!HaveBf16Attention(d)) {
         std::vector<float> blocked(ref.size());
         BlockedAttention(qkv.data(), row, k_of(qkv), row, v_of(qkv), row, blocked.data(), cu.data(),

@@ -95,19 +95,19 @@ class BertFastCpuModel final : public CpuModel {
     for (size_t l = 0; l < layers_.size(); ++l) {
       const PackedBertLayer& p = layers_[l];
       const BertLayerWeights& lw = w.layers[l];
-      if (bf16) {
-        p.qkv.ForwardBf16(xb, T, qkv);
-      } else {
-        p.qkv.Forward(x, T, qkv);
-      }
       const int32_t* kv_lens = batch.key_lengths.empty() ? nullptr : batch.key_lengths.data();
-      if (bf16) {  // bf16 attention (AVX512-BF16 where the CPU has it), its output in bf16
+      if (bf16) {
+        // q, k and v leave the GEMM in bf16 (the attention rounds them to bf16 anyway: the same
+        // values, half the bytes), the attention (AVX512-BF16 where the CPU has it) writes bf16.
+        uint16_t* const qb = reinterpret_cast<uint16_t*>(qkv);  // bf16 [T, 3H] in the fp32 buffer
         uint16_t* const cb = reinterpret_cast<uint16_t*>(ctx);  // bf16 [T, H] in the fp32 buffer
-        cpu::BlockedAttentionBf16(qkv, 3 * H, qkv + H, 3 * H, qkv + 2 * H, 3 * H, nullptr, cb,
+        p.qkv.ForwardBf16Out(xb, T, qb);
+        cpu::BlockedAttentionBf16(qb, 3 * H, qb + H, 3 * H, qb + 2 * H, 3 * H, nullptr, cb,
                                   batch.cu_seqlens.data(), S, c.num_heads, c.num_heads, d,
                                   /*causal=*/false, scale, kv_lens);
         p.attn_out.ForwardBf16(cb, T, proj);
       } else {
+        p.qkv.Forward(x, T, qkv);
         cpu::BlockedAttention(qkv, 3 * H, qkv + H, 3 * H, qkv + 2 * H, 3 * H, ctx,
                               batch.cu_seqlens.data(), S, c.num_heads, c.num_heads, d,
                               /*causal=*/false, scale, kv_lens);
