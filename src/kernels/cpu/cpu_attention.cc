@@ -4,8 +4,9 @@
 // then a small GEMM over one panel: with AVX2, tiles of 6
 // queries x 16 keys (12 accumulator registers; per head dimension 2 key loads and 6 query
 // broadcasts feed 12 FMAs), then an online softmax over a block of 128 keys, then P.V in tiles of
-// 6 queries x 16 output dims. Other head sizes (or no AVX2) take a scalar path over the same
-// transposed keys. Thread-safety: a pure function over caller buffers.
+// 6 queries x 16 output dims; with AVX-512 (run-time dispatch, cpu_attention_avx512.cc), tiles of
+// 8 queries x 32 keys and 8 x 32 dims. Other head sizes (or no AVX2) take a scalar path over the
+// same transposed keys. Thread-safety: a pure function over caller buffers.
 #include "kernels/cpu/cpu_attention.h"
 
 #include <algorithm>
@@ -14,6 +15,8 @@
 
 #include <omp.h>
 
+#include "kernels/cpu/cpu_attention_avx512.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_linear.h"
 #include "kernels/cpu/vec_math.h"
 
@@ -308,6 +311,7 @@ void BlockedAttention(const float* q, int q_stride, const float* k, int k_stride
 #if PETAL_ATTN_AVX2
   const bool tiles = d % 16 == 0;
 #endif
+  const bool wide = d % 16 == 0 && DetectCpuFeatures().avx512;
 #pragma omp parallel
   {
     AlignedFloats sbuf(static_cast<size_t>(kBq) * kBk), acc(static_cast<size_t>(kBq) * d);
@@ -342,6 +346,11 @@ void BlockedAttention(const float* q, int q_stride, const float* k, int k_stride
         float* os = out + static_cast<int64_t>(begin) * out_stride + h * d;
         for (int q0 = w.q0; q0 < w.q1; q0 += kBq) {
           const int nq = std::min(kBq, w.q1 - q0);
+          if (wide) {
+            internal::RunItemAvx512(qs, q_stride, keys.kt, vp.data(), d, os, out_stride, q0, nq,
+                                    len, d, causal, scale, sbuf.data(), acc.data());
+            continue;
+          }
 #if PETAL_ATTN_AVX2
           if (tiles) {
             RunItemAvx2(qs, q_stride, keys, vp.data(), d, os, out_stride, q0, nq, len, d, causal,

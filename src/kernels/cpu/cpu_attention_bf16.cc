@@ -76,7 +76,8 @@ PETAL_BF16_INLINE __m512 Exp16(__m512 x) {
 
 // 32 input values at p (fp32 rounded to bf16, or bf16 bits as they are) as 32 bf16 lanes.
 PETAL_BF16_INLINE __m512i Bf16x32(const float* p) {
-  return reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(_mm512_loadu_ps(p + 16), _mm512_loadu_ps(p)));
+  return reinterpret_cast<__m512i>(
+      _mm512_cvtne2ps_pbh(_mm512_loadu_ps(p + 16), _mm512_loadu_ps(p)));
 }
 PETAL_BF16_INLINE __m512i Bf16x32(const uint16_t* p) { return _mm512_loadu_si512(p); }
 
@@ -89,7 +90,7 @@ PETAL_BF16_INLINE void Row32(const T* p, uint16_t* out) {
 PETAL_BF16_INLINE void Transpose16(__m512i r[16]) {
   __m512i t[16], u[16];
   for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);  // per 128-bit lane: a0 b0 a1 b1
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);      // per 128-bit lane: a0 b0 a1 b1
     t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);  // a2 b2 a3 b3
   }
   for (int g = 0; g < 4; ++g) {  // rows 4g..4g+3: u[g * 4 + m] holds column 4L + m of them
@@ -118,10 +119,10 @@ PETAL_BF16_INLINE __m512i TwoRows16(const float* a, const float* b) {
   return reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(fb, fa));
 }
 PETAL_BF16_INLINE __m512i TwoRows16(const uint16_t* a, const uint16_t* b) {
-  const __m256i ha = a ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a))
-                       : _mm256_setzero_si256();
-  const __m256i hb = b ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b))
-                       : _mm256_setzero_si256();
+  const __m256i ha =
+      a ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a)) : _mm256_setzero_si256();
+  const __m256i hb =
+      b ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b)) : _mm256_setzero_si256();
   return _mm512_inserti64x4(_mm512_castsi256_si512(ha), hb, 1);
 }
 
@@ -285,8 +286,8 @@ PETAL_BF16_FN void RunItem(const T* q, int q_stride, const uint16_t* kt, const u
       auto probs16 = [&](int j) PETAL_BF16_FN {
         const int left = std::max(0, jmax - j);
         const __mmask16 live = _cvtu32_mask16(left >= 16 ? 0xffffu : (1u << left) - 1);
-        return _mm512_maskz_mov_ps(
-            live, Exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(live, sr + j), mv)));
+        return _mm512_maskz_mov_ps(live,
+                                   Exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(live, sr + j), mv)));
       };
       for (int j = 0; j < n32; j += 32) {
         const __m512bh eb = _mm512_cvtne2ps_pbh(probs16(j + 16), probs16(j));
@@ -335,9 +336,8 @@ namespace {
 // The parallel driver of both entry points (HaveBf16Attention(head_dim) checked by the caller).
 template <typename T>
 void RunBf16(const T* q, int q_stride, const T* k, int k_stride, const T* v, int v_stride,
-             float* out, uint16_t* out_bf16, const int32_t* cu_seqlens, int num_seqs,
-             int num_heads, int num_kv_heads, int d, bool causal, float scale,
-             const int32_t* kv_lens) {
+             float* out, uint16_t* out_bf16, const int32_t* cu_seqlens, int num_seqs, int num_heads,
+             int num_kv_heads, int d, bool causal, float scale, const int32_t* kv_lens) {
   const int group = num_heads / num_kv_heads, out_stride = num_heads * d;
   const std::vector<AttentionItem> items =
       AttentionItems(cu_seqlens, num_seqs, num_kv_heads, std::max(1, omp_get_max_threads()));
@@ -417,7 +417,8 @@ void BlockedAttentionBf16(const uint16_t* q, int q_stride, const uint16_t* k, in
       vf(kf.size());
   auto widen = [rows](const uint16_t* src, int stride, int width, float* dst) {
     for (int r = 0; r < rows; ++r) {
-      for (int c = 0; c < width; ++c) dst[int64_t{r} * width + c] = FromBf16Bits(src[int64_t{r} * stride + c]);
+      for (int c = 0; c < width; ++c)
+        dst[int64_t{r} * width + c] = FromBf16Bits(src[int64_t{r} * stride + c]);
     }
   };
   widen(q, q_stride, qw, qf.data());

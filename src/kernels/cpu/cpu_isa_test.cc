@@ -9,6 +9,9 @@
 //   multiplies; what is left is the probabilities' bf16 rounding) |err| <= 4e-3 * max |v|, and on
 //   the fp32 inputs per-row cosine >= 0.999; where this level has no AVX512-BF16 (or the head
 //   size is not a multiple of 32) it must be the fp32 BlockedAttention bit for bit.
+//   fp32 attention (AVX-512 tiles at the avx512 levels, AVX2 below): the reference attention
+//   within 1e-5 * max |v|. fp32 Linear epilogues (bias, GELU, SiLU*up; an AVX-512 row variant):
+//   the reference GEMM + Gelu / SiluMul within 1e-5 * (1 + |ref|).
 //   ConvertToBf16: bit for bit as ToBf16Bits (round to nearest even), NaN stays NaN.
 //   Caps: each level turns off what lies above it, in this process and in oneDNN.
 #include <gtest/gtest.h>
@@ -235,6 +238,65 @@ TEST(CpuIsaTest, Bf16AttentionTracksFp32) {
           "d %d%s: max |err| vs rounded inputs %.2e (max |v| %.2f), worst cosine vs fp32 %.6f\n", d,
           causal ? " causal" : "", worst, mx, worst_cos);
       EXPECT_GE(worst_cos, 0.999);
+    }
+  }
+}
+
+TEST(CpuIsaTest, Fp32AttentionMatchesReferenceAtThisLevel) {
+  SKIP_IF_CAP_ABOVE_MACHINE();
+  std::printf("fp32 attention tiles at this level: %s\n",
+              DetectCpuFeatures().avx512 ? "AVX-512" : "AVX2");
+  // Lengths around the 32-query / 128-key blocks and the 32-key tile (an odd panel at 100 and
+  // 230), an empty sequence, GQA, head sizes of one, two and three 16-lane columns, and one the
+  // tiles do not take (24: scalar).
+  const std::vector<int32_t> cu = {0, 1, 1, 33, 100, 230, 390};
+  const int T = cu.back(), S = 6;
+  for (int d : {16, 32, 48, 64, 24}) {
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "d " << d << (causal ? " causal" : " bidirectional"));
+      const int heads = 4, kv = 2, row = (heads + 2 * kv) * d;
+      const auto qkv = Random(size_t(T) * row, 61 + d);
+      const float scale = 2.0f / std::sqrt(float(d));
+      std::vector<float> ref(size_t(T) * heads * d), got(ref.size(), NAN);
+      const float* k = qkv.data() + heads * d;
+      const float* v = qkv.data() + (heads + kv) * d;
+      Attention(qkv.data(), row, k, row, v, row, ref.data(), cu.data(), S, heads, kv, d, causal,
+                scale);
+      BlockedAttention(qkv.data(), row, k, row, v, row, got.data(), cu.data(), S, heads, kv, d,
+                       causal, scale);
+      float mx = 0;
+      for (int t = 0; t < T; ++t)
+        for (int j = 0; j < kv * d; ++j) mx = std::max(mx, std::fabs(v[size_t(t) * row + j]));
+      for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], ref[i], 1e-5 * mx) << i;
+    }
+  }
+}
+
+TEST(CpuIsaTest, Fp32EpiloguesMatchReferenceAtThisLevel) {
+  SKIP_IF_CAP_ABOVE_MACHINE();
+  const int m = 7, k = 40;
+  for (int n : {64, 72}) {  // 72: a tail past the 16-lane vectors
+    const auto x = Random(size_t(m) * k, 71), w = Random(size_t(n) * k, 72, 0.2f),
+               b = Random(n, 73);
+    for (bool bias : {true, false}) {
+      for (Epilogue e : {Epilogue::kNone, Epilogue::kGelu, Epilogue::kSiluMul}) {
+        SCOPED_TRACE(testing::Message()
+                     << "n " << n << " bias " << bias << " epilogue " << static_cast<int>(e));
+        auto lin = Linear::Pack(w.data(), bias ? b.data() : nullptr, n, k, CpuPrecision::kFp32);
+        ASSERT_TRUE(lin.ok()) << lin.status().ToString();
+        const int out_n = e == Epilogue::kSiluMul ? n / 2 : n;
+        std::vector<float> z(size_t(m) * n), want(size_t(m) * out_n), got(want.size(), NAN);
+        Gemm(x.data(), w.data(), bias ? b.data() : nullptr, z.data(), m, n, k);
+        if (e == Epilogue::kSiluMul) {
+          SiluMul(z.data(), want.data(), m, n / 2);
+        } else {
+          if (e == Epilogue::kGelu) Gelu(z.data(), static_cast<int64_t>(z.size()));
+          want = z;
+        }
+        lin->Forward(x.data(), m, got.data(), e);
+        for (size_t i = 0; i < got.size(); ++i)
+          ASSERT_NEAR(got[i], want[i], 1e-5 * (1 + std::fabs(want[i]))) << i;
+      }
     }
   }
 }

@@ -47,41 +47,55 @@ void QuantizeRows(const float* x, int m, int k, uint8_t* xq, float* xscale) {
   }
 }
 
-// y[r, :] = act(z[r, :] + b) over rows of width n (z may equal y). The bias test is a template
-// argument, not a `bias ? bias[i] : 0` in the loop: GCC if-converts that into masked loads from
-// the null pointer, which this CPU (AMD Zen) runs through a slow assist on every vector (it was a
-// fifth of the tiny Qwen3 profile).
+// One row: y = act(z + b) over width n (z may equal y). The bias test is a template argument,
+// not a `bias ? bias[i] : 0` in the loop: GCC if-converts that into masked loads from the null
+// pointer, which this CPU (AMD Zen) runs through a slow assist on every vector (it was a fifth of
+// the tiny Qwen3 profile).
+template <bool kBias>
+inline __attribute__((always_inline)) void BiasActRow(const float* zr, const float* bias, int n,
+                                                      Epilogue e, float* yr) {
+  if (e == Epilogue::kSiluMul) {
+    const int h = n / 2;
+    for (int i = 0; i < h; ++i) {
+      float g = zr[i], u = zr[h + i];
+      if constexpr (kBias) {
+        g += bias[i];
+        u += bias[h + i];
+      }
+      yr[i] = vec::Silu(g) * u;
+    }
+  } else if (e == Epilogue::kGelu) {
+    for (int i = 0; i < n; ++i) {
+      if constexpr (kBias) {
+        yr[i] = vec::Gelu(zr[i] + bias[i]);
+      } else {
+        yr[i] = vec::Gelu(zr[i]);
+      }
+    }
+  } else if constexpr (kBias) {
+    for (int i = 0; i < n; ++i) yr[i] = zr[i] + bias[i];
+  }
+}
+
+// The row compiled for AVX-512 (chosen at run time from DetectCpuFeatures(), so PETAL_CPU_ISA
+// caps it) and for the build's baseline (x86-64-v3); the same operations in the same order.
+template <bool kBias>
+__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,prefer-vector-width=512"))) void
+BiasActRowAvx512(const float* zr, const float* bias, int n, Epilogue e, float* yr) {
+  BiasActRow<kBias>(zr, bias, n, e, yr);
+}
+template <bool kBias>
+void BiasActRowBase(const float* zr, const float* bias, int n, Epilogue e, float* yr) {
+  BiasActRow<kBias>(zr, bias, n, e, yr);
+}
+
 template <bool kBias>
 void BiasActRows(const float* z, const float* bias, int m, int n, Epilogue e, float* y) {
+  auto* row = DetectCpuFeatures().avx512 ? BiasActRowAvx512<kBias> : BiasActRowBase<kBias>;
+  const int64_t out_width = e == Epilogue::kSiluMul ? n / 2 : n;
 #pragma omp parallel for schedule(static)
-  for (int r = 0; r < m; ++r) {
-    const float* zr = z + static_cast<int64_t>(r) * n;
-    if (e == Epilogue::kSiluMul) {
-      const int h = n / 2;
-      float* yr = y + static_cast<int64_t>(r) * h;
-      for (int i = 0; i < h; ++i) {
-        float g = zr[i], u = zr[h + i];
-        if constexpr (kBias) {
-          g += bias[i];
-          u += bias[h + i];
-        }
-        yr[i] = vec::Silu(g) * u;
-      }
-      continue;
-    }
-    float* yr = y + static_cast<int64_t>(r) * n;
-    if (e == Epilogue::kGelu) {
-      for (int i = 0; i < n; ++i) {
-        if constexpr (kBias) {
-          yr[i] = vec::Gelu(zr[i] + bias[i]);
-        } else {
-          yr[i] = vec::Gelu(zr[i]);
-        }
-      }
-    } else if constexpr (kBias) {
-      for (int i = 0; i < n; ++i) yr[i] = zr[i] + bias[i];
-    }
-  }
+  for (int r = 0; r < m; ++r)
+    row(z + static_cast<int64_t>(r) * n, bias, n, e, y + static_cast<int64_t>(r) * out_width);
 }
 
 void BiasAct(const float* z, const float* bias, int m, int n, Epilogue e, float* y) {
