@@ -10,10 +10,14 @@
 // And SPLADE's compaction (LaunchSparseCompact against cpu::SparseCompact, with and without a
 // per-row top-k, on rows with ties, NaN and all-zero rows): counts, indices and values exact, into
 // device memory (the harness) and into mapped page-locked host memory (the engine's way).
+// And the score heads' LaunchDenseRows against cpu::DenseRows (fp32 accumulation, a different
+// summation order than the reference): as Pool (max_rel <= 1e-4, cosine >= 0.999999); a lone
+// logit (1 row, 1-2 outputs): max_rel <= 1e-3.
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kernels/cpu/ops.h"
@@ -30,6 +34,7 @@ class OpsGpuTest3 : public GpuTest {};
 
 constexpr Tolerance kNormTol{1e-4, 0.999999};
 constexpr Tolerance kAttnTol{2e-2, 0.9999};
+constexpr Tolerance kDenseTol{1e-4, 0.999999};
 
 TEST_F(OpsGpuTest3, NormalizeRows) {
   uint64_t seed = 9100;
@@ -274,6 +279,58 @@ TEST_F(OpsGpuTest3, SparseCompactIntoMappedHostMemory) {
     EXPECT_EQ(std::memcmp(got_v + at, want_v.data() + at, 4 * size_t(want_n[r])), 0) << r;
   }
   cudaFreeHost(host);
+}
+
+TEST_F(OpsGpuTest3, DenseRows) {
+  uint64_t seed = 9000;
+  for (int in : {384, 768, 1024}) {
+    for (auto [out, tanh, bias] :
+         {std::tuple{in, true, true}, std::tuple{1, false, true}, std::tuple{2, false, false}}) {
+      for (int rows : {1, 7, 128}) {
+        const auto x = RandomBf16(static_cast<size_t>(rows) * in, seed++, -2.f, 2.f);
+        const auto w = RandomBf16(static_cast<size_t>(out) * in, seed++, -0.1f, 0.1f);
+        const auto b = RandomBf16(out, seed++, -1.f, 1.f);
+        OpCase c;
+        c.op = "DenseRows";
+        c.shape = "rows=" + std::to_string(rows) + " " + std::to_string(in) + "->" +
+                  std::to_string(out) + (tanh ? " tanh" : "") + (bias ? " +bias" : "");
+        OpOutput o;
+        o.elem = Elem::kF32, o.rows = rows, o.cols = out, o.tol = kDenseTol;
+        // One- and two-logit heads: compare all rows as one, so the relative error is floored at
+        // the RMS of every logit rather than at a single value that may cancel to near zero.
+        // A single logit (rows = 1) is its own floor: 1e-3 there (fp32 sums of ~1000 terms in
+        // another order differ by ~1e-5 of the terms' magnitude).
+        if (out <= 2) o.rows = 1, o.cols = static_cast<int64_t>(rows) * out;
+        if (out <= 2 && rows == 1) o.tol = {1e-3, 0.999999};
+        c.outputs = {o};
+        c.gpu = [=, &x, &w, &b](const std::vector<void*>& outs) -> Status {
+          DeviceBuffer<float> d_x;
+          PETAL_RETURN_IF_ERROR(d_x.Allocate(x.size()));
+          PETAL_CUDA_CHECK(
+              cudaMemcpy(d_x.get(), x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+          PETAL_ASSIGN_OR_RETURN(auto d_w, UploadBf16(w));
+          PETAL_ASSIGN_OR_RETURN(auto d_b, UploadBf16(b));
+          DenseRowsParams p;
+          p.x = d_x.get();
+          p.x_stride = in;
+          p.w = d_w.get();
+          p.bias = bias ? d_b.get() : nullptr;
+          p.tanh = tanh;
+          p.y = static_cast<float*>(outs[0]);
+          p.rows = rows, p.out = out, p.in = in;
+          PETAL_RETURN_IF_ERROR(LaunchDenseRows(p, 0));
+          return SyncDevice();
+        };
+        c.reference = [=, &x, &w, &b] {
+          std::vector<float> y(static_cast<size_t>(rows) * out);
+          cpu::DenseRows(x.data(), in, w.data(), bias ? b.data() : nullptr, tanh, y.data(), rows,
+                         out, in);
+          return std::vector<std::vector<float>>{y};
+        };
+        EXPECT_TRUE(RunOpCase(c));
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -374,28 +374,4 @@ StatusOr<std::unique_ptr<Engine>> CreateCudaEngine(const std::string& model_dir,
   return std::unique_ptr<Engine>(std::move(e));
 }
 
-std::string CudaDeviceName(int device) {
-  cudaDeviceProp prop;
-  if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) return "none";
-  return prop.name;
-}
-
-bool CudaAvailable() { return CudaDeviceCount() > 0; }
-
-Status ResetCudaDevice(int device) {
-  cudaError_t e = cudaSetDevice(device);
-  if (e == cudaSuccess) e = cudaDeviceReset();
-  if (e != cudaSuccess) {
-    return Internal("cudaDeviceReset on device " + std::to_string(device) + ": " +
-                    cudaGetErrorString(e));
-  }
-  (void)cudaGetLastError();
-  return Status::Ok();
-}
-
-int CudaDeviceCount() {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
-}
-
 }  // namespace petal

@@ -48,6 +48,7 @@ petal_test(attention_emulation_test
            SOURCES ${CMAKE_SOURCE_DIR}/tests/ops/attention_emulation_test.cc
            LIBS petal_kernels_cpu petal_common CUDA::cudart)
 petal_test(attention_gpu_test SOURCES ${CMAKE_SOURCE_DIR}/tests/ops/attention_gpu_test.cu
+           ${CMAKE_SOURCE_DIR}/tests/ops/attention_cudnn_gpu_test.cu
            ${CMAKE_SOURCE_DIR}/tests/ops/attention_ptx_gpu_test.cu
            ${CMAKE_SOURCE_DIR}/tests/ops/attention_strides_gpu_test.cu
            ${CMAKE_SOURCE_DIR}/tests/ops/attention_qknorm_gpu_test.cu
