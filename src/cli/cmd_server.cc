@@ -36,6 +36,8 @@ struct ServerArgs {
   bool fake = false;
   int fake_latency_us = 0;
   int fake_vocab_size = 1000;
+  int fake_hidden_size = 32;
+  bool fake_hashed_rows = false;
   std::string otlp_endpoint;
 };
 
@@ -59,6 +61,8 @@ StatusOr<std::unique_ptr<Engine>> BuildEngine(const ServerArgs& a) {
     server::FakeEngineOptions fo;
     fo.per_batch = std::chrono::microseconds(a.fake_latency_us);
     fo.vocab_size = a.fake_vocab_size;
+    fo.hidden_size = a.fake_hidden_size;
+    fo.hashed_rows = a.fake_hashed_rows;
     fo.result_slots = ResultSlotsFor(a.max_inflight);
     return std::unique_ptr<Engine>(std::make_unique<server::FakeEngine>(fo));
   }
@@ -168,6 +172,13 @@ void AddServerFlags(CLI::App* app, ServerArgs* a) {
          "FakeEngine: token ids it accepts (a real tokenizer in front needs its vocabulary)")
       ->check(CLI::Range(2, 1 << 24))
       ->capture_default_str();
+  app->add_option("--fake-hidden-size", a->fake_hidden_size,
+                  "FakeEngine: floats per row (a model's hidden size, to measure formatting)")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  app->add_flag("--fake-hashed-rows", a->fake_hashed_rows,
+                "FakeEngine: rows from a hash of each sequence (no work per token), to measure the "
+                "path around the engine");
   AddTraceFlag(app, &a->otlp_endpoint);
 }
 
