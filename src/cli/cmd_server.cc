@@ -30,11 +30,13 @@ struct ServerArgs {
   int64_t max_queue_tokens = int64_t{1} << 23;  // engine_loop.h says why
   int max_queue_requests = 4096;
   int max_inflight = 2;
-  int idle_spin_us = -1;  // -1: auto (spin on the CUDA engine, not on the CPU one)
-  int grpc_poll_us = 0;   // server.h: ServerOptions::grpc_poll_us
+  int idle_spin_us = -1;            // -1: auto (spin on the CUDA engine, not on the CPU one)
+  double batch_hold_lead_us = 500;  // EngineLoopOptions::batch_hold_lead_us
+  int grpc_poll_us = 0;             // server.h: ServerOptions::grpc_poll_us
   int grace_ms = 30000;
   bool fake = false;
   int fake_latency_us = 0;
+  int fake_token_ns = 0;
   int fake_vocab_size = 1000;
   int fake_hidden_size = 32;
   bool fake_hashed_rows = false;
@@ -52,6 +54,7 @@ server::EngineLoopOptions LoopOptions(const ServerArgs& a) {
   const bool gpu =
       !a.fake && (a.engine.backend == "cuda" || (a.engine.backend == "auto" && CudaAvailable()));
   o.idle_spin_us = a.idle_spin_us >= 0 ? a.idle_spin_us : (gpu ? 2000 : 0);
+  o.batch_hold_lead_us = a.batch_hold_lead_us;
   return o;
 }
 
@@ -60,6 +63,7 @@ StatusOr<std::unique_ptr<Engine>> BuildEngine(const ServerArgs& a) {
   if (a.fake) {
     server::FakeEngineOptions fo;
     fo.per_batch = std::chrono::microseconds(a.fake_latency_us);
+    fo.per_token = std::chrono::nanoseconds(a.fake_token_ns);
     fo.vocab_size = a.fake_vocab_size;
     fo.hidden_size = a.fake_hidden_size;
     fo.hashed_rows = a.fake_hashed_rows;
@@ -161,12 +165,20 @@ void AddServerFlags(CLI::App* app, ServerArgs* a) {
                   "How long the scheduler polls for work before sleeping (-1: 2000 on the CUDA "
                   "engine, 0 on the CPU engine)")
       ->capture_default_str();
+  app->add_option("--batch-hold-lead-us", a->batch_hold_lead_us,
+                  "With batches already on the engine, hold a partial next batch until about this "
+                  "long before the engine runs out of work, so it fills (-1: never hold)")
+      ->capture_default_str();
   app->add_option("--shutdown-grace-ms", a->grace_ms,
                   "On SIGTERM/SIGINT, how long in-flight requests may take before being cancelled")
       ->capture_default_str();
   app->add_flag("--fake-engine", a->fake,
                 "Serve the deterministic FakeEngine (no model; for tests)");
   app->add_option("--fake-latency-us", a->fake_latency_us, "FakeEngine: simulated time per batch");
+  app->add_option("--fake-token-ns", a->fake_token_ns,
+                  "FakeEngine: simulated time per token, on top of --fake-latency-us (batches "
+                  "complete one after another, as on a GPU stream)")
+      ->check(CLI::Range(0, 1000000));
   app->add_option(
          "--fake-vocab-size", a->fake_vocab_size,
          "FakeEngine: token ids it accepts (a real tokenizer in front needs its vocabulary)")

@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "common/log.h"
+#include "server/engine_loop_internal.h"
 #include "server/row_output.h"
 
 namespace petal::server {
@@ -12,23 +13,6 @@ thread_local bool t_on_loop_thread = false;  // set by the loop's own threads
 }  // namespace
 
 bool OnEngineLoopThread() { return t_on_loop_thread; }
-
-struct LoopRequest {
-  EmbedJob job;
-  EmbedCallback done;
-  int64_t tokens = 0;
-  Clock::time_point admitted;
-  std::atomic<bool> finished{false};
-  std::atomic<int64_t> queue_us{-1};  // set when the first sequence is submitted
-  int unresolved = 0;                 // sequences neither run nor dropped; guarded by mu_
-  EmbedResult result;                 // rows written by the completion thread
-};
-
-namespace {
-int64_t MicrosSince(Clock::time_point t, Clock::time_point now) {
-  return std::chrono::duration_cast<std::chrono::microseconds>(now - t).count();
-}
-}  // namespace
 
 namespace {
 
@@ -240,6 +224,17 @@ void EngineLoop::SchedulerMain() {
                         cu[e.seq + 1] - cu[e.seq], e.request->job.rows_of(e.seq)});
     }
     const BatchPlan plan = ScheduleNextBatch(window, options_.limits);
+    HoldInput hold{inflight_count_, 0, plan.num_seqs < static_cast<int>(pool_.size()),
+                   stopping_ ? -1.0 : options_.batch_hold_lead_us};
+    if (ns_per_token_ > 0) hold.engine_busy_us = MicrosSince(Clock::now(), engine_free_at_);
+    if (const double us = HoldMicros(hold); us > 0) {
+      // Until then, or until anything changes (an arrival, a collected batch, a cancellation).
+      const uint64_t seen = wakeups_.load(std::memory_order_acquire);
+      sched_cv_.wait_for(lock, std::chrono::microseconds(static_cast<int64_t>(us)), [&] {
+        return wakeups_.load(std::memory_order_acquire) != seen || stopping_ || sweep_all_.load();
+      });
+      continue;
+    }
     Inflight item;
     item.tokens = plan.num_tokens;
     item.entries.assign(std::make_move_iterator(pool_.begin()),
@@ -249,58 +244,7 @@ void EngineLoop::SchedulerMain() {
     lock.unlock();
 
     // Assemble and enqueue outside the lock: handlers keep admitting meanwhile.
-    Batch batch;
-    batch.token_ids.reserve(plan.num_tokens);
-    batch.cu_seqlens.reserve(plan.num_seqs + 1);
-    batch.cu_seqlens.push_back(0);
-    const auto now = Clock::now();
-    // Token types travel only when some sequence of the batch has them (pairs of a ranking
-    // model); the others then get zeros.
-    bool typed = false, spanned = false, top_k = false;
-    for (const Entry& e : item.entries) {
-      typed = typed || !e.request->job.token_type_ids.empty();
-      spanned = spanned || !e.request->job.cu_spans.empty();
-      top_k = top_k || e.request->job.max_active_dims > 0;
-    }
-    // Pooling spans travel when some sequence has them; the others then get one span over the
-    // whole sequence with the model's pooling and normalisation, which is their usual row.
-    const ModelConfig& model = engine_->config();
-    if (typed) batch.token_type_ids.reserve(plan.num_tokens);
-    for (const Entry& e : item.entries) {
-      LoopRequest& r = *e.request;
-      const auto& cu = r.job.cu_seqlens;
-      const int32_t base = static_cast<int32_t>(batch.token_ids.size());
-      if (spanned && r.job.cu_spans.empty()) {
-        batch.AddSpan(base, base + cu[e.seq + 1] - cu[e.seq], static_cast<int32_t>(model.pooling),
-                      model.normalize);
-      } else if (spanned) {
-        for (int k = r.job.cu_spans[e.seq]; k < r.job.cu_spans[e.seq + 1]; ++k) {
-          const int32_t* sp = r.job.spans.data() + Batch::kSpanInts * k;
-          batch.pool_spans.insert(batch.pool_spans.end(), {base + sp[0], base + sp[1], sp[2]});
-        }
-      }
-      batch.token_ids.insert(batch.token_ids.end(), r.job.token_ids.begin() + cu[e.seq],
-                             r.job.token_ids.begin() + cu[e.seq + 1]);
-      if (typed) {
-        if (r.job.token_type_ids.empty()) {
-          batch.token_type_ids.resize(batch.token_ids.size(), 0);
-        } else {
-          batch.token_type_ids.insert(batch.token_type_ids.end(),
-                                      r.job.token_type_ids.begin() + cu[e.seq],
-                                      r.job.token_type_ids.begin() + cu[e.seq + 1]);
-        }
-      }
-      batch.cu_seqlens.push_back(static_cast<int32_t>(batch.token_ids.size()));
-      if (top_k) batch.sparse_top_k.push_back(r.job.max_active_dims);
-      int64_t unset = -1;
-      if (r.queue_us.compare_exchange_strong(unset, MicrosSince(r.admitted, now))) {
-        metrics_->queue_wait_s.Observe(MicrosSince(r.admitted, now) * 1e-6);
-        if (r.job.trace.valid()) {
-          trace::RecordChild("queue wait", r.job.trace, trace::ToUnixNs(r.admitted),
-                             trace::ToUnixNs(now));
-        }
-      }
-    }
+    Batch batch = AssembleBatch(item.entries, plan.num_tokens);
     metrics_->batches.fetch_add(1);
     metrics_->sequences.fetch_add(plan.num_seqs);
     metrics_->tokens.fetch_add(plan.num_tokens);
@@ -319,6 +263,9 @@ void EngineLoop::SchedulerMain() {
       engine_stats_ = std::move(st);
     }
     lock.lock();
+    inflight_tokens_ += item.tokens;
+    engine_free_at_ = std::max(engine_free_at_, item.submitted) +
+                      std::chrono::nanoseconds(static_cast<int64_t>(ns_per_token_ * item.tokens));
     inflight_.push_back(std::move(item));
     done_cv_.notify_one();
   }
@@ -383,6 +330,18 @@ void EngineLoop::CompletionMain() {
       if (ResolveLocked(*e.request, 1)) finished.push_back(e.request);
     }
     --inflight_count_;
+    // The batch ran from its submission or the previous collection, whichever came later.
+    const double ran_ns =
+        std::chrono::duration<double, std::nano>(now - std::max(item.submitted, last_collected_))
+            .count();
+    last_collected_ = now;
+    inflight_tokens_ -= item.tokens;
+    if (status.ok() && item.tokens >= 64) {
+      const double per = ran_ns / static_cast<double>(item.tokens);
+      ns_per_token_ = ns_per_token_ > 0 ? 0.8 * ns_per_token_ + 0.2 * per : per;
+    }
+    engine_free_at_ =
+        now + std::chrono::nanoseconds(static_cast<int64_t>(ns_per_token_ * inflight_tokens_));
     wakeups_.fetch_add(1, std::memory_order_release);
     sched_cv_.notify_one();
     lock.unlock();

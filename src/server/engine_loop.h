@@ -102,6 +102,11 @@ struct EngineLoopOptions {
   // busy core for that long after each burst of work; 0 (the default) disables. `petal server`
   // turns it on for the CUDA engine.
   int idle_spin_us = 0;
+  // With batches already on the engine, a partial next batch is held until about this long
+  // before the engine is estimated to run out of work (HoldMicros in scheduler.h; the estimate
+  // is the measured time per token of earlier batches), so it fills instead of splitting the
+  // work into more, smaller batches. A lone request never waits; < 0 turns holding off.
+  double batch_hold_lead_us = 500;
 };
 
 struct QueueGauges {
@@ -153,6 +158,9 @@ class EngineLoop {
 
   void SchedulerMain();
   void CompletionMain();
+  // The engine batch of `entries` (num_tokens in all); records their requests' queue waits.
+  // Scheduler thread, without the lock (engine_loop_batch.cc).
+  Batch AssembleBatch(const std::vector<Entry>& entries, int num_tokens);
   // Removes entries of completed or expired requests from the head of the pool (from all of it
   // after a cancellation); expired ones not yet completed are appended to `expired`, to be
   // completed outside the lock.
@@ -173,6 +181,11 @@ class EngineLoop {
   std::deque<Entry> pool_;
   std::deque<Inflight> inflight_;
   int inflight_count_ = 0;  // batches taken from the pool and not yet collected
+  // The engine's time per token (ns, an average over collected batches; 0 until the first) and
+  // when it should finish the batches it holds: HoldMicros' estimate.
+  int64_t inflight_tokens_ = 0;
+  double ns_per_token_ = 0;
+  Clock::time_point engine_free_at_{}, last_collected_{};
   int queue_requests_ = 0;
   int64_t queue_tokens_ = 0;
   bool stopping_ = false;

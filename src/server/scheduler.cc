@@ -28,4 +28,9 @@ BatchPlan ScheduleNextBatch(std::span<const PendingSeq> pending, const Scheduler
   return plan;
 }
 
+double HoldMicros(const HoldInput& in) {
+  if (in.lead_us < 0 || in.inflight_batches <= 0 || in.batch_full) return 0;
+  return in.engine_busy_us > in.lead_us ? in.engine_busy_us - in.lead_us : 0;
+}
+
 }  // namespace petal::server

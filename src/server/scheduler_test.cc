@@ -137,5 +137,22 @@ TEST(Scheduler, RandomizedDrainProperties) {
   }
 }
 
+TEST(SchedulerHold, LaunchesAtOnceWithNothingInFlight) {
+  EXPECT_EQ(HoldMicros({0, 5000, false, 500}), 0);  // a lone request never waits
+}
+
+TEST(SchedulerHold, HoldsAPartialBatchUntilTheLeadBeforeTheEngineRunsOut) {
+  EXPECT_DOUBLE_EQ(HoldMicros({1, 17000, false, 500}), 16500);
+  EXPECT_DOUBLE_EQ(HoldMicros({2, 600, false, 500}), 100);
+}
+
+TEST(SchedulerHold, LaunchesWhenFullWithinTheLeadUnknownOrDisabled) {
+  EXPECT_EQ(HoldMicros({1, 17000, true, 500}), 0);  // more is waiting than one batch holds
+  EXPECT_EQ(HoldMicros({1, 400, false, 500}), 0);   // the engine is about to run out
+  EXPECT_EQ(HoldMicros({1, 500, false, 500}), 0);
+  EXPECT_EQ(HoldMicros({1, 0, false, 500}), 0);     // no estimate yet
+  EXPECT_EQ(HoldMicros({1, 17000, false, -1}), 0);  // holding turned off
+}
+
 }  // namespace
 }  // namespace petal::server
