@@ -338,7 +338,11 @@ void EngineLoop::CompletionMain() {
     inflight_tokens_ -= item.tokens;
     if (status.ok() && item.tokens >= 64) {
       const double per = ran_ns / static_cast<double>(item.tokens);
-      ns_per_token_ = ns_per_token_ > 0 ? 0.8 * ns_per_token_ + 0.2 * per : per;
+      // Quick to come down, slow to go up: an estimate too low only launches a batch early (as
+      // without holding); one too high (a first use that captured a graph, say) would hold the
+      // next batches until their predecessors are collected, idling the engine between them.
+      const double a = per < ns_per_token_ ? 0.5 : 0.1;
+      ns_per_token_ = ns_per_token_ > 0 ? (1 - a) * ns_per_token_ + a * per : per;
     }
     engine_free_at_ =
         now + std::chrono::nanoseconds(static_cast<int64_t>(ns_per_token_ * inflight_tokens_));
