@@ -16,6 +16,8 @@
 # transports; the environment (e.g. PETAL_HTTP_DIRECT_REPLY=0) reaches `petal serve`. The transport
 # name `base` runs another build's `petal serve` as it is (LP_BASE=path to its petal, e.g. 2ee956c's,
 # whose replicas are processes), measured by this build's clients: the before/after of issue 29.
+# A transport name ending in `-nohold` (e.g. `local-nohold`) serves with the partial-batch hold
+# off (`--batch-hold-lead-us=-1`): LP_TRANSPORTS="local local-nohold" is its A/B.
 set -uo pipefail
 # The health probe is the system curl, without the bundle's libraries (its libcurl breaks it).
 D="$OUT/local_path"
@@ -43,7 +45,10 @@ for r in $(seq 1 "${LP_ROUNDS:-2}"); do
       [[ -x "${LP_BASE:-}" ]] || { echo "transport base needs LP_BASE (a petal binary)"; rc=1; continue; }
       "$LP_BASE" serve --model $M --backend $B --port $PORT > "$D/serve-$t-r$r.log" 2>&1 &
     else
-      petal serve --model $M --backend $B --port $PORT --replica-transport $t > "$D/serve-$t-r$r.log" 2>&1 &
+      extra=(); tt=$t
+      [[ $t == *-nohold ]] && { tt=${t%-nohold}; extra=(--server-arg=--batch-hold-lead-us=-1); }
+      petal serve --model $M --backend $B --port $PORT --replica-transport $tt "${extra[@]}" \
+        > "$D/serve-$t-r$r.log" 2>&1 &
     fi
     pid=$!
     up=0
