@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/cpu/vec_avx512.h"
 #include "kernels/cpu/vec_math.h"
 
 // GCC 12 flags its own AVX-512 intrinsics (the _mm512_undefined_* source of an unmasked max or
@@ -25,23 +26,8 @@ namespace {
 
 constexpr int kBk = 128;  // keys per online-softmax block (as cpu_attention.cc)
 
-// vec::Exp on 16 lanes (same polynomial; 2^k by scalef, exact for k in [-126, 127]).
-PETAL_AVX512_INLINE __m512 Exp16(__m512 x) {
-  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.0f)), _mm512_set1_ps(88.0f));
-  const __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 r = _mm512_fmadd_ps(k, _mm512_set1_ps(2.12194440e-4f),
-                                   _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693359375f), x));
-  __m512 p = _mm512_set1_ps(1.0f / 5040);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, k);
-}
+using avx512::Exp16;
+using avx512::TileRows;
 
 // Lanes [0, n) of 16 (n clamped to [0, 16]).
 PETAL_AVX512_INLINE __mmask16 Live(int n) {
@@ -116,21 +102,6 @@ PETAL_AVX512_INLINE void PvRows(const float* p, int lp, int n, const float* v, i
   for (; c0 + 32 <= d; c0 += 32) PvStep<R, 2>(p, lp, n, v, vs, d, corr, o, c0);
   if (c0 < d) PvStep<R, 1>(p, lp, n, v, vs, d, corr, o, c0);
 }
-
-// Rows of the next tile when `left` remain: 8, but 9-15 split in two near-equal tiles so that
-// none is left with 1-3 rows (too few accumulators to hide the FMA latency).
-inline int TileRows(int left) {
-  return left >= 16 || left == 8 ? 8 : left > 8 ? (left + 1) / 2 : left;
-}
-
-// clang-format off
-#define PETAL_WITH_ROWS(rows, CALL)                                                      \
-  switch (rows) {                                                                        \
-    case 1: CALL(1); break; case 2: CALL(2); break; case 3: CALL(3); break;              \
-    case 4: CALL(4); break; case 5: CALL(5); break; case 6: CALL(6); break;              \
-    case 7: CALL(7); break; default: CALL(8); break;                                     \
-  }
-// clang-format on
 
 }  // namespace
 

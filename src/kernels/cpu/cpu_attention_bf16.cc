@@ -28,12 +28,15 @@
 #include "kernels/cpu/cpu_bf16_gemm.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_linear.h"
+#include "kernels/cpu/vec_avx512.h"
 #include "kernels/cpu/vec_math.h"
 
 namespace petal::cpu {
 namespace {
 
 using namespace bf16_pack;  // NOLINT: this file's own packing helpers
+using avx512::Exp16;
+using avx512::TileRows;
 
 constexpr int kBq = 32;   // queries per block (AttentionItems' ranges are multiples of it)
 constexpr int kBk = 128;  // keys per online-softmax block
@@ -55,24 +58,6 @@ PETAL_BF16_INLINE __m512bh PairBroadcast(const uint16_t* p) {
 // 32 floats -> 32 bf16 (round to nearest even), stored at out.
 PETAL_BF16_INLINE void Store32(const __m512 lo, const __m512 hi, uint16_t* out) {
   _mm512_storeu_si512(out, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo)));
-}
-
-// vec::Exp on 16 lanes (same polynomial and clamping).
-PETAL_BF16_INLINE __m512 Exp16(__m512 x) {
-  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.0f)), _mm512_set1_ps(88.0f));
-  const __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 r = _mm512_fmadd_ps(k, _mm512_set1_ps(2.12194440e-4f),
-                                   _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693359375f), x));
-  __m512 p = _mm512_set1_ps(1.0f / 5040);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, k);  // p * 2^k: k is an integer in [-126, 127] after the clamps
 }
 
 // s[r * ls + j] = scale * q_r . k_j for R query rows of qb ([R, d] bf16) and keys j < n32 (a
@@ -135,21 +120,6 @@ PETAL_BF16_INLINE void PvTile(const uint16_t* p, int lp, int npairs, const uint1
     }
   }
 }
-
-// Rows of the next tile when `left` rows remain: 8, but 9-15 split in two near-equal tiles so
-// that none is left with 1-3 rows (too few accumulators to hide the VDPBF16PS latency).
-inline int TileRows(int left) {
-  return left >= 16 || left == 8 ? 8 : left > 8 ? (left + 1) / 2 : left;
-}
-
-// clang-format off
-#define PETAL_WITH_ROWS(rows, CALL)                                                      \
-  switch (rows) {                                                                        \
-    case 1: CALL(1); break; case 2: CALL(2); break; case 3: CALL(3); break;              \
-    case 4: CALL(4); break; case 5: CALL(5); break; case 6: CALL(6); break;              \
-    case 7: CALL(7); break; default: CALL(8); break;                                     \
-  }
-// clang-format on
 
 // Queries [q0, q0 + nq) of one head: q (fp32 or bf16 rows, stride q_stride) against the packed
 // keys and values; output rows at out / out_bf16 (stride out_stride; either may be null).
