@@ -42,8 +42,8 @@ BatchPlan ScheduleNextBatch(std::span<const PendingSeq> pending, const Scheduler
 // Holding a partial batch back. While the engine still has batches to run, launching the next
 // one at once with the few sequences that have arrived splits the same work into more, smaller
 // batches, each paying the engine's per-batch cost (16 clients of 511 tokens against a GPU-like
-// cost model: 92% of the engine's rate, 95% with holding). Holding it until the queued work is about to run out
-// lets it fill, and costs nothing while the engine is busy anyway.
+// cost model: 92% of the engine's rate, 95% with holding). Holding it until the queued work is
+// about to run out lets it fill, and costs nothing while the engine is busy anyway.
 struct HoldInput {
   int inflight_batches = 0;   // enqueued on the engine, not yet collected
   double engine_busy_us = 0;  // estimated engine time left for them (<= 0: none, or unknown)
