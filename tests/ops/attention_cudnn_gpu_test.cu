@@ -17,8 +17,8 @@ petal::Status RunCudnn(Device& dev, const AttentionParams& a, int max_seqlen,
   DevBuf<char> meta_storage(petal::cuda::CudnnAttentionMetaBytes(a.max_seqs));
   DevBuf<char> ws(std::max<size_t>(c.WorkspaceBytes(), 1));
   const auto meta = petal::cuda::CarveCudnnAttentionMeta(meta_storage.ptr, a.max_seqs);
-  petal::Status st = petal::cuda::LaunchCudnnAttentionMeta(a, meta, nullptr);
-  if (st.ok()) st = c.Run(a, max_seqlen, meta, ws.ptr, nullptr);
+  const petal::Status meta_st = petal::cuda::LaunchCudnnAttentionMeta(a, meta, nullptr);
+  const petal::Status st = meta_st.ok() ? c.Run(a, max_seqlen, meta, ws.ptr, nullptr) : meta_st;
   EXPECT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   *out = dev.Download();
