@@ -77,11 +77,11 @@ print("\n| client | transport | scenario | p50 ms per round | p99 ms per round |
 print("|---|---|---|---|---|---|---|")
 rows = {}
 for f in sorted(glob.glob(os.path.join(d, "pyload-*.json"))):
-    t, w, r = re.match(r"pyload-(\w+)-w(\d+)-r(\d+)\.json", os.path.basename(f)).groups()
+    t, w, r = re.match(r"pyload-([\w-]+)-w(\d+)-r(\d+)\.json", os.path.basename(f)).groups()
     for x in json.load(open(f))["results"]:
         rows.setdefault(("http_load.py", t, "%d x %s" % (x["clients"], w)), []).append(x)
 for f in sorted(glob.glob(os.path.join(d, "http-*.json"))):
-    t, w, r = re.match(r"http-(\w+)-w(\d+)-r(\d+)\.json", os.path.basename(f)).groups()
+    t, w, r = re.match(r"http-([\w-]+)-w(\d+)-r(\d+)\.json", os.path.basename(f)).groups()
     def runs(o):
         if isinstance(o, dict):
             if "concurrency" in o and "p50_ms" in o: yield o
