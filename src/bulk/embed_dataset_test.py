@@ -116,19 +116,24 @@ def main():
     check(np.abs(deq - ref).max() < 0.01, "int8 output with per-row scale")
 
     # --server: the same rows through a `petal server` (the gateway's balancing and flow control).
-    import socket
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
+    # A Unix socket in this run's folder: a TCP port picked here could be taken by another test
+    # before the server binds it.
+    addr = "unix:" + os.path.join(tmp, "server.sock")
+    srv_log = open(os.path.join(tmp, "server.log"), "w")
     srv = subprocess.Popen([PETAL, "server", "--model", MODEL, "--backend", "cpu",
-                            "--listen", f"127.0.0.1:{port}", "--max-queue-tokens", "2000"],
-                           env=ENV, stderr=subprocess.DEVNULL)
+                            "--listen", addr, "--max-queue-tokens", "2000"],
+                           env=ENV, stderr=srv_log)
     try:
         remote = os.path.join(tmp, "remote.parquet")
         # It waits (up to a minute) for the server to load.
-        p = embed("--input", src, "--output", remote, "--server", f"127.0.0.1:{port}",
+        p = embed("--input", src, "--output", remote, "--server", addr,
                   check_rc=False)
+        if p.returncode != 0 or not os.path.exists(remote):
+            srv_log.flush()
+            print(f"FAIL --server run exited {p.returncode}:\n{p.stderr}\nserver:\n"
+                  + open(srv_log.name).read())
+            failures.append("--server run")
+            return 1
         rids, remb = parquet_rows(remote)
         check(p.returncode == 0 and rids == ids and np.abs(remb - ref).max() < 1e-5,
               "--server (a small server queue bound): same ids and vectors")

@@ -138,7 +138,10 @@ StatusOr<bool> EmbedClient::Serving(const std::string& service) {
   grpc::ClientContext ctx;
   SetTimeout(&ctx, std::chrono::milliseconds(5000));
   grpc::health::v1::HealthCheckRequest req;
-  req.set_service(service);
+  // gRPC's own health service reports the whole server ("") SERVING from the moment it listens,
+  // before the server can say it is still loading; the Embedder's entry exists only once the
+  // server sets it, so "" asks for that.
+  req.set_service(service.empty() ? std::string(v1::Embedder::service_full_name()) : service);
   grpc::health::v1::HealthCheckResponse resp;
   PETAL_RETURN_IF_ERROR(FromGrpc(health->Check(&ctx, req, &resp)));
   return resp.status() == grpc::health::v1::HealthCheckResponse::SERVING;

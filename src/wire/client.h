@@ -75,7 +75,8 @@ class EmbedClient final : public ReplicaTransport {
                   const std::string& traceparent = {}) override;
   StatusOr<v1::ModelInfoResponse> ModelInfo() override;
   StatusOr<v1::StatsResponse> Stats() override;
-  // grpc.health.v1 Check for `service` ("" = the whole server): true iff SERVING.
+  // grpc.health.v1 Check for `service` ("" = the Embedder service, which a server marks SERVING
+  // once its model is loaded): true iff SERVING.
   StatusOr<bool> Serving(const std::string& service = "") override;
   // Waits until the server answers SERVING or `timeout` passes.
   bool WaitUntilServing(std::chrono::milliseconds timeout);

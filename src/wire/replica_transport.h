@@ -35,7 +35,8 @@ class ReplicaTransport {
                           EmbedDone done, const std::string& traceparent = {}) = 0;
   virtual StatusOr<v1::ModelInfoResponse> ModelInfo() = 0;
   virtual StatusOr<v1::StatsResponse> Stats() = 0;
-  // grpc.health.v1 semantics: true iff the server (service "" = all of it) is SERVING.
+  // grpc.health.v1 semantics: true iff `service` is SERVING; "" asks whether the server can embed
+  // (its model is loaded).
   virtual StatusOr<bool> Serving(const std::string& service = "") = 0;
 };
 

@@ -66,6 +66,9 @@ if server:
     check(str(c["resources"]["limits"].get("nvidia.com/gpu")) == "1", "server: limits nvidia.com/gpu must be 1")
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         check("grpc" in c.get(probe, {}), f"server: {probe} must be a gRPC probe")
+    for probe in ("startupProbe", "readinessProbe"):
+        check(c.get(probe, {}).get("grpc", {}).get("service") == "petal.v1.Embedder",
+              f"server: {probe} must ask for service petal.v1.Embedder (\"\" is SERVING early)")
     check(c["args"][0] == "server", "server: container must run `petal server`")
     check(server["spec"]["serviceName"] == "petal-server", "server: serviceName must be petal-server")
 if gateway:

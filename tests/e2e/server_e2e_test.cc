@@ -7,6 +7,9 @@
 #include <cmath>
 #include <future>
 
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
 #include "server_test_util.h"
 #include "wire/codec.h"
 
@@ -21,6 +24,23 @@ std::vector<float> Expected(const std::vector<int32_t>& ids, const FakeEngineOpt
   e.resize(dims);
   if (fo.normalize) wire::L2Normalize(e.data(), dims);
   return e;
+}
+
+// gRPC's own health service says SERVING for "" as soon as a server listens, before ours can say
+// it is loading: a bare one (that instant) must not count as serving to our clients.
+TEST(ServerE2E, BareGrpcHealthIsNotServing) {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  v1::Embedder::CallbackService unimplemented;  // gRPC needs one service to start
+  builder.RegisterService(&unimplemented);
+  auto bare = builder.BuildAndStart();
+  ASSERT_TRUE(bare && port != 0);
+  wire::EmbedClient client("127.0.0.1:" + std::to_string(port));
+  auto serving = client.Serving();
+  EXPECT_FALSE(serving.ok() && *serving);
+  bare->Shutdown();
 }
 
 TEST(ServerE2E, HealthAndModelInfoFollowModelLoading) {
