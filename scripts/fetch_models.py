@@ -17,7 +17,6 @@ Standard library only: runs under .venv/bin/python or any python3 that has pip.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import hashlib
 import json
 import os
