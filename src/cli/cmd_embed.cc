@@ -24,6 +24,7 @@
 #include "cli/embed_sparse_rows.h"
 #include "cli/engine_flags.h"
 #include "cli/gpu_select.h"
+#include "cli/input_line.h"
 #include "cli/line_reader.h"
 #include "cli/model_arg.h"
 #include "engine/cuda/cuda_engine.h"
@@ -92,15 +93,6 @@ class Embedder {
       } else if (static_cast<int>(ids.size()) > c.max_position_embeddings) {
         item.ids = InvalidArgument(std::to_string(ids.size()) + " tokens, more than the model's " +
                                    std::to_string(c.max_position_embeddings) + " positions");
-      } else {
-        for (int32_t id : ids) {
-          if (id < 0 || id >= c.vocab_size) {
-            item.ids = InvalidArgument("token id " + std::to_string(id) +
-                                       " is outside the vocabulary [0, " +
-                                       std::to_string(c.vocab_size) + ")");
-            break;
-          }
-        }
       }
     }
     return item;
@@ -146,35 +138,13 @@ class Embedder {
 
  private:
   StatusOr<std::vector<int32_t>> ToIds(std::string_view input, bool json) {
-    std::string text;
-    if (json || opts_.ids) {
-      simdjson::dom::element doc;
-      if (parser_.parse(input.data(), input.size()).get(doc) != simdjson::SUCCESS) {
-        return InvalidArgument("not valid JSON");
-      }
-      if (opts_.ids) {
-        simdjson::dom::array arr;
-        if (doc.get_array().get(arr) != simdjson::SUCCESS) {
-          return InvalidArgument("expected a JSON array of token ids");
-        }
-        std::vector<int32_t> ids;
-        for (auto v : arr) {
-          int64_t id;
-          if (v.get_int64().get(id) != simdjson::SUCCESS || id < INT32_MIN || id > INT32_MAX) {
-            return InvalidArgument("token ids must be integers");
-          }
-          ids.push_back(static_cast<int32_t>(id));
-        }
-        return ids;
-      }
-      std::string_view s;
-      if (doc.get_string().get(s) != simdjson::SUCCESS) {
-        return InvalidArgument("expected a JSON string");
-      }
-      text.assign(s);
-    } else {
-      text.assign(input);
-    }
+    const InputFormat format = opts_.ids ? InputFormat::kTokenIds
+                               : json    ? InputFormat::kJsonString
+                                         : InputFormat::kText;
+    PETAL_ASSIGN_OR_RETURN(InputLine line,
+                           ParseInputLine(&parser_, input, format, engine_->config().vocab_size));
+    if (opts_.ids) return std::move(line.ids);
+    const std::string& text = line.text;
     EncodeOptions eo;
     eo.max_length = engine_->config().max_seq_length;
     return tokenizer_->Encode(prefix_.empty() ? text : prefix_ + text, eo);

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "cli/embed_sparse_rows.h"
+#include "cli/input_line.h"
 #include "cli/line_reader.h"
 #include "gateway/sparse_static.h"
 #include "model/config.h"
@@ -58,40 +59,19 @@ class QueryEncoder {
 
  private:
   StatusOr<std::vector<int32_t>> ToIds(std::string_view input, bool json) {
-    std::string text(input);
-    if (json || o_.ids) {
-      simdjson::dom::element doc;
-      if (parser_.parse(input.data(), input.size()).get(doc) != simdjson::SUCCESS) {
-        return InvalidArgument("not valid JSON");
+    const InputFormat format = o_.ids ? InputFormat::kTokenIds
+                               : json ? InputFormat::kJsonString
+                                      : InputFormat::kText;
+    PETAL_ASSIGN_OR_RETURN(InputLine line, ParseInputLine(&parser_, input, format, query_->size()));
+    if (o_.ids) {
+      if (line.ids.empty()) return InvalidArgument("empty token sequence");
+      if (line.ids.size() > static_cast<size_t>(max_length_)) {
+        return InvalidArgument(std::to_string(line.ids.size()) + " tokens, more than the model's " +
+                               std::to_string(max_length_));
       }
-      if (o_.ids) {
-        simdjson::dom::array arr;
-        if (doc.get_array().get(arr) != simdjson::SUCCESS) {
-          return InvalidArgument("expected a JSON array of token ids");
-        }
-        std::vector<int32_t> ids;
-        for (auto v : arr) {
-          int64_t id;
-          if (v.get_int64().get(id) != simdjson::SUCCESS || id < 0 ||
-              static_cast<size_t>(id) >= query_->size()) {
-            return InvalidArgument("token ids must be integers in the vocabulary [0, " +
-                                   std::to_string(query_->size()) + ")");
-          }
-          ids.push_back(static_cast<int32_t>(id));
-        }
-        if (ids.empty()) return InvalidArgument("empty token sequence");
-        if (ids.size() > static_cast<size_t>(max_length_)) {
-          return InvalidArgument(std::to_string(ids.size()) + " tokens, more than the model's " +
-                                 std::to_string(max_length_));
-        }
-        return ids;
-      }
-      std::string_view s;
-      if (doc.get_string().get(s) != simdjson::SUCCESS) {
-        return InvalidArgument("expected a JSON string");
-      }
-      text.assign(s);
+      return std::move(line.ids);
     }
+    const std::string& text = line.text;
     if (text.empty()) return InvalidArgument("empty text");
     EncodeOptions eo;
     eo.add_special_tokens = false;  // as SparseStaticEmbedding tokenizes
