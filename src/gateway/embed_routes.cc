@@ -79,18 +79,9 @@ std::optional<RequestError> Gateway::ToSequences(EmbedParams* p, const ServedMod
         f};
   };
   if (p->inputs.pretokenized) {
-    const int32_t vocab = m.tokenizer->vocab_size();
+    if (auto err = CheckVocabulary(p->inputs.ids, m.tokenizer->vocab_size(), f)) return err;
     for (size_t i = 0; i < p->inputs.ids.size(); ++i) {
       auto& s = p->inputs.ids[i];
-      for (int32_t id : s) {
-        if (id >= vocab) {
-          return RequestError{400,
-                              "'" + f + "[" + std::to_string(i) + "]' holds token id " +
-                                  std::to_string(id) + " >= vocabulary size " +
-                                  std::to_string(vocab),
-                              f};
-        }
-      }
       if (s.size() > static_cast<size_t>(max_len)) {
         if (!p->truncate) return too_long(i, s.size());
         if (p->truncate_left) s.erase(s.begin(), s.end() - max_len);

@@ -84,6 +84,15 @@ TEST(ParseOpenAi, ErrorsNameTheField) {
   EXPECT_NE(e->message.find("input[1][0]"), std::string::npos);
 }
 
+TEST(CheckVocabulary, NamesTheFirstSequenceWithAnIdPastTheVocabulary) {
+  EXPECT_FALSE(CheckVocabulary({{0, 9}, {5}}, 10, "input"));
+  auto e = CheckVocabulary({{0, 9}, {3, 10, 11}, {12}}, 10, "inputs");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->http_status, 400u);
+  EXPECT_EQ(e->param, "inputs");
+  EXPECT_EQ(e->message, "'inputs[1]' holds token id 10 >= vocabulary size 10");
+}
+
 TEST(SplitChunks, BoundsSequencesAndTokens) {
   std::vector<std::vector<int32_t>> seqs(10, std::vector<int32_t>(3));
   auto c = SplitChunks(seqs, {4, 1000});

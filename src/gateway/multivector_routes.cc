@@ -54,20 +54,11 @@ std::optional<RequestError> Gateway::ToTokenSequences(EmbedParams* p, const Serv
   if (p->inputs.pretokenized) {
     // Ids are the model's sequence as sent (markers and expansion are the caller's), cut at the
     // model's length for their kind.
-    const int32_t vocab = m.tokenizer->vocab_size();
     const size_t max_len = static_cast<size_t>(is_query ? m.config.multivector.query_length
                                                         : m.config.multivector.document_length);
+    if (auto err = CheckVocabulary(p->inputs.ids, m.tokenizer->vocab_size(), f)) return err;
     for (size_t i = 0; i < p->inputs.ids.size(); ++i) {
       auto& s = p->inputs.ids[i];
-      for (int32_t id : s) {
-        if (id >= vocab) {
-          return RequestError{400,
-                              "'" + f + "[" + std::to_string(i) + "]' holds token id " +
-                                  std::to_string(id) + " >= vocabulary size " +
-                                  std::to_string(vocab),
-                              f};
-        }
-      }
       if (s.size() > max_len) {
         if (p->truncate_left) s.erase(s.begin(), s.end() - max_len);
         s.resize(max_len);

@@ -263,4 +263,19 @@ std::string PeekModelField(std::string_view body) {
   return "";
 }
 
+std::optional<RequestError> CheckVocabulary(const std::vector<std::vector<int32_t>>& ids,
+                                            int64_t vocab, const std::string& field) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    for (int32_t id : ids[i]) {
+      if (id >= vocab) {
+        return RequestError{400,
+                            "'" + field + "[" + std::to_string(i) + "]' holds token id " +
+                                std::to_string(id) + " >= vocabulary size " + std::to_string(vocab),
+                            field};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace petal::gateway

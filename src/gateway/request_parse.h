@@ -31,6 +31,12 @@ struct Inputs {
   size_t size() const { return pretokenized ? ids.size() : texts.size(); }
 };
 
+// The first token id of `ids` (the request's `field`; ids are non-negative once parsed) that is not
+// below `vocab`: a 400 naming `field[i]`, the id and the vocabulary size. The routes call it with
+// the served model's vocabulary.
+std::optional<RequestError> CheckVocabulary(const std::vector<std::vector<int32_t>>& ids,
+                                            int64_t vocab, const std::string& field);
+
 struct EmbedParams {
   Inputs inputs;
   std::string model;        // as sent (echoed back); may be empty

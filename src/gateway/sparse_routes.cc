@@ -99,16 +99,8 @@ void Gateway::EmbedSparseStatic(EmbedParams* p, const ServedModel& m, bool opena
   std::vector<std::vector<int32_t>> seqs;
   if (p->inputs.pretokenized) {
     seqs = std::move(p->inputs.ids);
-    for (size_t i = 0; i < seqs.size(); ++i) {
-      for (int32_t id : seqs[i]) {
-        if (id < 0 || static_cast<size_t>(id) >= m.static_query->size()) {
-          return reply(ErrorResponse({400,
-                                      "'" + std::string(field) + "[" + std::to_string(i) +
-                                          "]' holds token id " + std::to_string(id) +
-                                          " outside the vocabulary",
-                                      field}));
-        }
-      }
+    if (auto err = CheckVocabulary(seqs, static_cast<int64_t>(m.static_query->size()), field)) {
+      return reply(ErrorResponse(*err));
     }
   } else {
     auto prefix = m.prompts.Prefix(p->prompt_name, p->input_type);
