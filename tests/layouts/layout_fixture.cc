@@ -1,9 +1,11 @@
 #include "layout_fixture.h"
 
+#include <signal.h>
 #include <simdjson.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -81,6 +83,22 @@ namespace {
 // exits with a copy of this list; only the process that made the list removes the folders.
 class TempDirs {
  public:
+  // A process that crashed or was killed removed nothing: its folders (named by its pid) go when
+  // the next process makes its first one, if no process of that pid is alive.
+  TempDirs() {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(fs::temp_directory_path(), ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.rfind(kPrefix, 0) != 0) continue;
+      const long pid = std::strtol(name.c_str() + kPrefix.size(), nullptr, 10);
+      if (pid > 0 && pid != ::getpid() && ::kill(static_cast<pid_t>(pid), 0) != 0 &&
+          errno == ESRCH) {
+        fs::remove_all(e.path(), ec);
+      }
+    }
+  }
+  static constexpr std::string_view kPrefix = "petal_layout_";
+
   void Add(const std::string& dir) {
     std::lock_guard<std::mutex> lock(mu_);
     dirs_.insert(dir);
@@ -107,9 +125,9 @@ TempDirs& MadeTempDirs() {
 }  // namespace
 
 std::string LayoutTempDir(const std::string& name) {
-  std::string dir =
-      (fs::temp_directory_path() / ("petal_layout_" + std::to_string(::getpid()) + "_" + name))
-          .string();
+  std::string dir = (fs::temp_directory_path() /
+                     (std::string(TempDirs::kPrefix) + std::to_string(::getpid()) + "_" + name))
+                        .string();
   MadeTempDirs().Add(dir);
   return dir;
 }
