@@ -20,6 +20,12 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
+// Each connection's I/O runs on its own strand, named by its concrete type: the type-erased
+// any_io_executor of beast::tcp_stream allocated on every operation for a strand (~17 of the
+// gateway's ~93 allocations per request).
+using Strand = net::strand<net::io_context::executor_type>;
+using Socket = net::basic_stream_socket<tcp, Strand>;
+using Stream = beast::basic_stream<tcp, Strand>;
 
 // The replying thread (for an engine's answer: the engine loop's completion thread) starts the
 // answer's write itself rather than handing it to an I/O thread: one thread hand-off fewer per
@@ -32,7 +38,7 @@ const bool kWriteFromReplier = [] {
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, std::shared_ptr<Handler> handler, const HttpServerOptions& o)
+  Session(Socket socket, std::shared_ptr<Handler> handler, const HttpServerOptions& o)
       : stream_(std::move(socket)),
         handler_(std::move(handler)),
         body_limit_(o.body_limit),
@@ -140,7 +146,7 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
   }
 
-  beast::tcp_stream stream_;
+  Stream stream_;
   static constexpr uint64_t kMaxReserve = 8u << 20;  // bytes reserved ahead for one body
   static constexpr size_t kKeepBuffer = 1u << 20;    // larger buffers are released after a read
   static constexpr size_t kFirstBuffer = 16u << 10;
@@ -159,10 +165,10 @@ struct HttpServer::Listener : std::enable_shared_from_this<HttpServer::Listener>
       : io(io), acceptor(net::make_strand(io)), options(std::move(o)), handler(std::move(h)) {}
 
   void Accept() {
-    acceptor.async_accept(net::make_strand(io),
+    acceptor.async_accept(net::make_strand(io.get_executor()),
                           beast::bind_front_handler(&Listener::OnAccept, shared_from_this()));
   }
-  void OnAccept(beast::error_code ec, tcp::socket socket) {
+  void OnAccept(beast::error_code ec, Socket socket) {
     if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
     if (!ec) {
       socket.set_option(tcp::no_delay(true), ec);

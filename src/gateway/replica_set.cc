@@ -228,13 +228,13 @@ void ReplicaSet::Send(Replica* r, Chunk c) {
   const auto left =
       std::chrono::duration_cast<std::chrono::milliseconds>(c.deadline - Clock::now());
   const auto timeout = std::max(std::chrono::milliseconds(1), std::min(left, call_timeout_));
-  // The request is kept (not moved) so that it can be retried elsewhere.
+  // The request is shared (not moved) so that it can be retried elsewhere.
   // The client is kept alive by the callback: the health thread may swap in a new one.
   auto client = r->Client();
   auto request = c.request;
   const std::string traceparent = c.traceparent;
   client->EmbedAsync(
-      *request, timeout,
+      std::move(request), timeout,
       [this, r, client, c = std::move(c)](StatusOr<v1::EmbedResponse> result) mutable {
         const StatusCode code = result.ok() ? StatusCode::kOk : result.status().code();
         bool requeue = false;

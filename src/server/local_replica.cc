@@ -68,8 +68,10 @@ void LocalReplica::Shutdown() {
   if (restart.joinable()) restart.join();
 }
 
-void LocalReplica::EmbedAsync(v1::EmbedRequest request, std::chrono::milliseconds timeout,
-                              EmbedDone done, const std::string& traceparent) {
+void LocalReplica::EmbedAsync(std::shared_ptr<const v1::EmbedRequest> request_ptr,
+                              std::chrono::milliseconds timeout, EmbedDone done,
+                              const std::string& traceparent) {
+  const v1::EmbedRequest& request = *request_ptr;
   metrics_.requests.fetch_add(1, std::memory_order_relaxed);
   std::shared_ptr<Core> core = serving_.load() ? CurrentCore() : nullptr;
   if (!core) {

@@ -50,7 +50,8 @@ class LocalReplica final : public wire::ReplicaTransport {
                EngineBuilder rebuild = {});
   ~LocalReplica() override;  // Shutdown()
 
-  void EmbedAsync(v1::EmbedRequest request, std::chrono::milliseconds timeout, EmbedDone done,
+  void EmbedAsync(std::shared_ptr<const v1::EmbedRequest> request,
+                  std::chrono::milliseconds timeout, EmbedDone done,
                   const std::string& traceparent = {}) override;
   StatusOr<v1::ModelInfoResponse> ModelInfo() override;
   StatusOr<v1::StatsResponse> Stats() override;

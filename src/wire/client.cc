@@ -87,7 +87,8 @@ std::unique_ptr<PendingCall> EmbedClient::StartEmbed(v1::EmbedRequest request,
   return call;
 }
 
-void EmbedClient::EmbedAsync(v1::EmbedRequest request, std::chrono::milliseconds timeout,
+void EmbedClient::EmbedAsync(std::shared_ptr<const v1::EmbedRequest> request,
+                             std::chrono::milliseconds timeout,
                              std::function<void(StatusOr<v1::EmbedResponse>)> done,
                              const std::string& traceparent) {
   if (poller_ != nullptr) {
@@ -96,7 +97,7 @@ void EmbedClient::EmbedAsync(v1::EmbedRequest request, std::chrono::milliseconds
   // gRPC needs the context and messages alive until the callback; they die with it.
   struct Call {
     grpc::ClientContext ctx;
-    v1::EmbedRequest request;
+    std::shared_ptr<const v1::EmbedRequest> request;
     v1::EmbedResponse response;
     std::function<void(StatusOr<v1::EmbedResponse>)> done;
   };
@@ -105,7 +106,7 @@ void EmbedClient::EmbedAsync(v1::EmbedRequest request, std::chrono::milliseconds
   call->done = std::move(done);
   SetTimeout(&call->ctx, timeout);
   if (!traceparent.empty()) call->ctx.AddMetadata("traceparent", traceparent);
-  stub_->async()->Embed(&call->ctx, &call->request, &call->response, [call](grpc::Status s) {
+  stub_->async()->Embed(&call->ctx, call->request.get(), &call->response, [call](grpc::Status s) {
     std::unique_ptr<Call> owned(call);
     if (s.ok()) {
       owned->done(std::move(owned->response));

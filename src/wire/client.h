@@ -71,7 +71,8 @@ class EmbedClient final : public ReplicaTransport {
   // Asynchronous Embed with a completion callback (for event-driven gateways). `done` runs once on
   // a gRPC thread and must not block. A non-empty `traceparent` (W3C trace context) is sent as
   // the call's `traceparent` metadata.
-  void EmbedAsync(v1::EmbedRequest request, std::chrono::milliseconds timeout, EmbedDone done,
+  void EmbedAsync(std::shared_ptr<const v1::EmbedRequest> request,
+                  std::chrono::milliseconds timeout, EmbedDone done,
                   const std::string& traceparent = {}) override;
   StatusOr<v1::ModelInfoResponse> ModelInfo() override;
   StatusOr<v1::StatsResponse> Stats() override;

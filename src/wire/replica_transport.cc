@@ -19,8 +19,8 @@ std::map<std::string, std::shared_ptr<ReplicaTransport>, std::less<>>& Registry(
 class Unavailable final : public ReplicaTransport {
  public:
   explicit Unavailable(std::string why) : why_(std::move(why)) {}
-  void EmbedAsync(v1::EmbedRequest, std::chrono::milliseconds, EmbedDone done,
-                  const std::string&) override {
+  void EmbedAsync(std::shared_ptr<const v1::EmbedRequest>, std::chrono::milliseconds,
+                  EmbedDone done, const std::string&) override {
     done(Status(StatusCode::kUnavailable, why_));
   }
   StatusOr<v1::ModelInfoResponse> ModelInfo() override {

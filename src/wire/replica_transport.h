@@ -29,10 +29,12 @@ class ReplicaTransport {
   virtual ~ReplicaTransport() = default;
 
   // Starts one Embed call; `done` runs exactly once, possibly before this returns (a refusal),
-  // and must not block. `timeout` 0: no deadline. A non-empty `traceparent` (W3C trace context)
-  // makes the server's span a child of the caller's.
-  virtual void EmbedAsync(v1::EmbedRequest request, std::chrono::milliseconds timeout,
-                          EmbedDone done, const std::string& traceparent = {}) = 0;
+  // and must not block. The request is shared, not copied: the caller keeps it for a retry on
+  // another replica, and a local replica reads it in place. `timeout` 0: no deadline. A non-empty
+  // `traceparent` (W3C trace context) makes the server's span a child of the caller's.
+  virtual void EmbedAsync(std::shared_ptr<const v1::EmbedRequest> request,
+                          std::chrono::milliseconds timeout, EmbedDone done,
+                          const std::string& traceparent = {}) = 0;
   virtual StatusOr<v1::ModelInfoResponse> ModelInfo() = 0;
   virtual StatusOr<v1::StatsResponse> Stats() = 0;
   // grpc.health.v1 semantics: true iff `service` is SERVING; "" asks whether the server can embed

@@ -8,7 +8,7 @@ namespace petal::wire {
 
 struct ReplyPoller::Call {
   grpc::ClientContext ctx;
-  v1::EmbedRequest request;
+  std::shared_ptr<const v1::EmbedRequest> request;
   v1::EmbedResponse response;
   grpc::Status status;
   std::unique_ptr<grpc::ClientAsyncResponseReader<v1::EmbedResponse>> rpc;
@@ -30,7 +30,7 @@ ReplyPoller::~ReplyPoller() {
   thread_.join();
 }
 
-void ReplyPoller::Embed(v1::Embedder::Stub* stub, v1::EmbedRequest request,
+void ReplyPoller::Embed(v1::Embedder::Stub* stub, std::shared_ptr<const v1::EmbedRequest> request,
                         std::chrono::milliseconds timeout,
                         std::function<void(StatusOr<v1::EmbedResponse>)> done,
                         const std::string& traceparent) {
@@ -45,7 +45,7 @@ void ReplyPoller::Embed(v1::Embedder::Stub* stub, v1::EmbedRequest request,
   // invisible to it).
   std::lock_guard<std::mutex> lock(mu_);
   calls_.insert(c);
-  c->rpc = stub->PrepareAsyncEmbed(&c->ctx, c->request, &cq_);
+  c->rpc = stub->PrepareAsyncEmbed(&c->ctx, *c->request, &cq_);
   c->rpc->StartCall();
   c->rpc->Finish(&c->response, &c->status, c);
 }

@@ -159,7 +159,7 @@ TEST(ServerE2E, AsyncCallbacksDeliverEachRequestsRows) {
   for (int i = 0; i < kCalls; ++i) {
     inputs.push_back(RandomSeqs(rng, 1 + i % 4, 30, ts.engine_options.vocab_size));
     ts.client->EmbedAsync(
-        wire::MakeEmbedRequest(inputs.back()), 10000ms,
+        std::make_shared<const v1::EmbedRequest>(wire::MakeEmbedRequest(inputs.back())), 10000ms,
         [&promises, i](StatusOr<v1::EmbedResponse> r) { promises[i].set_value(std::move(r)); });
   }
   for (int i = 0; i < kCalls; ++i) {
