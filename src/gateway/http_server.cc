@@ -128,7 +128,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Write(HttpResponse res) {
-    response_ = std::make_unique<HttpResponse>(std::move(res));
+    response_.emplace(std::move(res));
     const bool close = response_->need_eof();
     http::async_write(stream_, *response_,
                       beast::bind_front_handler(&Session::OnWrite, shared_from_this(), close));
@@ -152,7 +152,7 @@ class Session : public std::enable_shared_from_this<Session> {
   static constexpr size_t kFirstBuffer = 16u << 10;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  std::unique_ptr<HttpResponse> response_;
+  std::optional<HttpResponse> response_;  // the answer being written (kept for async_write)
   std::shared_ptr<Handler> handler_;
   size_t body_limit_;
   int idle_timeout_;

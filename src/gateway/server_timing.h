@@ -22,13 +22,18 @@ class ServerTiming {
   void Add(std::string_view name, double seconds) {
     char buf[48];
     std::snprintf(buf, sizeof(buf), ";dur=%.3f", seconds * 1e3);
-    if (!value_.empty()) value_ += ", ";
+    if (value_.empty()) {
+      value_.reserve(kTypical);
+    } else {
+      value_ += ", ";
+    }
     value_.append(name);
     value_ += buf;
   }
   const std::string& value() const { return value_; }
 
  private:
+  static constexpr size_t kTypical = 160;  // the embed route's seven phases, one allocation
   std::string value_;
 };
 
