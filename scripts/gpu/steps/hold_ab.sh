@@ -6,7 +6,8 @@
 #  2. HOLD_ROUNDS rounds (default 3) of `petal serve` with the hold (default lead) and with
 #     `--batch-hold-lead-us=-1`, alternating; each: `petal bench http --concurrency 16 --words 511`
 #     (HOLD_SECONDS, default 8) and the server's batch sizes from /metrics.
-# Results: $OUT/hold_ab/*.json, *.log, summary.md. ~4 min.
+# Results: $OUT/hold_ab/*.json, *.log, summary.md. ~4 min. HOLD_SCENARIOS / HOLD_ENGINE_SECONDS
+# shorten part 1.
 set -uo pipefail
 D="$OUT/hold_ab"
 mkdir -p "$D"
@@ -17,7 +18,7 @@ SECS="${HOLD_SECONDS:-8}"
 rc=0
 echo "== 1. engine"
 timeout 300 petal bench engine --model $M --backend cuda --max-batch-tokens 32768 --max-batch-seqs 128 \
-  --seconds 4 --scenarios throughput_16x512,throughput_8x512,throughput_100x512 --out "$D/engine.json" \
+  --seconds "${HOLD_ENGINE_SECONDS:-4}" --scenarios "${HOLD_SCENARIOS:-throughput_16x512,throughput_8x512,throughput_100x512}" --out "$D/engine.json" \
   > "$D/engine.log" 2>&1 || { tail -5 "$D/engine.log"; rc=1; }
 grep -E "throughput" "$D/engine.log"
 PORT=18490
