@@ -21,8 +21,8 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
 // Each connection's I/O runs on its own strand, named by its concrete type: the type-erased
-// any_io_executor of beast::tcp_stream allocated on every operation for a strand (~17 of the
-// gateway's ~93 allocations per request).
+// any_io_executor of beast::tcp_stream allocated on every operation for a strand (~19 of the
+// serving process's ~94 allocations per request, bench/results/2026-12-06-session15).
 using Strand = net::strand<net::io_context::executor_type>;
 using Socket = net::basic_stream_socket<tcp, Strand>;
 using Stream = beast::basic_stream<tcp, Strand>;
