@@ -93,6 +93,14 @@ class Embedder {
       } else if (static_cast<int>(ids.size()) > c.max_position_embeddings) {
         item.ids = InvalidArgument(std::to_string(ids.size()) + " tokens, more than the model's " +
                                    std::to_string(c.max_position_embeddings) + " positions");
+      } else if (auto bad = std::find_if(ids.begin(), ids.end(),
+                                         [&](int32_t id) { return id >= c.vocab_size; });
+                 bad != ids.end()) {
+        // A tokenizer may know more tokens than the model has embeddings (--ids are checked
+        // when parsed); this line fails, not the batch it would join.
+        item.ids =
+            InvalidArgument("token id " + std::to_string(*bad) + " is outside the vocabulary [0, " +
+                            std::to_string(c.vocab_size) + ")");
       }
     }
     return item;
