@@ -6,7 +6,6 @@
 
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/gemm_fused.h"
-#include "kernels/cuda/l2_hint.cuh"
 #include "kernels/cuda/launch_utils.h"
 #include "kernels/cuda/ops.h"
 #include "kernels/cuda/pdl.cuh"
@@ -71,9 +70,8 @@ __device__ __forceinline__ float Silu(float g) { return g / (1.f + expf(-g)); }
 
 template <int kVec>
 __global__ void SiluMulKernel(const bf16* __restrict__ gate_up, bf16* __restrict__ out, int rows,
-                              int inter, L2Hint hint) {
-  IssueL2Hint(hint);  // read-only weights of the next GEMM (l2_hint.cuh)
-  PdlWait();          // see pdl.cuh: before any global memory access
+                              int inter) {
+  PdlWait();  // see pdl.cuh: before any global memory access
   const int vecs_per_row = inter / kVec;
   const int64_t total = static_cast<int64_t>(rows) * vecs_per_row;
   for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < total;
@@ -134,9 +132,8 @@ __global__ void InterleaveKernel(const bf16* __restrict__ in, bf16* __restrict__
 // kVec output values per step from 2 * kVec interleaved inputs.
 template <int kVec>
 __global__ void SiluMulInterleavedKernel(const bf16* __restrict__ gu, bf16* __restrict__ out,
-                                         int rows, int inter, L2Hint hint) {
-  IssueL2Hint(hint);  // read-only weights of the next GEMM (l2_hint.cuh)
-  PdlWait();          // see pdl.cuh: before any global memory access
+                                         int rows, int inter) {
+  PdlWait();  // see pdl.cuh: before any global memory access
   const int vecs_per_row = inter / kVec;
   const int64_t total = static_cast<int64_t>(rows) * vecs_per_row;
   for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < total;
@@ -185,17 +182,16 @@ Status LaunchEmbedding(const EmbeddingParams& p, cudaStream_t stream) {
 Status LaunchSiluMul(const SiluMulParams& p, cudaStream_t stream) {
   if (!p.gate_up || !p.out) return BadArg("SiluMul", "null pointer");
   if (p.rows < 0 || p.inter <= 0) return BadArg("SiluMul", "bad sizes");
-  if (!IsAligned(p.prefetch.ptr, 16)) return BadArg("SiluMul", "prefetch.ptr must be 16-byte aligned");
   if (p.rows == 0) return Status::Ok();
   const int vec = ChooseVec({p.inter}, {p.gate_up, p.out});
   if (vec == 0) return BadArg("SiluMul", "inter must be even and pointers 4-byte aligned");
   const int64_t work = static_cast<int64_t>(p.rows) * (p.inter / vec);
   if (vec == 8) {
     (void)LaunchPdl(SiluMulKernel<8>, GridFor(work), kThreads, 0, stream, p.gate_up, p.out, p.rows,
-                    p.inter, p.prefetch);
+                    p.inter);
   } else {
     (void)LaunchPdl(SiluMulKernel<2>, GridFor(work), kThreads, 0, stream, p.gate_up, p.out, p.rows,
-                    p.inter, p.prefetch);
+                    p.inter);
   }
   PETAL_CUDA_CHECK_LAUNCH("SiluMul");
   return Status::Ok();
@@ -247,8 +243,6 @@ Status LaunchInterleaveGateUp(const InterleaveGateUpParams& p, cudaStream_t stre
 Status LaunchSiluMulInterleaved(const SiluMulParams& p, cudaStream_t stream) {
   if (!p.gate_up || !p.out) return BadArg("SiluMulInterleaved", "null pointer");
   if (p.rows < 0 || p.inter <= 0) return BadArg("SiluMulInterleaved", "bad sizes");
-  if (!IsAligned(p.prefetch.ptr, 16))
-    return BadArg("SiluMulInterleaved", "prefetch.ptr must be 16-byte aligned");
   if (p.rows == 0) return Status::Ok();
   const int vec = ChooseVec({p.inter}, {p.gate_up, p.out});
   if (vec == 0)
@@ -256,10 +250,10 @@ Status LaunchSiluMulInterleaved(const SiluMulParams& p, cudaStream_t stream) {
   const int64_t work = static_cast<int64_t>(p.rows) * (p.inter / vec);
   if (vec == 8) {
     (void)LaunchPdl(SiluMulInterleavedKernel<8>, GridFor(work), kThreads, 0, stream, p.gate_up,
-                    p.out, p.rows, p.inter, p.prefetch);
+                    p.out, p.rows, p.inter);
   } else {
     (void)LaunchPdl(SiluMulInterleavedKernel<2>, GridFor(work), kThreads, 0, stream, p.gate_up,
-                    p.out, p.rows, p.inter, p.prefetch);
+                    p.out, p.rows, p.inter);
   }
   PETAL_CUDA_CHECK_LAUNCH("SiluMulInterleaved");
   return Status::Ok();

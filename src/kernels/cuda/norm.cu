@@ -2,7 +2,6 @@
 // row, the row staged as fp32 in shared memory so the input is read from device memory once and
 // the variance is computed in a second pass over shared memory (two-pass: no cancellation).
 #include "kernels/cuda/device_utils.cuh"
-#include "kernels/cuda/l2_hint.cuh"
 #include "kernels/cuda/launch_utils.h"
 #include "kernels/cuda/ops.h"
 #include "kernels/cuda/pdl.cuh"
@@ -55,9 +54,8 @@ __device__ __forceinline__ void NormalizeRow(const float* row, float sum, float 
 // row = a (+ b, rounded to bf16 and written to sum_out if non-null); out = norm(row).
 template <int kVec, bool kLayerNorm>
 __global__ void AddNormKernel(const bf16* a, const bf16* b, bf16* sum_out, const bf16* gamma,
-                              const bf16* beta, float eps, bf16* out, int dim, L2Hint hint) {
-  IssueL2Hint(hint);  // read-only weights of the next GEMM (l2_hint.cuh)
-  PdlWait();          // see pdl.cuh: before any global memory access
+                              const bf16* beta, float eps, bf16* out, int dim) {
+  PdlWait();  // see pdl.cuh: before any global memory access
   extern __shared__ float row[];
   __shared__ float scratch[32];
   const int64_t base = static_cast<int64_t>(blockIdx.x) * dim;
@@ -119,7 +117,7 @@ Status CheckRowDims(const char* op, int rows, int dim) {
 
 template <bool kLayerNorm>
 Status LaunchAddNorm(const char* op, const bf16* a, const bf16* b, bf16* sum_out, const bf16* gamma,
-                     const bf16* beta, float eps, bf16* out, int rows, int dim, L2Hint hint,
+                     const bf16* beta, float eps, bf16* out, int rows, int dim,
                      cudaStream_t stream) {
   PETAL_RETURN_IF_ERROR(CheckRowDims(op, rows, dim));
   if (rows == 0) return Status::Ok();
@@ -129,10 +127,10 @@ Status LaunchAddNorm(const char* op, const bf16* a, const bf16* b, bf16* sum_out
   const size_t smem = static_cast<size_t>(dim) * sizeof(float);
   if (vec == 8) {
     (void)LaunchPdl(AddNormKernel<8, kLayerNorm>, rows, threads, smem, stream, a, b, sum_out, gamma,
-                    beta, eps, out, dim, hint);
+                    beta, eps, out, dim);
   } else {
     (void)LaunchPdl(AddNormKernel<2, kLayerNorm>, rows, threads, smem, stream, a, b, sum_out, gamma,
-                    beta, eps, out, dim, hint);
+                    beta, eps, out, dim);
   }
   PETAL_CUDA_CHECK_LAUNCH(op);
   return Status::Ok();
@@ -143,16 +141,15 @@ Status LaunchAddNorm(const char* op, const bf16* a, const bf16* b, bf16* sum_out
 Status LaunchAddLayerNorm(const AddLayerNormParams& p, cudaStream_t stream) {
   if (!p.x || !p.gamma || !p.beta || !p.out) return BadArg("AddLayerNorm", "null pointer");
   return LaunchAddNorm<true>("AddLayerNorm", p.x, p.residual, nullptr, p.gamma, p.beta, p.eps,
-                             p.out, p.rows, p.dim, L2Hint{}, stream);
+                             p.out, p.rows, p.dim, stream);
 }
 
 Status LaunchAddRmsNorm(const AddRmsNormParams& p, cudaStream_t stream) {
   if (!p.residual || !p.weight || !p.out) return BadArg("AddRmsNorm", "null pointer");
-  if (!IsAligned(p.prefetch.ptr, 16)) return BadArg("AddRmsNorm", "prefetch.ptr must be 16-byte aligned");
   if (p.x && (p.out == p.residual || p.out == p.x))
     return BadArg("AddRmsNorm", "out must not alias residual or x when x is given");
   return LaunchAddNorm<false>("AddRmsNorm", p.residual, p.x, p.x ? p.residual : nullptr, p.weight,
-                              nullptr, p.eps, p.out, p.rows, p.dim, p.prefetch, stream);
+                              nullptr, p.eps, p.out, p.rows, p.dim, stream);
 }
 
 Status LaunchBertEmbedding(const BertEmbeddingParams& p, cudaStream_t stream) {

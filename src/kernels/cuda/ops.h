@@ -25,18 +25,6 @@ namespace petal::cuda {
 
 using bf16 = __nv_bfloat16;
 
-// ---- L2 hints (issue 32) ------------------------------------------------------------------------
-// Read-only bytes (the NEXT GEMM's weights) that a small kernel asks L2 to fetch while it runs:
-// at batch 1 the dense GEMMs read their weights at ~1/4 of HBM bandwidth, bound by load latency,
-// while HBM idles during the norm / rotary / SwiGLU kernels between them. Each CTA of the kernel
-// issues bulk prefetches (sm_90: cp.async.bulk.prefetch.L2; a no-op before) for its share of
-// [ptr, ptr + bytes) before anything else. A hint never changes a result. ptr 16-byte aligned;
-// null (the default) = no hint. Set by the Qwen3 bf16 forward (PETAL_L2_HINTS, qwen3_cuda.cc).
-struct L2Hint {
-  const void* ptr = nullptr;
-  size_t bytes = 0;
-};
-
 // ---- Per-token sequence info -------------------------------------------------------------------
 // For t < rows: seq_ids[t] = s with cu_seqlens[s] <= t < cu_seqlens[s+1] and positions[t] = t -
 // cu_seqlens[s]; tokens past cu_seqlens[num_seqs] (bucket padding) get seq_id -1, position 0.
@@ -113,7 +101,6 @@ struct AddRmsNormParams {
   bf16* out = nullptr;  // [rows, dim]
   int rows = 0;
   int dim = 0;
-  L2Hint prefetch;  // optional (see L2Hint)
 };
 Status LaunchAddRmsNorm(const AddRmsNormParams& p, cudaStream_t stream);
 
@@ -142,7 +129,6 @@ struct QkNormRopeParams {
   // rope_table_rows - 1. Null: angles computed in fp64 in the kernel.
   const float2* rope_table = nullptr;
   int rope_table_rows = 0;
-  L2Hint prefetch;  // optional (see L2Hint)
 };
 
 // Host-side (cos, sin) table for LaunchQkNormRope: rows positions x head_dim/2 pairs, in fp64
@@ -157,7 +143,6 @@ struct SiluMulParams {
   bf16* out = nullptr;            // [rows, inter]
   int rows = 0;
   int inter = 0;
-  L2Hint prefetch;  // optional (see L2Hint)
 };
 Status LaunchSiluMul(const SiluMulParams& p, cudaStream_t stream);
 

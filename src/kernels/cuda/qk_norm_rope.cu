@@ -10,7 +10,6 @@
 #include <cmath>
 
 #include "kernels/cuda/device_utils.cuh"
-#include "kernels/cuda/l2_hint.cuh"
 #include "kernels/cuda/launch_utils.h"
 #include "kernels/cuda/ops.h"
 #include "kernels/cuda/pdl.cuh"
@@ -28,8 +27,7 @@ struct RopeArgs {
 };
 
 __global__ void __launch_bounds__(kWarpsPerBlock * 32) QkNormRopeKernel(RopeArgs args) {
-  IssueL2Hint(args.p.prefetch);  // read-only weights of a later GEMM (l2_hint.cuh)
-  PdlWait();                     // see pdl.cuh: before any global memory access
+  PdlWait();  // see pdl.cuh: before any global memory access
   extern __shared__ float smem[];
   const QkNormRopeParams& p = args.p;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -95,8 +93,7 @@ constexpr int kVecWarpsPerBlock = 8;
 
 template <int E>
 __global__ void __launch_bounds__(kVecWarpsPerBlock * 32) QkNormRopeVecKernel(QkNormRopeParams p) {
-  IssueL2Hint(p.prefetch);  // read-only weights of a later GEMM (l2_hint.cuh)
-  PdlWait();                // see pdl.cuh: before any global memory access
+  PdlWait();  // see pdl.cuh: before any global memory access
   constexpr int kDim = 32 * E, kHalf = kDim / 2;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int heads = p.num_q_heads + p.num_kv_heads;
@@ -179,7 +176,6 @@ Status LaunchQkNormRope(const QkNormRopeParams& p, cudaStream_t stream) {
       (p.q_norm_weight && (!IsAligned(p.q_norm_weight, 4) || !IsAligned(p.k_norm_weight, 4))))
     return BadArg(op, "pointers must be 4-byte aligned");
   if (p.positions && !(p.theta > 0)) return BadArg(op, "theta must be positive");
-  if (!IsAligned(p.prefetch.ptr, 16)) return BadArg(op, "prefetch.ptr must be 16-byte aligned");
   if (p.rope_table && (p.rope_table_rows <= 0 || !IsAligned(p.rope_table, 8)))
     return BadArg(op, "rope_table needs rope_table_rows > 0 and 8-byte alignment");
   const int64_t items = static_cast<int64_t>(p.rows) * (p.num_q_heads + p.num_kv_heads);

@@ -34,9 +34,6 @@ const DeviceField kDeviceFields[] = {
 std::string Qwen3CudaModel::Describe() const {
   std::string s = DescribeKernels(*gemm_, attention_);
   if (fold_norms_) s += "\nbf16: RMSNorms folded into the QKV and gate/up GEMMs";
-  if (l2_hint_cap_ > 0)
-    s += "\nbf16: L2 hints of each GEMM's weights (<= " + std::to_string(l2_hint_cap_ >> 20) +
-         " MiB) for batches of <= " + std::to_string(L2PrefetchMaxTokens()) + " tokens";
   if (!fused_mlp_table_.empty())
     s += "\nbf16 gate/up + SwiGLU: " + DescribeRungs(fused_mlp_, GemmSwigluConfigName) +
          " (fused vs unfused at load: " + fused_mlp_table_ + ")";
@@ -208,15 +205,7 @@ Status Qwen3CudaModel::InitBuffers(const Qwen3Weights* w) {
   bytes_ += rope_table_.bytes();
   PETAL_RETURN_IF_ERROR(attention_.Init(cap_, config_.head_dim));
   bytes_ += TotalBytes(r_, x_, qkv_, attn_, gate_up_, act_, positions_) + attention_.bytes();
-  GemmOptions gemm_options;
-  if (const char* env = std::getenv("PETAL_L2_HINTS"); env && (env[0] == '1' || env[0] == '2')) {
-    int dev = 0, l2 = 0;
-    PETAL_CUDA_CHECK(cudaGetDevice(&dev));
-    PETAL_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
-    l2_hint_cap_ = static_cast<size_t>(l2) / 2;
-    gemm_options.cold_l2 = env[0] != '2';
-  }
-  PETAL_ASSIGN_OR_RETURN(gemm_, Gemm::Create(gemm_options));
+  PETAL_ASSIGN_OR_RETURN(gemm_, Gemm::Create());
   // The bf16 GEMMs' weights in the order the forward pass reads them, for the L2 prefetcher.
   std::vector<L2Prefetcher::Span> spans;
   for (const Qwen3LayerDev& L : layers_)

@@ -173,8 +173,6 @@ Status Qwen3CudaModel::Forward(const DeviceBatch& b, float* pooled, cudaStream_t
   };
   // Batches of few tokens: the next GEMM's weights are pulled into L2 on a side stream.
   prefetch_.Begin(!fp8 && T <= L2PrefetchMaxTokens());
-  // Or: the kernel before each GEMM hints its weights into L2 (PETAL_L2_HINTS, l2_hint.cuh).
-  const bool hints = l2_hint_cap_ > 0 && !fp8 && T <= L2PrefetchMaxTokens();
   size_t gj = 0;  // index of the next GEMM in the prefetcher's spans
   for (size_t li = 0; li < layers_.size(); ++li) {
     const Qwen3LayerDev& L = layers_[li];
@@ -188,14 +186,12 @@ Status Qwen3CudaModel::Forward(const DeviceBatch& b, float* pooled, cudaStream_t
       gj += 4;
       continue;
     }
-    PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm({nullptr, r_.get(), L.in_norm.get(), config_.norm_eps,
-                                            x_.get(), T, H, Hint(L.qkv, hints)},
-                                           stream));
+    PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm(
+        {nullptr, r_.get(), L.in_norm.get(), config_.norm_eps, x_.get(), T, H}, stream));
     PETAL_RETURN_IF_ERROR(observe(l, 0, x_.get(), H));
     PETAL_RETURN_IF_ERROR(prefetch_.BeforeGemm(gj++, stream));
     rp.q_norm_weight = L.q_norm.get();
     rp.k_norm_weight = L.k_norm.get();
-    rp.prefetch = Hint(L.o, hints);
     if (const int qc = FusedConfigFor(fused_qkv_, T); qc >= 0) {
       GemmQkvRopeParams fp = FusedQkv(L, rp, T);
       fp.config = qc;
@@ -216,9 +212,8 @@ Status Qwen3CudaModel::Forward(const DeviceBatch& b, float* pooled, cudaStream_t
     PETAL_RETURN_IF_ERROR(prefetch_.BeforeGemm(gj++, stream));
     PETAL_RETURN_IF_ERROR(
         gemm_->Run({attn_.get(), L.o.get(), L.o_b.get(), r_.get(), r_.get(), T, H, Q}, stream));
-    PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm({nullptr, r_.get(), L.post_norm.get(), config_.norm_eps,
-                                            x_.get(), T, H, Hint(L.gate_up, hints)},
-                                           stream));
+    PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm(
+        {nullptr, r_.get(), L.post_norm.get(), config_.norm_eps, x_.get(), T, H}, stream));
     PETAL_RETURN_IF_ERROR(observe(l, 2, x_.get(), H));
     PETAL_RETURN_IF_ERROR(prefetch_.BeforeGemm(gj++, stream));
     if (const int mc = FusedConfigFor(fused_mlp_, T); mc >= 0) {
@@ -227,7 +222,7 @@ Status Qwen3CudaModel::Forward(const DeviceBatch& b, float* pooled, cudaStream_t
     } else {
       PETAL_RETURN_IF_ERROR(gemm_->Run(
           {x_.get(), L.gate_up.get(), nullptr, nullptr, gate_up_.get(), T, 2 * I, H}, stream));
-      const SiluMulParams sp{gate_up_.get(), act_.get(), T, I, Hint(L.down, hints)};
+      const SiluMulParams sp{gate_up_.get(), act_.get(), T, I};
       PETAL_RETURN_IF_ERROR(!fused_mlp_.empty() ? LaunchSiluMulInterleaved(sp, stream)
                                                 : LaunchSiluMul(sp, stream));
     }

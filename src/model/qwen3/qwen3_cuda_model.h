@@ -5,7 +5,6 @@
 // Thread-safety: as CudaModel (one caller, on one stream, at a time).
 #pragma once
 
-#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
@@ -128,13 +127,6 @@ class Qwen3CudaModel final : public CudaModel {
   // flash kernel applies it on load) instead of launching QkNormRope. Off by default (measured
   // slower, docs/attention.md); PETAL_QK_NORM_IN_ATTENTION=1 turns it on.
   bool qk_norm_in_attention_ = false;
-  // L2 hints (issue 32): the kernel before each bf16 GEMM of a small batch asks L2 for that GEMM's
-  // weights (at most l2_hint_cap_ bytes of them; 0 = off). PETAL_L2_HINTS=1 turns it on, =2 also
-  // tunes the GEMMs with L2 warm (GemmOptions::cold_l2 = false). Off by default until measured.
-  size_t l2_hint_cap_ = 0;
-  L2Hint Hint(const DeviceBuffer<bf16>& w, bool on) const {
-    return on ? L2Hint{w.get(), std::min(w.bytes(), l2_hint_cap_)} : L2Hint{};
-  }
   // FuseGemms' decisions. fused_mlp_ non-empty: gate/up rows are interleaved, and the batches
   // with no fused config take the GEMM and LaunchSiluMulInterleaved.
   std::vector<FusedRung> fused_mlp_, fused_qkv_;
