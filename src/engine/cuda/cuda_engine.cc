@@ -310,8 +310,10 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> CudaEngine::Step(const Batch& batch
   DeviceBatch db{d, d_types, d_cu, d_num, T_pad, S_pad, L_pad, d_spans, P_pad};
   if (multivector_keys_) db.key_lengths = d_keys;
   if (s.ok()) {
+    profile_.Before();
     s = graphs_->Run({S_pad, T_pad, L_pad, P_pad}, stream_,
                      [&] { return model_->Forward(db, dev_pooled_, stream_); });
+    profile_.After();
   }
   // Embedders return [S, hidden] pooled rows (with spans: [P, hidden]); ranking models and
   // classifiers [S, score_outputs] logits.

@@ -11,6 +11,7 @@
 #include "engine/cuda/cuda_model.h"
 #include "engine/cuda/fp8_gate.h"
 #include "engine/cuda/graph_cache.h"
+#include "engine/cuda/profile_window.h"
 
 namespace petal::cuda {
 
@@ -59,6 +60,7 @@ class CudaEngine final : public Engine {
   size_t next_slot_ = 0;
   BucketPolicy buckets_;
   std::unique_ptr<GraphCache> graphs_;
+  ProfileWindow profile_;  // PETAL_PROFILE_FORWARDS (profile_window.h)
   int64_t batches_ = 0, padded_tokens_ = 0, real_tokens_ = 0;
   // A multi-vector (ColBERT) model: one output row per token, key lengths staged per batch.
   bool multivector_ = false;
