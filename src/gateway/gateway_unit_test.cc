@@ -3,8 +3,12 @@
 // Server-Timing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
+#include <vector>
 
 #include "gateway/chunker.h"
 #include "gateway/http_bench.h"
@@ -27,6 +31,37 @@ TEST(JsonOut, FloatsRoundTrip) {
   JsonOut o;
   o.Float(0.1f);
   EXPECT_EQ(o.str(), "0.1");  // shortest form, not 0.100000001
+}
+
+TEST(JsonOut, FloatArraysRoundTripWithNullsForNonFinite) {
+  std::vector<float> v = {-1.17549435e-38f, 3.4028235e38f, -0.05609434f, 0.1f, 1e-45f, -0.0f};
+  for (int i = 0; i < 1000; ++i)
+    v.push_back(std::ldexp(static_cast<float>(i * 7919 % 1000 - 500), -(i % 40)) / 3);
+  v.push_back(std::numeric_limits<float>::quiet_NaN());
+  v.push_back(-std::numeric_limits<float>::infinity());
+  JsonOut o;
+  o.Raw("x").FloatArray(v).Raw("y");
+  const std::string& s = o.str();
+  ASSERT_EQ(s.front(), 'x');
+  ASSERT_EQ(s.substr(s.size() - 2), "]y");
+  size_t pos = 2, n = 0;  // after "x["
+  while (pos < s.size() - 2) {
+    const size_t comma = std::min(s.find(',', pos), s.size() - 2);
+    const std::string item = s.substr(pos, comma - pos);
+    ASSERT_LT(n, v.size());
+    if (std::isfinite(v[n])) {
+      EXPECT_EQ(std::strtof(item.c_str(), nullptr), v[n]) << item;
+      JsonOut one;
+      EXPECT_EQ(item, one.Float(v[n]).str());  // the same text as Float()
+    } else {
+      EXPECT_EQ(item, "null");
+    }
+    ++n;
+    pos = comma + 1;
+  }
+  EXPECT_EQ(n, v.size());
+  JsonOut empty;
+  EXPECT_EQ(empty.FloatArray({}).str(), "[]");
 }
 
 TEST(JsonOut, EscapesAndBase64) {

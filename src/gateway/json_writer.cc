@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstring>
 
 namespace petal::gateway {
 
@@ -63,14 +64,26 @@ JsonOut& JsonOut::Double(double v) {
 }
 
 JsonOut& JsonOut::FloatArray(std::span<const float> v) {
-  // Worst case per float is about 15 characters plus a comma; reserve once per row.
-  s_.reserve(s_.size() + v.size() * 16 + 2);
-  s_.push_back('[');
+  // Written in place: the string grows once to the worst case (a float32's shortest form is at
+  // most 15 characters, "-1.17549435e-38"; plus a comma), then shrinks to what was written. No
+  // per-float temporary or append; ~11% faster than appending (bench/results/2026-12-06-session16).
+  constexpr size_t kMaxPerFloat = 16;
+  const size_t start = s_.size();
+  s_.resize(start + v.size() * kMaxPerFloat + 2);
+  char* p = s_.data() + start;
+  char* const end = s_.data() + s_.size();
+  *p++ = '[';
   for (size_t i = 0; i < v.size(); ++i) {
-    if (i) s_.push_back(',');
-    Float(v[i]);
+    if (i) *p++ = ',';
+    if (std::isfinite(v[i])) {
+      p = std::to_chars(p, end, v[i]).ptr;
+    } else {
+      std::memcpy(p, "null", 4);
+      p += 4;
+    }
   }
-  s_.push_back(']');
+  *p++ = ']';
+  s_.resize(static_cast<size_t>(p - s_.data()));
   return *this;
 }
 
