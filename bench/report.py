@@ -38,7 +38,7 @@ def load_inputs(args):
         if not isinstance(d, dict) or d.get("report_schema") != 1:
             continue
         d["_file"] = os.path.relpath(os.path.abspath(path), ROOT)
-        if d["mode"] not in newest or (d["date"], path) > (newest[d["mode"]]["date"], newest[d["mode"]]["_file"]):
+        if d["mode"] not in newest or (d["date"], d["_file"]) > (newest[d["mode"]]["date"], newest[d["mode"]]["_file"]):
             newest[d["mode"]] = d
     return newest
 
