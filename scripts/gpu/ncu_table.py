@@ -12,7 +12,7 @@ def family(name):
     n = re.sub(r"^void ", "", name)
     n = re.sub(r"[<(].*", "", n)
     if "sm90_xmma_gemm" in n or n.startswith("nvjet") or "gemm" in n.lower():
-        return "GEMM " + n[:40]
+        return "GEMM " + n[:64]
     return n[:48]
 
 
