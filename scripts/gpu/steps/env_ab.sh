@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # GPU step (issue 32): an A/B of one environment switch in one binary, e.g. the CUTLASS GEMM
-# candidates (PETAL_GEMM_CUTLASS=0/1) or the L2 prefetcher (PETAL_L2_PREFETCH=0/1/2):
+# candidates (PETAL_GEMM_CUTLASS=0/1) or the folded norms (PETAL_FOLD_NORMS=0/1):
 # `petal bench engine` on random-weight shapes for each value, alternating over AB_ROUNDS rounds
 # so drift shows. Every run does the warm-up check against the CPU reference. Results JSON (and
 # the tuner's plan table, *.json.kernels.txt) in $OUT/env_ab/<var>/<shape>-v<value>-r<round>.json,
 # a table in $OUT/env_ab/<var>/summary.md.
 # Env: AB_VAR (default PETAL_GEMM_CUTLASS), AB_VALUES (default "0 1"), AB_SHAPES (default
-# "0.6b 4b"), AB_ROUNDS (default 2), AB_EXTRA_ENV (e.g. "PETAL_L2_PREFETCH=1", applied to all),
+# "0.6b 4b"), AB_ROUNDS (default 2), AB_EXTRA_ENV (e.g. "PETAL_PDL=1", applied to all),
 # AB_ENGINE_ARGS (extra `petal bench engine` flags, e.g. "--quantize fp8 --no-fp8-gate"),
 # AB_SCENARIOS (replaces the per-shape scenario list), AB_TAG (suffix of the results folder).
 set -euo pipefail

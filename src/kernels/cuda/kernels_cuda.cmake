@@ -19,8 +19,7 @@ add_library(petal_kernels_cuda STATIC
   ${CMAKE_CURRENT_LIST_DIR}/gemm_cluster.cu
   ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass.cc
   ${CMAKE_CURRENT_LIST_DIR}/gemm_fused.cc
-  ${CMAKE_CURRENT_LIST_DIR}/fp8_quant.cu
-  ${CMAKE_CURRENT_LIST_DIR}/l2_prefetch.cu)
+  ${CMAKE_CURRENT_LIST_DIR}/fp8_quant.cu)
 target_include_directories(petal_kernels_cuda PUBLIC ${CMAKE_SOURCE_DIR}/src)
 target_link_libraries(petal_kernels_cuda PUBLIC petal_common CUDA::cudart CUDA::cublasLt)
 target_compile_options(petal_kernels_cuda PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-O3 -lineinfo>)

@@ -206,13 +206,6 @@ Status Qwen3CudaModel::InitBuffers(const Qwen3Weights* w) {
   PETAL_RETURN_IF_ERROR(attention_.Init(cap_, config_.head_dim));
   bytes_ += TotalBytes(r_, x_, qkv_, attn_, gate_up_, act_, positions_) + attention_.bytes();
   PETAL_ASSIGN_OR_RETURN(gemm_, Gemm::Create());
-  // The bf16 GEMMs' weights in the order the forward pass reads them, for the L2 prefetcher.
-  std::vector<L2Prefetcher::Span> spans;
-  for (const Qwen3LayerDev& L : layers_)
-    for (const DeviceBuffer<bf16>* wb : {&L.qkv, &L.o, &L.gate_up, &L.down})
-      spans.push_back({wb->get(), wb->bytes()});
-  prefetch_.SetSpans(std::move(spans));
-  PETAL_RETURN_IF_ERROR(prefetch_.Init(L2PrefetchAhead()));
   return Status::Ok();
 }
 

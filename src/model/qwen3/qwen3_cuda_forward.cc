@@ -73,7 +73,7 @@ Status Qwen3CudaModel::Fp8Layer(const Qwen3LayerDev& L, int layer, AttentionPara
 }
 
 Status Qwen3CudaModel::FoldedLayer(const Qwen3LayerDev& L, int l, AttentionParams& ap,
-                                   QkNormRopeParams& rp, int T, size_t gj, cudaStream_t stream) {
+                                   QkNormRopeParams& rp, int T, cudaStream_t stream) {
   const int H = config_.hidden_size, I = config_.intermediate_size;
   const int Q = config_.num_heads * config_.head_dim;
   const int QKV = (config_.num_heads + 2 * config_.num_kv_heads) * config_.head_dim;
@@ -84,7 +84,6 @@ Status Qwen3CudaModel::FoldedLayer(const Qwen3LayerDev& L, int l, AttentionParam
     return LaunchRowAmaxBf16({x_.get(), CalibSlot(l, which), T, H}, stream);
   };
   PETAL_RETURN_IF_ERROR(observe_norm(L.in_norm, 0));
-  PETAL_RETURN_IF_ERROR(prefetch_.BeforeGemm(gj, stream));
   PETAL_RETURN_IF_ERROR(
       gemm_->Run({r_.get(), L.qkv.get(), nullptr, nullptr, qkv_.get(), T, QKV, H}, stream));
   rp.q_norm_weight = L.q_norm.get();
@@ -94,18 +93,15 @@ Status Qwen3CudaModel::FoldedLayer(const Qwen3LayerDev& L, int l, AttentionParam
   PETAL_RETURN_IF_ERROR(attention_.Run(ap, stream));
   if (calib_.size() > 0)
     PETAL_RETURN_IF_ERROR(LaunchRowAmaxBf16({attn_.get(), CalibSlot(l, 1), T, Q}, stream));
-  PETAL_RETURN_IF_ERROR(prefetch_.BeforeGemm(gj + 1, stream));
   PETAL_RETURN_IF_ERROR(
       gemm_->Run({attn_.get(), L.o.get(), L.o_b.get(), r_.get(), r_.get(), T, H, Q}, stream));
   PETAL_RETURN_IF_ERROR(observe_norm(L.post_norm, 2));
-  PETAL_RETURN_IF_ERROR(prefetch_.BeforeGemm(gj + 2, stream));
   PETAL_RETURN_IF_ERROR(gemm_->Run(
       {r_.get(), L.gate_up.get(), nullptr, nullptr, gate_up_.get(), T, 2 * I, H}, stream));
   PETAL_RETURN_IF_ERROR(LaunchRmsScaledSiluMul(
       {{gate_up_.get(), act_.get(), T, I}, r_.get(), H, config_.norm_eps}, stream));
   if (calib_.size() > 0)
     PETAL_RETURN_IF_ERROR(LaunchRowAmaxBf16({act_.get(), CalibSlot(l, 3), T, I}, stream));
-  PETAL_RETURN_IF_ERROR(prefetch_.BeforeGemm(gj + 3, stream));
   return gemm_->Run({act_.get(), L.down.get(), nullptr, r_.get(), r_.get(), T, H, I}, stream);
 }
 
@@ -171,9 +167,6 @@ Status Qwen3CudaModel::Forward(const DeviceBatch& b, float* pooled, cudaStream_t
     if (calib_.size() == 0) return Status::Ok();
     return LaunchRowAmaxBf16({v, CalibSlot(layer, which), T, dim}, stream);
   };
-  // Batches of few tokens: the next GEMM's weights are pulled into L2 on a side stream.
-  prefetch_.Begin(!fp8 && T <= L2PrefetchMaxTokens());
-  size_t gj = 0;  // index of the next GEMM in the prefetcher's spans
   for (size_t li = 0; li < layers_.size(); ++li) {
     const Qwen3LayerDev& L = layers_[li];
     const int l = static_cast<int>(li);
@@ -182,15 +175,13 @@ Status Qwen3CudaModel::Forward(const DeviceBatch& b, float* pooled, cudaStream_t
       continue;
     }
     if (fold_norms_) {
-      PETAL_RETURN_IF_ERROR(FoldedLayer(L, l, ap, rp, T, gj, stream));
-      gj += 4;
+      PETAL_RETURN_IF_ERROR(FoldedLayer(L, l, ap, rp, T, stream));
       continue;
     }
     PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm(
         {nullptr, r_.get(), L.in_norm.get(), config_.norm_eps, x_.get(), T, H}, stream));
     PETAL_RETURN_IF_ERROR(observe(l, 0, x_.get(), H));
-    PETAL_RETURN_IF_ERROR(prefetch_.BeforeGemm(gj++, stream));
-    rp.q_norm_weight = L.q_norm.get();
+      rp.q_norm_weight = L.q_norm.get();
     rp.k_norm_weight = L.k_norm.get();
     if (const int qc = FusedConfigFor(fused_qkv_, T); qc >= 0) {
       GemmQkvRopeParams fp = FusedQkv(L, rp, T);
@@ -209,14 +200,12 @@ Status Qwen3CudaModel::Forward(const DeviceBatch& b, float* pooled, cudaStream_t
     }
     PETAL_RETURN_IF_ERROR(attention_.Run(ap, stream));
     PETAL_RETURN_IF_ERROR(observe(l, 1, attn_.get(), Q));
-    PETAL_RETURN_IF_ERROR(prefetch_.BeforeGemm(gj++, stream));
-    PETAL_RETURN_IF_ERROR(
+      PETAL_RETURN_IF_ERROR(
         gemm_->Run({attn_.get(), L.o.get(), L.o_b.get(), r_.get(), r_.get(), T, H, Q}, stream));
     PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm(
         {nullptr, r_.get(), L.post_norm.get(), config_.norm_eps, x_.get(), T, H}, stream));
     PETAL_RETURN_IF_ERROR(observe(l, 2, x_.get(), H));
-    PETAL_RETURN_IF_ERROR(prefetch_.BeforeGemm(gj++, stream));
-    if (const int mc = FusedConfigFor(fused_mlp_, T); mc >= 0) {
+      if (const int mc = FusedConfigFor(fused_mlp_, T); mc >= 0) {
       PETAL_RETURN_IF_ERROR(
           LaunchGemmSwiglu({x_.get(), L.gate_up.get(), act_.get(), T, I, H, mc}, stream));
     } else {
@@ -227,11 +216,9 @@ Status Qwen3CudaModel::Forward(const DeviceBatch& b, float* pooled, cudaStream_t
                                                 : LaunchSiluMul(sp, stream));
     }
     PETAL_RETURN_IF_ERROR(observe(l, 3, act_.get(), I));
-    PETAL_RETURN_IF_ERROR(prefetch_.BeforeGemm(gj++, stream));
-    PETAL_RETURN_IF_ERROR(
+      PETAL_RETURN_IF_ERROR(
         gemm_->Run({act_.get(), L.down.get(), nullptr, r_.get(), r_.get(), T, H, I}, stream));
   }
-  PETAL_RETURN_IF_ERROR(prefetch_.End(stream));
   PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm(
       {nullptr, r_.get(), final_norm_.get(), config_.norm_eps, x_.get(), T, H}, stream));
   if (b.num_spans_host > 0)  // late chunking / windows: one row per pooling span

@@ -16,7 +16,6 @@
 #include "engine/cuda/device_weights.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/gemm_fused.h"
-#include "kernels/cuda/l2_prefetch.h"
 #include "kernels/cuda/ops.h"
 #include "model/qwen3/qwen3.h"
 #include "model/qwen3/qwen3_arch.h"
@@ -93,10 +92,9 @@ class Qwen3CudaModel final : public CudaModel {
 
   // One bf16 layer with both pre-norms folded into their GEMMs (FoldNorms): the QKV and gate/up
   // GEMMs read the residual r; RmsScaledQkv and RmsScaledSiluMul apply each token's 1/rms(r).
-  // `gj`: the prefetcher's index of the layer's first GEMM. petal calibrate still observes the
-  // normalised inputs, computed for it alone.
+  // petal calibrate still observes the normalised inputs, computed for it alone.
   Status FoldedLayer(const Qwen3LayerDev& L, int l, AttentionParams& ap, QkNormRopeParams& rp,
-                     int T, size_t gj, cudaStream_t stream);
+                     int T, cudaStream_t stream);
 
   float* CalibSlot(int layer, int which) const {
     return calib_.get() +
@@ -116,7 +114,6 @@ class Qwen3CudaModel final : public CudaModel {
   int rope_rows_ = 0;
   AttentionRunner attention_;
   std::unique_ptr<Gemm> gemm_;
-  L2Prefetcher prefetch_;
   DeviceBuffer<fp8> q8_;          // fp8 path: the current GEMM input, [T, max(H, I, Q)]
   DeviceBuffer<float> q8_scale_;  // its per-token scales, [T]
   DeviceBuffer<float> static_s_;  // --fp8-scales: [layers * kFp8Inputs] dequantisation scales
