@@ -181,7 +181,7 @@ Status Qwen3CudaModel::Forward(const DeviceBatch& b, float* pooled, cudaStream_t
     PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm(
         {nullptr, r_.get(), L.in_norm.get(), config_.norm_eps, x_.get(), T, H}, stream));
     PETAL_RETURN_IF_ERROR(observe(l, 0, x_.get(), H));
-      rp.q_norm_weight = L.q_norm.get();
+    rp.q_norm_weight = L.q_norm.get();
     rp.k_norm_weight = L.k_norm.get();
     if (const int qc = FusedConfigFor(fused_qkv_, T); qc >= 0) {
       GemmQkvRopeParams fp = FusedQkv(L, rp, T);
@@ -200,12 +200,12 @@ Status Qwen3CudaModel::Forward(const DeviceBatch& b, float* pooled, cudaStream_t
     }
     PETAL_RETURN_IF_ERROR(attention_.Run(ap, stream));
     PETAL_RETURN_IF_ERROR(observe(l, 1, attn_.get(), Q));
-      PETAL_RETURN_IF_ERROR(
+    PETAL_RETURN_IF_ERROR(
         gemm_->Run({attn_.get(), L.o.get(), L.o_b.get(), r_.get(), r_.get(), T, H, Q}, stream));
     PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm(
         {nullptr, r_.get(), L.post_norm.get(), config_.norm_eps, x_.get(), T, H}, stream));
     PETAL_RETURN_IF_ERROR(observe(l, 2, x_.get(), H));
-      if (const int mc = FusedConfigFor(fused_mlp_, T); mc >= 0) {
+    if (const int mc = FusedConfigFor(fused_mlp_, T); mc >= 0) {
       PETAL_RETURN_IF_ERROR(
           LaunchGemmSwiglu({x_.get(), L.gate_up.get(), act_.get(), T, I, H, mc}, stream));
     } else {
@@ -216,7 +216,7 @@ Status Qwen3CudaModel::Forward(const DeviceBatch& b, float* pooled, cudaStream_t
                                                 : LaunchSiluMul(sp, stream));
     }
     PETAL_RETURN_IF_ERROR(observe(l, 3, act_.get(), I));
-      PETAL_RETURN_IF_ERROR(
+    PETAL_RETURN_IF_ERROR(
         gemm_->Run({act_.get(), L.down.get(), nullptr, r_.get(), r_.get(), T, H, I}, stream));
   }
   PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm(
