@@ -110,6 +110,31 @@ inline bool RowsAreOwn(const std::string& body, const std::vector<std::vector<in
   return true;
 }
 
+// `clients` threads each post `per_client` distinct multi-sequence requests, once each; returns
+// how many came back 200 with exactly their own rows (every other answer is an ADD_FAILURE).
+inline int PostDistinctRequests(uint16_t port, int clients, int per_client,
+                                const server::FakeEngineOptions& fo) {
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < clients; ++t) {
+    threads.emplace_back([&, t] {
+      HttpClient c(port);
+      for (int i = 0; i < per_client; ++i) {
+        std::vector<std::vector<int32_t>> seqs;
+        const std::string input = DistinctSequences(5 + (i * 7 + t) % 30, t * 100 + i, &seqs);
+        auto r = c.Post("/v1/embeddings", "{\"input\":" + input + "}");
+        if (r.status == 200 && RowsAreOwn(r.body, seqs, fo)) {
+          ok++;
+        } else {
+          ADD_FAILURE() << r.status << " " << r.body.substr(0, 200);
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return ok.load();
+}
+
 // Runs `clients` threads, each posting its own distinct request in a loop until `stop`; counts
 // answers that are 200 with exactly the client's own rows, and everything else.
 struct Load {

@@ -239,27 +239,7 @@ TEST_F(FaultInjectionLocal, ReplicaAtItsQueueLimitLosesNothingAndRefusesNoClient
   go.chunk.max_tokens = 32;
   auto g = StartTestGateway(go);
   ASSERT_TRUE(g);
-  std::atomic<int> ok{0}, wrong{0};
-  std::vector<std::thread> clients;
-  for (int t = 0; t < 6; ++t) {
-    clients.emplace_back([&, t] {
-      HttpClient c(g->port());
-      for (int i = 0; i < 8; ++i) {
-        std::vector<std::vector<int32_t>> seqs;
-        const std::string input = DistinctSequences(5 + (i * 7 + t) % 30, t * 100 + i, &seqs);
-        auto r = c.Post("/v1/embeddings", "{\"input\":" + input + "}");
-        if (r.status == 200 && RowsAreOwn(r.body, seqs, fo)) {
-          ok++;
-        } else {
-          wrong++;
-          ADD_FAILURE() << r.status << " " << r.body.substr(0, 200);
-        }
-      }
-    });
-  }
-  for (auto& t : clients) t.join();
-  EXPECT_EQ(wrong.load(), 0);
-  EXPECT_EQ(ok.load(), 48);
+  EXPECT_EQ(PostDistinctRequests(g->port(), 6, 8, fo), 48);  // 6 clients x 8 requests
   auto st = a.replica->Stats();
   ASSERT_TRUE(st.ok());
   EXPECT_GT(st->requests_rejected(), 0u) << "the replica's bound was never reached";

@@ -110,21 +110,7 @@ StatusOr<std::string> BuildClassifyFolder(const ClassifyManifest& m, const Class
   const std::string dir = LayoutTempDir(fx.spec.name);
   std::map<std::string, double> sums;
   PETAL_RETURN_IF_ERROR(BuildLayoutFolder(fx.spec, m.seed, dir, "", &sums));
-  // Petal's checkpoint table and the reference's state-dict list must name the same tensors,
-  // and the two generators must give the same values.
-  for (const auto& [tensor, sum] : sums) {
-    auto g = golden.tensor_sums.find(tensor);
-    if (g == golden.tensor_sums.end()) return NotFound("golden has no tensor " + tensor);
-    if (std::abs(sum - g->second) > 1e-9 * (1 + std::abs(sum))) {
-      return DataLoss(fx.spec.name + ": tensor " + tensor + " sums to " + std::to_string(sum) +
-                      ", the golden's to " + std::to_string(g->second));
-    }
-  }
-  if (sums.size() != golden.tensor_sums.size()) {
-    return DataLoss(fx.spec.name + ": " + std::to_string(sums.size()) +
-                    " tensors written, the golden has " +
-                    std::to_string(golden.tensor_sums.size()));
-  }
+  PETAL_RETURN_IF_ERROR(CheckTensorSums(fx.spec.name, sums, golden.tensor_sums));
   // The reference truncates at the fixture's max_length: serve with it.
   const std::string pc = dir + "/petal_config.json";
   FILE* f = std::fopen(pc.c_str(), "w");

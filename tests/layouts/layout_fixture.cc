@@ -193,6 +193,23 @@ StatusOr<Golden> LoadGolden(const std::string& name, const std::string& suffix,
   return g;
 }
 
+Status CheckTensorSums(const std::string& name, const std::map<std::string, double>& written,
+                       const std::map<std::string, double>& golden) {
+  for (const auto& [tensor, sum] : written) {
+    auto g = golden.find(tensor);
+    if (g == golden.end()) return NotFound(name + ": golden has no tensor " + tensor);
+    if (std::abs(sum - g->second) > 1e-9 * (1 + std::abs(sum))) {
+      return DataLoss(name + ": tensor " + tensor + " sums to " + std::to_string(sum) +
+                      ", the golden's to " + std::to_string(g->second));
+    }
+  }
+  if (written.size() != golden.size()) {
+    return DataLoss(name + ": " + std::to_string(written.size()) +
+                    " tensors written, the golden has " + std::to_string(golden.size()));
+  }
+  return Status::Ok();
+}
+
 Status BuildLayoutFolder(const LayoutSpec& layout, uint64_t seed, const std::string& out_dir,
                          const std::string& config_override, std::map<std::string, double>* sums) {
   std::error_code ec;

@@ -52,6 +52,12 @@ Status BuildLayoutFolder(const LayoutSpec& layout, uint64_t seed, const std::str
                          const std::string& config_override = "",
                          std::map<std::string, double>* sums = nullptr);
 
+// OK iff `written` (BuildLayoutFolder's sums) and a golden's tensor sums name the same tensors
+// with the same float64 sums (relative 1e-9): Petal's checkpoint table and the reference's state
+// dict agree, and so do the two weight generators. `name` labels the messages.
+Status CheckTensorSums(const std::string& name, const std::map<std::string, double>& written,
+                       const std::map<std::string, double>& golden);
+
 // A fresh folder name under the temporary directory for this process.
 std::string LayoutTempDir(const std::string& name);
 

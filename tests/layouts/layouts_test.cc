@@ -205,5 +205,16 @@ TEST(LayoutPplxTest, PlainBidirectionalDeclarationGivesTheSameVectors) {
   }
 }
 
+TEST(CheckTensorSumsTest, RefusesMissingExtraAndDifferentTensors) {
+  const std::map<std::string, double> golden = {{"a", 1.5}, {"b", -2.0}};
+  EXPECT_TRUE(CheckTensorSums("x", {{"a", 1.5}, {"b", -2.0 + 1e-12}}, golden).ok());
+  const Status wrong = CheckTensorSums("x", {{"a", 1.5}, {"b", -2.001}}, golden);
+  EXPECT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.message().find("tensor b sums to"), std::string::npos) << wrong.message();
+  EXPECT_FALSE(CheckTensorSums("x", {{"a", 1.5}}, golden).ok());  // one not written
+  const Status extra = CheckTensorSums("x", {{"a", 1.5}, {"b", -2.0}, {"c", 0.0}}, golden);
+  EXPECT_NE(extra.message().find("golden has no tensor c"), std::string::npos) << extra.message();
+}
+
 }  // namespace
 }  // namespace petal::testing

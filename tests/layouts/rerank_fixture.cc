@@ -99,21 +99,7 @@ StatusOr<std::string> BuildRerankFolder(const RerankManifest& m, const RerankFix
   const std::string dir = LayoutTempDir(fx.spec.name);
   std::map<std::string, double> sums;
   PETAL_RETURN_IF_ERROR(BuildLayoutFolder(fx.spec, m.seed, dir, "", &sums));
-  // The generator here and in scripts/gpu/golden_rerank.py must agree tensor by tensor.
-  for (const auto& [tensor, sum] : sums) {
-    auto g = golden.tensor_sums.find(tensor);
-    if (g == golden.tensor_sums.end()) return NotFound("golden has no tensor " + tensor);
-    if (std::abs(sum - g->second) > 1e-9 * (1 + std::abs(sum))) {
-      return DataLoss(fx.spec.name + ": tensor " + tensor + " sums to " + std::to_string(sum) +
-                      ", the golden's to " + std::to_string(g->second));
-    }
-  }
-  if (sums.size() != golden.tensor_sums.size()) {
-    return DataLoss(fx.spec.name + ": " + std::to_string(sums.size()) +
-                    " tensors written, the "
-                    "golden has " +
-                    std::to_string(golden.tensor_sums.size()));
-  }
+  PETAL_RETURN_IF_ERROR(CheckTensorSums(fx.spec.name, sums, golden.tensor_sums));
   return built[fx.spec.name] = dir;
 }
 
