@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Per-kernel-family table of an Nsight Compute raw CSV (ncu --csv --page raw --metrics ...):
-count, total and mean duration, and the means of every other numeric metric, weighted by
-duration. Usage: ncu_table.py FILE.csv [--md]. Written for scripts/gpu/steps/ncu_bounds.sh."""
+"""Per-kernel-family Markdown table of an Nsight Compute raw CSV (ncu --csv --page raw --metrics
+...): count, total and mean duration, the SHOWN throughputs averaged with duration weights, and
+DRAM bytes summed. Usage: ncu_table.py FILE.csv. Written for scripts/gpu/steps/ncu_bounds.sh."""
 import csv
 import collections
 import re
