@@ -128,7 +128,7 @@ size_t Gateway::Slices(size_t n, size_t bytes) const {
                           bytes ? std::min(n, bytes / kBytesPerSlice) : n / kTextsPerSlice);
 }
 
-std::optional<RequestError> Gateway::RunSliced(size_t n, const SliceFn& run, size_t bytes) const {
+std::optional<RequestError> Gateway::RunSliced(size_t n, SliceFn run, size_t bytes) const {
   const size_t slices = Slices(n, bytes);
   if (slices < 2) return run(0, n);
   std::vector<std::optional<RequestError>> errors(slices);
@@ -148,7 +148,7 @@ std::optional<RequestError> Gateway::RunSliced(size_t n, const SliceFn& run, siz
   return std::nullopt;
 }
 
-void Gateway::FormatSliced(size_t n, size_t bytes, const ItemFn& write, JsonOut* out) const {
+void Gateway::FormatSliced(size_t n, size_t bytes, ItemFn write, JsonOut* out) const {
   if (Slices(n, bytes) < 2) {  // one slice: straight into `out` (a single embedding's path)
     for (size_t i = 0; i < n; ++i) {
       if (i) out->Raw(",");
@@ -179,7 +179,14 @@ void Gateway::FormatSliced(size_t n, size_t bytes, const ItemFn& write, JsonOut*
 void Gateway::Embed(const HttpRequest& req, const ServedModel& m, bool openai, Reply reply) {
   const trace::SpanContext tc = trace::Current();  // invalid when the request is not traced
   const auto entry = Clock::now();
-  auto p = std::make_shared<EmbedParams>();
+  // The request's state lives until its answer is formatted, in one allocation; `p` shares it.
+  struct EmbedCall {
+    EmbedParams params;
+    std::vector<std::vector<int32_t>> seqs;
+    ServerTiming timing;
+  };
+  auto call = std::make_shared<EmbedCall>();
+  std::shared_ptr<EmbedParams> p(call, &call->params);
   const char* field = openai ? "input" : "inputs";
   trace::Span parse = trace::Span::Child("parse", tc);
   auto err = openai ? ParseOpenAiEmbed(req.body(), m.max_inputs, p.get())
@@ -194,10 +201,10 @@ void Gateway::Embed(const HttpRequest& req, const ServedModel& m, bool openai, R
   if (!err) err = ServerOptions(*p, m, &so);
   parse.End();
   if (!err && p->long_input_mean) return EmbedLongInputs(std::move(p), m, std::move(reply));
-  auto seqs = std::make_shared<std::vector<std::vector<int32_t>>>();
+  std::vector<std::vector<int32_t>>* seqs = &call->seqs;
   const auto t0 = Clock::now();
   trace::Span tokenize = trace::Span::Child("tokenize", tc);
-  if (!err) err = ToSequences(p.get(), m, field, seqs.get());
+  if (!err) err = ToSequences(p.get(), m, field, seqs);
   tokenize.SetInt("petal.inputs", static_cast<int64_t>(seqs->size()));
   tokenize.End();
   if (err) return reply(ErrorResponse(*err));
@@ -207,12 +214,12 @@ void Gateway::Embed(const HttpRequest& req, const ServedModel& m, bool openai, R
   auto chunks = SplitChunks(*seqs, m.chunk);
   m.metrics.Chunks(static_cast<int64_t>(chunks.size()));
   const auto t1 = Clock::now();
-  auto timing = std::make_shared<ServerTiming>();
+  ServerTiming* timing = &call->timing;
   timing->Add("parse", std::chrono::duration<double>(t0 - entry).count());
   timing->Add("tokenize", std::chrono::duration<double>(t1 - t0).count());
   EmbedChunks(
       m.replicas.get(), *seqs, std::move(chunks), so, NextRequestId(),
-      [this, &m, p, openai, tokens, t1, tc, entry, timing,
+      [this, &m, call, p = p.get(), openai, tokens, t1, tc, entry, timing,
        reply = std::move(reply)](StatusOr<ChunkedResult> r) mutable {
         const double replica_s = Since(t1);
         m.metrics.Inference(replica_s);
@@ -229,8 +236,8 @@ void Gateway::Embed(const HttpRequest& req, const ServedModel& m, bool openai, R
           timing->Add("server", static_cast<double>(server_us) * 1e-6);
           timing->Add("queue", static_cast<double>(queue_us) * 1e-6);
         }
-        auto format = [this, &m, p, openai, tokens, tc, entry, timing, r = std::move(r),
-                       reply = std::move(reply)]() mutable {
+        auto format = [this, &m, call = std::move(call), p, openai, tokens, tc, entry, timing,
+                       r = std::move(r), reply = std::move(reply)]() mutable {
           const auto f0 = Clock::now();
           trace::Span format_span = trace::Span::Child("format", tc);
           if (!r.ok()) return reply(ServerError(r.status(), m.replicas->RetryAfterSeconds()));

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/function_ref.h"
 #include "common/status.h"
 #include "gateway/chunker.h"
 #include "gateway/http_server.h"
@@ -209,13 +210,13 @@ class Gateway {
   // (this thread waits; the slices never do, so the pools cannot deadlock), else inline. The
   // work's size is `bytes` of input when given (one slice per kBytesPerSlice), else n items (one
   // per kTextsPerSlice). Returns the first error in input order.
-  using SliceFn = std::function<std::optional<RequestError>(size_t, size_t)>;
-  std::optional<RequestError> RunSliced(size_t n, const SliceFn& run, size_t bytes = 0) const;
+  using SliceFn = FunctionRef<std::optional<RequestError>(size_t, size_t)>;
+  std::optional<RequestError> RunSliced(size_t n, SliceFn run, size_t bytes = 0) const;
   size_t Slices(size_t n, size_t bytes) const;  // how many slices RunSliced makes
   // Appends items 0..n-1 to `out`, comma-separated, each written by write(i, out); in slices on
   // the tokenizer pool (RunSliced) when the answer is about `bytes` or more of JSON.
-  using ItemFn = std::function<void(size_t, JsonOut*)>;
-  void FormatSliced(size_t n, size_t bytes, const ItemFn& write, JsonOut* out) const;
+  using ItemFn = FunctionRef<void(size_t, JsonOut*)>;
+  void FormatSliced(size_t n, size_t bytes, ItemFn write, JsonOut* out) const;
   std::optional<RequestError> ServerOptions(const EmbedParams& p, M m, v1::EmbedOptions* o) const;
   std::string NextRequestId();
   // Posts fn to the worker pool. Holds an in-flight count across post(): a fast worker may

@@ -1,6 +1,8 @@
 // Post-processor templates (see post_processor.h).
 #include "tokenizer/post_processor.h"
 
+#include <cstddef>
+
 namespace petal::tok {
 
 int PostProcessor::NumAdded(bool pair) const {
@@ -21,6 +23,11 @@ void PostProcessor::Apply(const std::vector<int32_t>& a, const std::vector<int32
     if (type_ids) type_ids->insert(type_ids->end(), ids.size(), type);
   };
   const auto& t = pair ? pair_ : single_;
+  // One allocation at most: growing by each template item reallocated two or three times.
+  const std::size_t total =
+      a.size() + (pair && b ? b->size() : 0) + static_cast<std::size_t>(NumAdded(pair));
+  out->reserve(total);
+  if (type_ids) type_ids->reserve(total);
   if (t.empty()) {
     put(a, 0);
     if (pair && b) put(*b, 1);
