@@ -25,8 +25,12 @@
 //     separate stamped run per variant: globaltimer stamps by every CTA per phase, summarised per
 //     GEMM shape (phase span, GEMM part mean/max over CTAs, split-K reduction, barrier+issue wait).
 //  Correctness first (mandatory): layer 0's four outputs and the 28-layer chain's final x of every
-//  persistent variant against cuBLASLt (relative L2 error <= 1e-2, no non-finite values; outputs
-//  poisoned with NaN before the kernels run); any FAIL skips the timing and exits 1.
+//  persistent variant against cuBLASLt (relative L2 error <= 1e-2 for layer 0's four outputs and
+//  <= 5e-2 for the 28-layer chain, no non-finite values; outputs poisoned with NaN before the
+//  kernels run); any FAIL skips the timing and exits 1. Why two bounds: each GEMM's bf16 output
+//  rounds differently from cuBLASLt's (other summation order), and 112 dependent GEMMs without a
+//  norm carry that on: on an H100 layer 0 differed by 6e-5 / 2.5e-4 / 7e-4 / 1.3e-3 and the chain
+//  by 2.5e-2 in every variant; a wrong tile or a race differs by O(1).
 //
 // Split-K: fp32 partials in a global workspace; the CTAs of one feature tile meet on a per-tile
 // counter and each sums a share of the tile over the partials in a fixed order (deterministic; the
@@ -149,6 +153,8 @@ struct Gpu {
   size_t ws_floats = 0;
 };
 constexpr size_t kLtWs = 32u << 20, kFlush = 128u << 20;
+constexpr double kLayerTol = 1e-2;  // layer 0, each GEMM against cuBLASLt
+constexpr double kChainTol = 5e-2;  // the 28-layer chain (see the header)
 
 void Flush(Gpu& g, int i) { CK(cudaMemsetAsync(g.flush, i & 0xff, kFlush, g.st)); }
 
@@ -371,7 +377,8 @@ int RunOnGpu(const Options& o, const std::vector<std::vector<PhaseCfg>>& cfgs,
       const bool det = bits_a == bits_b;
       bool ok = true;
       for (int s = 0; s < kShapes; ++s)
-        ok = ok && e1[s].rel <= 1e-2 && !e1[s].nonfinite && ec[s].rel <= 1e-2 && !ec[s].nonfinite;
+        ok = ok && e1[s].rel <= kLayerTol && !e1[s].nonfinite && ec[s].rel <= kChainTol &&
+             !ec[s].nonfinite;
       pass = pass && ok;
       std::printf("  check %-28s layer 0: qkv %.2e o %.2e gu %.2e down %.2e | %d layers: final x "
                   "%.2e (qkv %.2e o %.2e gu %.2e) non-finite %zu | repeat bit-identical: %s  %s\n",
