@@ -48,6 +48,7 @@
 // on the GPU. The per-phase stamps are globaltimer reads (resolution is GPU-dependent; the JSON
 // gives the smallest nonzero step seen).
 #include "persistent_probe_host.cuh"
+#include "persistent_probe_tma.cuh"
 
 using namespace probe;
 
@@ -58,7 +59,15 @@ struct Options {
   std::string out;
   int iters = 30, barrier_iters = 2000, layers = kLayers;
   int bn[kShapes] = {128, 64, 192, 64}, splits[kShapes] = {4, 8, 4, 8};
+  std::vector<int> paths{kTma2d};  // --weights tma2d,bulk1d
   bool dry = false;
+};
+const char* kPathNames[2] = {"bulk1d", "tma2d"};
+
+// One M's decomposition for one weight path.
+struct PlanSet {
+  PhaseCfg cfg[kShapes];
+  int path = kTma2d, arena = 0, smem = 0;
 };
 
 bool ParseTiles(const char* arg, Options* o) {
@@ -83,23 +92,28 @@ bool ParseTiles(const char* arg, Options* o) {
 
 // Decomposition for one M: cfg[4], the arena size and the dynamic shared memory; false + message
 // if a shape is not supported or the self-check fails.
-bool Plan(const Options& o, int m, int smem_limit, PhaseCfg* cfg, int* arena, int* smem) {
+bool Plan(const Options& o, int m, int path, int smem_limit, PlanSet* ps) {
   std::string why;
+  PhaseCfg* cfg = ps->cfg;
+  int* arena = &ps->arena;
+  int* smem = &ps->smem;
+  ps->path = path;
   for (int s = 0; s < kShapes; ++s)
-    if (!MakeCfg(s, o.bn[s], o.splits[s], m, &cfg[s], &why)) {
-      std::fprintf(stderr, "M=%d %s: %s\n", m, kNames[s], why.c_str());
+    if (!MakeCfg(s, o.bn[s], o.splits[s], m, path, &cfg[s], &why)) {
+      std::fprintf(stderr, "M=%d %s %s: %s\n", m, kPathNames[path], kNames[s], why.c_str());
       return false;
     }
   *arena = PlaceRegions(cfg);
-  *smem = *arena + kABytes;
+  *smem = *arena + kABytes + kArenaSlack;
   if (*smem > smem_limit) {
     std::fprintf(stderr, "M=%d: %d bytes of shared memory needed, %d available\n", m, *smem,
                  smem_limit);
     return false;
   }
   for (int s = 0; s < kShapes; ++s)
-    if (!SelfCheck(cfg[s], m, *arena, &why)) {
-      std::fprintf(stderr, "self-check FAIL M=%d %s: %s\n", m, kNames[s], why.c_str());
+    if (!SelfCheck(cfg[s], m, *arena, &why) || !WeightLayoutCheck(cfg[s], *arena, &why)) {
+      std::fprintf(stderr, "self-check FAIL M=%d %s %s: %s\n", m, kPathNames[path], kNames[s],
+                   why.c_str());
       return false;
     }
   return true;
@@ -116,15 +130,24 @@ std::string CfgJson(const PhaseCfg& c) {
   return b;
 }
 
-void PrintCfg(int m, const PhaseCfg* cfg, int arena, int smem) {
-  std::printf("M=%d decomposition (arena %d B + activation stages %d B = %d B shared):\n", m,
-              arena, kABytes, smem);
+void PrintCfg(int m, const PlanSet& ps) {
+  const PhaseCfg* cfg = ps.cfg;
+  std::printf("M=%d %s decomposition (arena %d B + activation stages %d B + %d B alignment slack "
+              "= %d B shared):\n",
+              m, kPathNames[ps.path], ps.arena, kABytes, kArenaSlack, ps.smem);
   for (int s = 0; s < kShapes; ++s) {
     const PhaseCfg& c = cfg[s];
     std::printf("  %-4s N=%4d K=%4d  tile %3d x K/%d (ks %3d) = %3d units, parts %2d, warp tile "
                 "%2dx%-3d grid %dx%dx%d, weight chunk %3d x %d, region %6d B @ %d\n",
                 kNames[s], c.n, c.k, c.bn, c.splits, c.ks, c.units, c.parts, c.mtw * 16, c.nbw * 8,
                 c.wf, c.wt, c.wk, c.wchunk, c.nwc, c.region_bytes, c.region_off);
+    if (c.tma)
+      std::printf("       tma2d: %d boxes of [%d rows x 64 k] (%d B, 128B swizzle) per unit, %d "
+                  "per chunk, at region + kb * %d\n",
+                  c.ks / kBoxK, c.bn, c.bn * 128, c.wchunk / kBoxK, c.bn * 128);
+    else
+      std::printf("       bulk1d: %d copies of %d B per unit, row stride %d B\n", c.bn * c.nwc,
+                  c.wchunk * 2, c.wrow);
   }
 }
 
@@ -188,10 +211,15 @@ void Baseline(Gpu& g, const LtPlan* plan, int layers, bf16* const* out) {
     }
 }
 
-Params MakeParams(Gpu& g, const PhaseCfg* cfg, int m, int arena, int layers, const Variant& v,
-                  bool stamps) {
+Params MakeParams(Gpu& g, const PlanSet& ps, int m, int layers, const Variant& v, bool stamps) {
   Params p{};
-  for (int s = 0; s < kShapes; ++s) p.cfg[s] = cfg[s], p.w[s] = g.w[s], p.act[s] = g.act[s];
+  const int arena = ps.arena;
+  for (int s = 0; s < kShapes; ++s) p.cfg[s] = ps.cfg[s], p.w[s] = g.w[s], p.act[s] = g.act[s];
+  std::string why;
+  if (ps.path == kTma2d && !EncodeWeightMaps(g.w, ps.cfg, p.tmap, &why)) {
+    std::fprintf(stderr, "%s\n", why.c_str());
+    std::exit(2);
+  }
   p.x0 = g.x0, p.ws = g.ws, p.tile_cnt = g.tile_cnt, p.bar = g.bar;
   p.stamps = stamps ? g.stamps : nullptr;
   p.m = m, p.layers = layers, p.prefetch = v.prefetch, p.use_cg = v.use_cg, p.arena_bytes = arena;
@@ -212,8 +240,7 @@ void Poison(Gpu& g, int m) {
   CK(cudaMemsetAsync(g.ws, 0xff, g.ws_floats * 4, g.st));
 }
 
-int RunOnGpu(const Options& o, const std::vector<std::vector<PhaseCfg>>& cfgs,
-             const std::vector<int>& arenas, const std::vector<int>& smems) {
+int RunOnGpu(const Options& o, const std::vector<std::vector<PlanSet>>& plans) {
   Gpu g;
   int dev = 0;
   CK(cudaGetDevice(&dev));
@@ -246,9 +273,10 @@ int RunOnGpu(const Options& o, const std::vector<std::vector<PhaseCfg>>& cfgs,
   CK(cudaMalloc(&g.x0, static_cast<size_t>(kMaxM) * 1024 * 2));
   FillBf16<<<64, 256, 0, g.st>>>(g.x0, static_cast<size_t>(kMaxM) * 1024, 7, std::sqrt(3.f));
   CK(cudaGetLastError());
-  for (size_t i = 0; i < cfgs.size(); ++i)
-    for (const PhaseCfg& c : cfgs[i])
-      g.ws_floats = std::max(g.ws_floats, static_cast<size_t>(c.parts) * o.ms[i] * c.n);
+  for (size_t i = 0; i < plans.size(); ++i)
+    for (const PlanSet& ps : plans[i])
+      for (const PhaseCfg& c : ps.cfg)
+        g.ws_floats = std::max(g.ws_floats, static_cast<size_t>(c.parts) * o.ms[i] * c.n);
   CK(cudaMalloc(&g.ws, g.ws_floats * 4));
   CK(cudaMalloc(&g.tile_cnt, sizeof(unsigned) * phases * kMaxTiles));
   CK(cudaMalloc(&g.bar, sizeof(unsigned)));
@@ -319,8 +347,20 @@ int RunOnGpu(const Options& o, const std::vector<std::vector<PhaseCfg>>& cfgs,
 
   int rc = 0;
   for (size_t mi = 0; mi < o.ms.size(); ++mi) {
-    const int m = o.ms[mi], arena = arenas[mi], smem = smems[mi];
-    const PhaseCfg* cfg = cfgs[mi].data();
+    const int m = o.ms[mi];
+    const std::vector<PlanSet>& pss = plans[mi];
+    int smem = 0;  // the largest of the paths' (the attribute is a maximum)
+    for (const PlanSet& ps : pss) smem = std::max(smem, ps.smem);
+    // the variants of this M: every weight path x every prefetch variant
+    struct Run {
+      const PlanSet* ps;
+      Variant v;
+      std::string name;
+    };
+    std::vector<Run> runs;
+    for (const PlanSet& ps : pss)
+      for (int vi = 0; vi < kNumVariants; ++vi)
+        runs.push_back({&ps, kVariants[vi], std::string(kPathNames[ps.path]) + "_" + kVariants[vi].name});
     CK(cudaFuncSetAttribute(PersistentChainKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                             smem));
     int occ = 0;
@@ -332,9 +372,9 @@ int RunOnGpu(const Options& o, const std::vector<std::vector<PhaseCfg>>& cfgs,
       return 2;
     }
     for (int s = 0; s < kShapes; ++s)
-      if (cfg[s].units > g.sms)
+      if (pss[0].cfg[s].units > g.sms)
         std::printf("  note: %s has %d units on %d CTAs (some CTAs take two)\n", kNames[s],
-                    cfg[s].units, g.sms);
+                    pss[0].cfg[s].units, g.sms);
     LtPlan plan[kShapes];
     for (int s = 0; s < kShapes; ++s) plan[s] = MakePlan(g.lt, s, m, kLtWs);
 
@@ -349,23 +389,30 @@ int RunOnGpu(const Options& o, const std::vector<std::vector<PhaseCfg>>& cfgs,
       CK(cudaMemsetAsync(g.ref[s], 0xff, static_cast<size_t>(m) * kN[s] * 2, g.st));
     Baseline(g, plan, o.layers, g.ref);
     CK(cudaStreamSynchronize(g.st));
-    std::snprintf(b, sizeof b, "%s\n    {\"m\": %d, \"smem_bytes\": %d, \"arena_bytes\": %d, "
-                  "\"occupancy\": %d, \"layers\": %d,\n     \"decomposition\": {",
-                  mi ? "," : "", m, smem, arena, occ, o.layers);
+    std::snprintf(b, sizeof b, "%s\n    {\"m\": %d, \"smem_bytes\": %d, \"occupancy\": %d, "
+                  "\"layers\": %d,\n     \"decomposition\": {",
+                  mi ? "," : "", m, smem, occ, o.layers);
     js += b;
-    for (int s = 0; s < kShapes; ++s)
-      js += std::string(s ? ", " : "") + "\"" + kNames[s] + "\": " + CfgJson(cfg[s]);
+    for (size_t wi = 0; wi < pss.size(); ++wi) {
+      std::snprintf(b, sizeof b, "%s\"%s\": {\"arena_bytes\": %d, \"smem_bytes\": %d", wi ? ", " : "",
+                    kPathNames[pss[wi].path], pss[wi].arena, pss[wi].smem);
+      js += b;
+      for (int s = 0; s < kShapes; ++s)
+        js += std::string(", \"") + kNames[s] + "\": " + CfgJson(pss[wi].cfg[s]);
+      js += "}";
+    }
     js += "},\n     \"correctness\": [";
     bool pass = true;
     std::vector<char> bits_a(static_cast<size_t>(m) * 1024 * 2), bits_b(bits_a.size());
-    for (int vi = 0; vi < kNumVariants; ++vi) {
-      const Variant& v = kVariants[vi];
-      Params p = MakeParams(g, cfg, m, arena, 1, v, false);
+    for (size_t vi = 0; vi < runs.size(); ++vi) {
+      const Variant& v = runs[vi].v;
+      const PlanSet& ps = *runs[vi].ps;
+      Params p = MakeParams(g, ps, m, 1, v, false);
       Poison(g, m), ResetCounters(g), LaunchChain(g, p, smem);
       CK(cudaStreamSynchronize(g.st));
       Err e1[kShapes];
       for (int s = 0; s < kShapes; ++s) e1[s] = Compare(g.act[s], g.ref1[s], m, kN[s], kN[s]);
-      p = MakeParams(g, cfg, m, arena, o.layers, v, false);
+      p = MakeParams(g, ps, m, o.layers, v, false);
       Poison(g, m), ResetCounters(g), LaunchChain(g, p, smem);
       CK(cudaStreamSynchronize(g.st));
       Err ec[kShapes];
@@ -380,9 +427,9 @@ int RunOnGpu(const Options& o, const std::vector<std::vector<PhaseCfg>>& cfgs,
         ok = ok && e1[s].rel <= kLayerTol && !e1[s].nonfinite && ec[s].rel <= kChainTol &&
              !ec[s].nonfinite;
       pass = pass && ok;
-      std::printf("  check %-28s layer 0: qkv %.2e o %.2e gu %.2e down %.2e | %d layers: final x "
+      std::printf("  check %-34s layer 0: qkv %.2e o %.2e gu %.2e down %.2e | %d layers: final x "
                   "%.2e (qkv %.2e o %.2e gu %.2e) non-finite %zu | repeat bit-identical: %s  %s\n",
-                  v.name, e1[0].rel, e1[1].rel, e1[2].rel, e1[3].rel, o.layers, ec[3].rel,
+                  runs[vi].name.c_str(), e1[0].rel, e1[1].rel, e1[2].rel, e1[3].rel, o.layers, ec[3].rel,
                   ec[0].rel, ec[1].rel, ec[2].rel,
                   ec[0].nonfinite + ec[1].nonfinite + ec[2].nonfinite + ec[3].nonfinite +
                       e1[0].nonfinite + e1[1].nonfinite + e1[2].nonfinite + e1[3].nonfinite,
@@ -391,7 +438,7 @@ int RunOnGpu(const Options& o, const std::vector<std::vector<PhaseCfg>>& cfgs,
                     "%s\n       {\"variant\": \"%s\", \"layer0_rel\": [%s, %s, %s, %s], "
                     "\"chain_rel\": [%s, %s, %s, %s], \"nonfinite\": %zu, \"deterministic\": %s, "
                     "\"pass\": %s}",
-                    vi ? "," : "", v.name, Json(e1[0].rel).c_str(), Json(e1[1].rel).c_str(),
+                    vi ? "," : "", runs[vi].name.c_str(), Json(e1[0].rel).c_str(), Json(e1[1].rel).c_str(),
                     Json(e1[2].rel).c_str(), Json(e1[3].rel).c_str(), Json(ec[0].rel).c_str(),
                     Json(ec[1].rel).c_str(), Json(ec[2].rel).c_str(), Json(ec[3].rel).c_str(),
                     e1[0].nonfinite + e1[1].nonfinite + e1[2].nonfinite + e1[3].nonfinite +
@@ -419,23 +466,25 @@ int RunOnGpu(const Options& o, const std::vector<std::vector<PhaseCfg>>& cfgs,
     double med, mn;
     TimeIt(
         g, o.iters, 3, [] {}, [&] { CK(cudaGraphLaunch(exec, g.st)); }, &med, &mn);
-    std::printf("  %-28s median %8.1f us  min %8.1f us  (%d GEMMs, graph, L2 flushed)\n",
+    std::printf("  %-34s median %8.1f us  min %8.1f us  (%d GEMMs, graph, L2 flushed)\n",
                 "cublaslt_graph", med * 1e3, mn * 1e3, o.layers * kShapes);
     std::snprintf(b, sizeof b, ",\n     \"timing_us\": {\"cublaslt_graph\": {\"median\": %s, \"min\": %s}",
                   Json(med * 1e3).c_str(), Json(mn * 1e3).c_str());
     js += b;
     std::string stamp_js = ",\n     \"phases\": {";
-    for (int vi = 0; vi < kNumVariants; ++vi) {
-      const Variant& v = kVariants[vi];
-      Params p = MakeParams(g, cfg, m, arena, o.layers, v, false);
+    for (size_t vi = 0; vi < runs.size(); ++vi) {
+      const Variant& v = runs[vi].v;
+      const PhaseCfg* cfg = runs[vi].ps->cfg;
+      const char* vname = runs[vi].name.c_str();
+      Params p = MakeParams(g, *runs[vi].ps, m, o.layers, v, false);
       TimeIt(
           g, o.iters, 2, [&] { ResetCounters(g); }, [&] { LaunchChain(g, p, smem); }, &med, &mn);
-      std::printf("  %-28s median %8.1f us  min %8.1f us\n", v.name, med * 1e3, mn * 1e3);
-      std::snprintf(b, sizeof b, ", \"%s\": {\"median\": %s, \"min\": %s}", v.name,
+      std::printf("  %-34s median %8.1f us  min %8.1f us\n", vname, med * 1e3, mn * 1e3);
+      std::snprintf(b, sizeof b, ", \"%s\": {\"median\": %s, \"min\": %s}", vname,
                     Json(med * 1e3).c_str(), Json(mn * 1e3).c_str());
       js += b;
       // stamped run: per phase, every CTA's start / GEMM done / reduction done
-      p = MakeParams(g, cfg, m, arena, o.layers, v, true);
+      p = MakeParams(g, *runs[vi].ps, m, o.layers, v, true);
       const int nph = o.layers * kShapes;
       CK(cudaMemsetAsync(g.stamps, 0, sizeof(unsigned long long) * g.sms * phases * 3, g.st));
       Flush(g, 0), ResetCounters(g), LaunchChain(g, p, smem);
@@ -465,7 +514,7 @@ int RunOnGpu(const Options& o, const std::vector<std::vector<PhaseCfg>>& cfgs,
         sum[s][3] += rsum / busy, sum[s][4] += wsum / g.sms, ++cnt[s];
       }
       std::printf("    phases (us, mean over layers; GEMM = unit main loops + stores, per CTA):\n");
-      stamp_js += std::string(vi ? ", " : "") + "\"" + v.name + "\": {";
+      stamp_js += std::string(vi ? ", " : "") + "\"" + vname + "\": {";
       for (int s = 0; s < kShapes; ++s) {
         double r[5];
         for (int k = 0; k < 5; ++k) r[k] = cnt[s] ? sum[s][k] / cnt[s] / 1e3 : 0;

@@ -26,6 +26,7 @@
 //    that ends phase q - 1; d = 2: one whole phase earlier (both regions in flight).
 #pragma once
 #include <cooperative_groups.h>
+#include <cuda.h>  // CUtensorMap (type only: the encoder comes through cudart, no -lcuda)
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -47,6 +48,10 @@ constexpr int kMaxChunks = 8;                   // weight chunks (mbarriers) per
 constexpr int kMaxTiles = 256;                  // tile counters per phase
 constexpr int kShapes = 4;                      // QKV, O, GU, DOWN
 constexpr int kLayers = 28;
+constexpr int kBoxK = 64;          // tma2d: box = 64 k (128 B, the 128B-swizzle span) x bn rows
+constexpr int kSwzAlign = 1024;    // 128B swizzle: 8 rows x 128 B atom, destination alignment
+constexpr int kArenaSlack = kSwzAlign;  // dynamic smem is rounded up to 1024 B on the device
+enum WeightPath { kBulk1d = 0, kTma2d = 1 };
 
 // One GEMM shape's decomposition; filled by the host (MakeCfg), read by both sides.
 struct PhaseCfg {
@@ -56,12 +61,14 @@ struct PhaseCfg {
   int mtw, nbw;             // warp tile: m16 tiles x n8 blocks (template dispatch)
   int wf, wt, wk;           // warp grid: feature groups x token groups x k groups = 8
   int wchunk, nwc;          // weight chunk depth (k) and chunk count per unit
-  int wrow;                 // weight row stride in shared memory (bytes)
-  int region_bytes;         // bn * wrow
+  int tma;                  // weight path: kBulk1d (1-D row copies) or kTma2d (swizzled boxes)
+  int wrow;                 // bulk1d: weight row stride in shared memory (bytes); tma2d: 128
+  int region_bytes;         // bulk1d: bn * wrow; tma2d: (ks / 64) boxes of bn * 128 B
   int region_off;           // byte offset of this shape's region in the arena
 };
 
 struct Params {
+  CUtensorMap tmap[kShapes];  // tma2d: shape s's weights of all layers as [28 N rows][K] bf16
   PhaseCfg cfg[kShapes];
   const bf16* w[kShapes];  // layer l's matrix at w[s] + l * n * k, row-major [n][k]
   const bf16* x0;          // [M][1024] input of layer 0
@@ -102,6 +109,22 @@ __host__ __device__ inline RowK LdsmWeights(int lane) {
 __host__ __device__ inline RowK LdsmTokens(int lane) {
   return {(lane >> 4) * 8 + (lane & 7), ((lane >> 3) & 1) * 8};
 }
+// Byte offset of weight element (row, k) of a unit's [bn x ks] slice inside its region.
+// bulk1d: padded rows (row stride ks * 2 + 16). tma2d: box kb = k / 64 holds k in [64 kb, 64 kb
+// + 64) of all bn rows, 128 B per row, at kb * bn * 128 (1024-B aligned since bn % 8 == 0); the
+// 128B swizzle stores 16-byte chunk j of row r at chunk j ^ (r % 8) (row r of the box sits at
+// r * 128 from a 1024-B aligned base, so its address bits 7-9 are r % 8).
+template <bool kTma>
+__host__ __device__ inline int WeightByte(const PhaseCfg& c, int row, int k) {
+  if constexpr (kTma)
+    return (k / kBoxK) * c.bn * 128 + row * 128 + ((((k % kBoxK) >> 3) ^ (row & 7)) << 4) +
+           (k & 7) * 2;
+  else
+    return row * c.wrow + k * 2;
+}
+// tma2d: destination (region-relative) of box kb and the weight chunk (mbarrier) it completes.
+__host__ __device__ inline int BoxDst(const PhaseCfg& c, int kb) { return kb * c.bn * 128; }
+__host__ __device__ inline int BoxChunk(const PhaseCfg& c, int kb) { return kb * kBoxK / c.wchunk; }
 // Phase p reads act_in (row stride lda) and writes act[shape].
 __host__ __device__ inline int ShapeOf(int phase) { return phase % kShapes; }
 
@@ -156,6 +179,18 @@ __device__ __forceinline__ void BulkG2S(uint32_t dst, const void* src, unsigned 
           "r"(dst),
       "l"(src), "r"(bytes), "r"(bar)
       : "memory");
+}
+// 2-D tensor-map load of the box at (k = x, row = y) into dst; completes tx bytes on bar.
+__device__ __forceinline__ void TmaG2S2d(uint32_t dst, const CUtensorMap* map, int x, int y,
+                                         uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
+      "%3}], [%4];" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar)
+      : "memory");
+}
+__device__ __forceinline__ void PrefetchTensorMap(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
 __device__ __forceinline__ void FenceProxyAsync() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
@@ -245,6 +280,13 @@ __device__ void IssueWeights(const Params& p, const Shared& sm, int phase, int u
   if (lane == 0)
     for (int ch = 0; ch < c.nwc; ++ch) MbarExpectTx(bars + 8 * ch, chunk_bytes * c.bn);
   __syncwarp();
+  if (c.tma) {  // ks / 64 boxes of [bn rows x 64 k], one lane: 4..6 instructions per unit
+    if (lane == 0)
+      for (int kb = 0; kb < c.ks / kBoxK; ++kb)
+        TmaG2S2d(base + BoxDst(c, kb), &p.tmap[s], split * c.ks + kb * kBoxK,
+                 (phase / kShapes) * c.n + tile * c.bn, bars + 8 * BoxChunk(c, kb));
+    return;
+  }
   const bf16* w = WeightOf(p, phase) + static_cast<size_t>(tile) * c.bn * c.k + split * c.ks;
   for (int i = lane; i < c.bn * c.nwc; i += 32) {
     const int r = i / c.nwc, ch = i % c.nwc;
@@ -255,7 +297,7 @@ __device__ void IssueWeights(const Params& p, const Shared& sm, int phase, int u
 
 // One unit's GEMM: activations through the cp.async pipeline, weights from the region (waiting
 // on each chunk's mbarrier), fp32 accumulators, then bf16 outputs or fp32 partials.
-template <int MTW, int NBW>
+template <int MTW, int NBW, bool kTma>
 __device__ void RunUnit(const Params& p, const Shared& sm, int phase, int unit, uint32_t& wpar) {
   const int s = ShapeOf(phase), region = s & 1;
   const PhaseCfg& c = p.cfg[s];
@@ -310,7 +352,7 @@ __device__ void RunUnit(const Params& p, const Shared& sm, int phase, int unit, 
       for (int i = 0; i < MTW; ++i) {
         // matrices: features 0-7 / 8-15 of the m16 tile x k 0-7, then x k 8-15 = a0..a3
         const RowK a = LdsmWeights(lane);
-        Ldsm4(wbase + (frow + i * 16 + a.row) * c.wrow + (kw + a.k) * 2, af[i]);
+        Ldsm4(wbase + WeightByte<kTma>(c, frow + i * 16 + a.row, kw + a.k), af[i]);
       }
       if constexpr (NBW == 1) {
         uint32_t b0, b1;  // lanes 0-7: tokens x k 0-7, lanes 8-15: x k 8-15
@@ -359,10 +401,13 @@ __device__ void RunUnit(const Params& p, const Shared& sm, int phase, int unit, 
 __device__ __forceinline__ void DispatchUnit(const Params& p, const Shared& sm, int phase, int unit,
                                              uint32_t& wpar) {
   const PhaseCfg& c = p.cfg[ShapeOf(phase)];
-  switch (c.mtw * 16 + c.nbw) {
-#define PROBE_CASE(A, B)                          \
-  case A * 16 + B:                                \
-    RunUnit<A, B>(p, sm, phase, unit, wpar);      \
+  switch (c.mtw * 16 + c.nbw + (c.tma ? 256 : 0)) {
+#define PROBE_CASE(A, B)                              \
+  case A * 16 + B:                                    \
+    RunUnit<A, B, false>(p, sm, phase, unit, wpar);   \
+    break;                                            \
+  case 256 + A * 16 + B:                              \
+    RunUnit<A, B, true>(p, sm, phase, unit, wpar);    \
     break;
     PROBE_CASE(1, 1) PROBE_CASE(1, 2) PROBE_CASE(1, 4) PROBE_CASE(1, 8)
     PROBE_CASE(2, 1) PROBE_CASE(2, 2) PROBE_CASE(2, 4) PROBE_CASE(2, 8)
@@ -412,11 +457,18 @@ __device__ void ReduceTiles(const Params& p, int phase) {
   }
 }
 
-__global__ void __launch_bounds__(kThreads, 1) PersistentChainKernel(const Params p) {
-  extern __shared__ __align__(128) uint8_t dyn_smem[];
+// The tensor maps live in the (grid-constant) parameter space: cp.async.bulk.tensor takes their
+// generic address; no copy of them is ever written, so no fence.proxy.tensormap is needed.
+__global__ void __launch_bounds__(kThreads, 1)
+    PersistentChainKernel(const __grid_constant__ Params p) {
+  extern __shared__ __align__(1024) uint8_t dyn_smem[];
   __shared__ __align__(8) uint64_t bars[2 * kMaxChunks];
-  const Shared sm{dyn_smem, dyn_smem + p.arena_bytes, bars};
+  // 128B-swizzled boxes need 1024-B aligned destinations: round the arena up (kArenaSlack).
+  uint8_t* const arena = dyn_smem + ((kSwzAlign - (Smem(dyn_smem) & (kSwzAlign - 1))) & (kSwzAlign - 1));
+  const Shared sm{arena, arena + p.arena_bytes, bars};
   if (threadIdx.x < 2 * kMaxChunks) MbarInit(Smem(&bars[threadIdx.x]), 1);
+  if (threadIdx.x == 0 && p.cfg[0].tma)
+    for (int s = 0; s < kShapes; ++s) PrefetchTensorMap(&p.tmap[s]);
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   __syncthreads();
 

@@ -40,11 +40,16 @@ const int kN[kShapes] = {4096, 1024, 6144, 1024}, kK[kShapes] = {1024, 2048, 102
 const int kLda[kShapes] = {1024, 4096, 1024, 6144};
 
 // ---------------- decomposition (host) ----------------
-bool MakeCfg(int s, int bn, int splits, int m, PhaseCfg* c, std::string* why) {
+bool MakeCfg(int s, int bn, int splits, int m, int tma, PhaseCfg* c, std::string* why) {
   *c = PhaseCfg{};
+  c->tma = tma;
   c->n = kN[s], c->k = kK[s], c->lda = kLda[s], c->bn = bn, c->splits = splits;
   if (bn <= 0 || splits <= 0 || bn % 16 || c->n % bn || c->k % (splits * kKC)) {
     *why = "bn must be a multiple of 16 dividing N and K / splits a multiple of 64";
+    return false;
+  }
+  if (tma && bn > 256) {
+    *why = "tma2d: a box has at most 256 rows (bn <= 256)";
     return false;
   }
   if (m < 8 || m > kMaxM || m % 8) {
@@ -83,8 +88,8 @@ bool MakeCfg(int s, int bn, int splits, int m, PhaseCfg* c, std::string* why) {
     return false;
   }
   c->nwc = c->ks / c->wchunk;
-  c->wrow = c->ks * 2 + 16;
-  c->region_bytes = bn * c->wrow;
+  c->wrow = tma ? kBoxK * 2 : c->ks * 2 + 16;
+  c->region_bytes = tma ? (c->ks / kBoxK) * bn * kBoxK * 2 : bn * c->wrow;
   return true;
 }
 
@@ -94,7 +99,7 @@ int PlaceRegions(PhaseCfg* cfg) {
   int arena = 0;
   for (int s = 0; s < kShapes; ++s)
     arena = std::max(arena, cfg[s].region_bytes + cfg[(s + 1) % kShapes].region_bytes);
-  arena = (arena + 127) / 128 * 128;
+  arena = (arena + kSwzAlign - 1) / kSwzAlign * kSwzAlign;  // regions stay 1024-B aligned
   for (int s = 0; s < kShapes; ++s)
     cfg[s].region_off = (s % 2 == 0) ? 0 : arena - cfg[s].region_bytes;
   return arena;
@@ -120,7 +125,8 @@ bool SelfCheck(const PhaseCfg& c, int m, int arena, std::string* why) {
       for (int st = 0; st < c.ks / 16; ++st) {
         if (st % c.wk != kg) continue;
         // ldmatrix rows and byte columns of this step stay inside the region / stage
-        const int last_w = (frow + c.mtw * 16 - 1) * c.wrow + (st * 16 + 15) * 2 + 1;
+        const int last_w = c.tma ? c.region_bytes - 1  // tma2d: checked by TmaLayoutCheck
+                                 : (frow + c.mtw * 16 - 1) * c.wrow + (st * 16 + 15) * 2 + 1;
         if (last_w >= c.region_bytes || c.region_off + c.region_bytes > arena)
           return *why = "weight smem bounds", false;
         const int kk = st % (kKC / 16);
