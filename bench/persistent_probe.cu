@@ -1,10 +1,16 @@
 // Probe (issue 32): does the persistent-kernel design of docs/kernels.md ("Where batch 1 stands
 // and what is not built") hold its budget? Standalone (links only cudart + cublasLt), like
-// bench/fp8_probe.cu; the device code is in bench/persistent_probe_gemm.cuh.
+// bench/fp8_probe.cu; the device code is in bench/persistent_probe_gemm.cuh, the weight-path
+// emulation / self-check and the tensor-map encoding in bench/persistent_probe_tma.cuh.
 //   nvcc -O3 -std=c++17 -arch=sm_90a bench/persistent_probe.cu -lcublasLt -o persistent_probe
-//   ./persistent_probe --ms 16,64,128 --out probe.json      (--dry: host self-check only, no GPU)
+//   ./persistent_probe --ms 16,64,128 --weights tma2d,bulk1d --out probe.json
+//   (--dry: host self-check only, no GPU)
 // Options: --ms LIST, --out FILE, --iters N (timed replays, default 30), --barrier-iters N (2000),
-// --layers N (28), --tiles qkv=BNxS,o=BNxS,gu=BNxS,down=BNxS (feature tile x K slices).
+// --layers N (28), --tiles qkv=BNxS,o=BNxS,gu=BNxS,down=BNxS (feature tile x K slices),
+// --weights LIST (weight path(s) to check and time, default tma2d): tma2d = 2-D tensor-map boxes
+// of [bn rows x 64 k] with 128B swizzle (cp.async.bulk.tensor, one lane issues ks / 64 boxes per
+// unit); bulk1d = the first version's 1-D cp.async.bulk copies, one 256-B copy per weight row per
+// 128-k chunk (256..384 copies per unit, issued by one warp).
 //
 // What it measures, on whatever Hopper GPU it runs on (table on stdout, everything in the JSON):
 //  1. grid-barrier latency: cooperative launches of 1 and 2 CTAs (256 threads) per SM doing
@@ -17,13 +23,14 @@
 //     dependencies at M tokens:
 //     - baseline: cuBLASLt (heuristic's first algorithm, bf16 in/out, fp32 compute, out^T = W a^T
 //       as src/kernels/cuda/gemm.cc does), the 112 GEMMs captured in one CUDA graph;
-//     - persistent: ONE cooperative launch, one CTA per SM, grid barrier between phases (design
+//     - persistent (per weight path, named <path>_persistent_prefetchN): ONE cooperative launch, one CTA per SM, grid barrier between phases (design
 //       in persistent_probe_gemm.cuh), at weight-prefetch distance 2 (issued a whole phase ahead),
 //       1 (issued just before the barrier), 0 (after the barrier: no overlap), and distance 1 with
 //       cooperative_groups' grid sync instead of ours;
 //     each the median of --iters runs with the L2 flushed (128 MB memset) before each run. Then a
 //     separate stamped run per variant: globaltimer stamps by every CTA per phase, summarised per
-//     GEMM shape (phase span, GEMM part mean/max over CTAs, split-K reduction, barrier+issue wait).
+//     GEMM shape (phase span, GEMM part mean/max over CTAs, split-K reduction, barrier+issue wait,
+//     and the weight bandwidth: the phase's N K 2 bytes over the GEMM part and over the span).
 //  Correctness first (mandatory): layer 0's four outputs and the 28-layer chain's final x of every
 //  persistent variant against cuBLASLt (relative L2 error <= 1e-2 for layer 0's four outputs and
 //  <= 5e-2 for the 28-layer chain, no non-finite values; outputs poisoned with NaN before the
@@ -37,14 +44,18 @@
 // probe checks two runs give the same bits).
 //
 // Decomposition (default --tiles, 128 units per phase; shared memory = weight arena with two
-// regions + 4 x 18 KiB activation stages, ~220 KiB): QKV 128 features x 4 K slices of 256, O
-// 64 x 8 of 256, GU 192 x 4 of 256, DOWN 64 x 8 of 384. ptxas (sm_90a, nvcc 13.0.88): 236
-// registers, no spills, 128 B static + 225,280 B dynamic shared memory: 1 CTA of 256 threads
-// (8 warps) per SM, by design. The run prints the decomposition per M and checks occupancy.
+// regions + 4 x 18 KiB activation stages + 1 KiB so the arena can be rounded up to 1024 B):
+// QKV 128 features x 4 K slices of 256, O 64 x 8 of 256, GU 192 x 4 of 256, DOWN 64 x 8 of 384.
+// tma2d regions are dense (bn * ks * 2 B: QKV 64 KiB, O 32, GU 96, DOWN 48; arena 144 KiB,
+// 222,208 B dynamic); bulk1d rows are padded by 16 B (arena 148 KiB, 225,280 B dynamic). ptxas
+// (sm_90a, nvcc 13.0.88): 200 registers, no spills, 1,024 B static shared memory (the mbarriers,
+// padded by the 1024-B alignment of the dynamic arena): 1 CTA of 256 threads (8 warps) per SM,
+// by design. The run prints the decomposition per M and path and checks occupancy.
 //
 // What it does NOT show: attention, norms, rotary, SwiGLU or residuals (the elementwise work the
 // design folds into the phases); CUDA-graph capture of the cooperative launch (it is launched
-// directly); wgmma / TMA tensor maps (mma.sync + 1-D bulk copies only); behaviour under other work
+// directly); wgmma (mma.sync only); TMA for the activations (cp.async 16-B copies); behaviour
+// under other work
 // on the GPU. The per-phase stamps are globaltimer reads (resolution is GPU-dependent; the JSON
 // gives the smallest nonzero step seen).
 #include "persistent_probe_host.cuh"
@@ -61,13 +72,6 @@ struct Options {
   int bn[kShapes] = {128, 64, 192, 64}, splits[kShapes] = {4, 8, 4, 8};
   std::vector<int> paths{kTma2d};  // --weights tma2d,bulk1d
   bool dry = false;
-};
-const char* kPathNames[2] = {"bulk1d", "tma2d"};
-
-// One M's decomposition for one weight path.
-struct PlanSet {
-  PhaseCfg cfg[kShapes];
-  int path = kTma2d, arena = 0, smem = 0;
 };
 
 bool ParseTiles(const char* arg, Options* o) {
@@ -88,67 +92,6 @@ bool ParseTiles(const char* arg, Options* o) {
     pos = end + 1;
   }
   return true;
-}
-
-// Decomposition for one M: cfg[4], the arena size and the dynamic shared memory; false + message
-// if a shape is not supported or the self-check fails.
-bool Plan(const Options& o, int m, int path, int smem_limit, PlanSet* ps) {
-  std::string why;
-  PhaseCfg* cfg = ps->cfg;
-  int* arena = &ps->arena;
-  int* smem = &ps->smem;
-  ps->path = path;
-  for (int s = 0; s < kShapes; ++s)
-    if (!MakeCfg(s, o.bn[s], o.splits[s], m, path, &cfg[s], &why)) {
-      std::fprintf(stderr, "M=%d %s %s: %s\n", m, kPathNames[path], kNames[s], why.c_str());
-      return false;
-    }
-  *arena = PlaceRegions(cfg);
-  *smem = *arena + kABytes + kArenaSlack;
-  if (*smem > smem_limit) {
-    std::fprintf(stderr, "M=%d: %d bytes of shared memory needed, %d available\n", m, *smem,
-                 smem_limit);
-    return false;
-  }
-  for (int s = 0; s < kShapes; ++s)
-    if (!SelfCheck(cfg[s], m, *arena, &why) || !WeightLayoutCheck(cfg[s], *arena, &why)) {
-      std::fprintf(stderr, "self-check FAIL M=%d %s %s: %s\n", m, kPathNames[path], kNames[s],
-                   why.c_str());
-      return false;
-    }
-  return true;
-}
-
-std::string CfgJson(const PhaseCfg& c) {
-  char b[512];
-  std::snprintf(b, sizeof b,
-                "{\"n\": %d, \"k\": %d, \"bn\": %d, \"splits\": %d, \"ks\": %d, \"units\": %d, "
-                "\"parts\": %d, \"warp_tile\": \"%dx%d\", \"warp_grid\": \"%dx%dx%d\", "
-                "\"wchunk\": %d, \"region_bytes\": %d, \"region_off\": %d}",
-                c.n, c.k, c.bn, c.splits, c.ks, c.units, c.parts, c.mtw * 16, c.nbw * 8, c.wf,
-                c.wt, c.wk, c.wchunk, c.region_bytes, c.region_off);
-  return b;
-}
-
-void PrintCfg(int m, const PlanSet& ps) {
-  const PhaseCfg* cfg = ps.cfg;
-  std::printf("M=%d %s decomposition (arena %d B + activation stages %d B + %d B alignment slack "
-              "= %d B shared):\n",
-              m, kPathNames[ps.path], ps.arena, kABytes, kArenaSlack, ps.smem);
-  for (int s = 0; s < kShapes; ++s) {
-    const PhaseCfg& c = cfg[s];
-    std::printf("  %-4s N=%4d K=%4d  tile %3d x K/%d (ks %3d) = %3d units, parts %2d, warp tile "
-                "%2dx%-3d grid %dx%dx%d, weight chunk %3d x %d, region %6d B @ %d\n",
-                kNames[s], c.n, c.k, c.bn, c.splits, c.ks, c.units, c.parts, c.mtw * 16, c.nbw * 8,
-                c.wf, c.wt, c.wk, c.wchunk, c.nwc, c.region_bytes, c.region_off);
-    if (c.tma)
-      std::printf("       tma2d: %d boxes of [%d rows x 64 k] (%d B, 128B swizzle) per unit, %d "
-                  "per chunk, at region + kb * %d\n",
-                  c.ks / kBoxK, c.bn, c.bn * 128, c.wchunk / kBoxK, c.bn * 128);
-    else
-      std::printf("       bulk1d: %d copies of %d B per unit, row stride %d B\n", c.bn * c.nwc,
-                  c.wchunk * 2, c.wrow);
-  }
 }
 
 struct Timer {
@@ -518,14 +461,21 @@ int RunOnGpu(const Options& o, const std::vector<std::vector<PlanSet>>& plans) {
       for (int s = 0; s < kShapes; ++s) {
         double r[5];
         for (int k = 0; k < 5; ++k) r[k] = cnt[s] ? sum[s][k] / cnt[s] / 1e3 : 0;
+        // weight bandwidth: the phase's whole weight matrix (N K 2 bytes) over the GEMM part (mean
+        // over CTAs; with prefetch > 0 most of the load hides before it) and over the span
+        const double wb = 2.0 * cfg[s].n * cfg[s].k, bw_g = r[1] > 0 ? wb / r[1] / 1e3 : NAN,
+                     bw_s = r[0] > 0 ? wb / r[0] / 1e3 : NAN;
         std::printf("      %-4s span %6.2f | GEMM mean %6.2f max %6.2f | split-K reduce %5.2f | "
-                    "prefetch issue + barrier %5.2f\n",
-                    kNames[s], r[0], r[1], r[2], r[3], r[4]);
+                    "prefetch issue + barrier %5.2f | weights %5.2f MB: %6.0f GB/s over GEMM, "
+                    "%6.0f over span\n",
+                    kNames[s], r[0], r[1], r[2], r[3], r[4], wb / 1e6, bw_g, bw_s);
         std::snprintf(b, sizeof b,
                       "%s\"%s\": {\"span\": %s, \"gemm_mean\": %s, \"gemm_max\": %s, \"reduce\": "
-                      "%s, \"barrier\": %s}",
+                      "%s, \"barrier\": %s, \"weight_bytes\": %.0f, \"weight_gbps_gemm\": %s, "
+                      "\"weight_gbps_span\": %s}",
                       s ? ", " : "", kNames[s], Json(r[0]).c_str(), Json(r[1]).c_str(),
-                      Json(r[2]).c_str(), Json(r[3]).c_str(), Json(r[4]).c_str());
+                      Json(r[2]).c_str(), Json(r[3]).c_str(), Json(r[4]).c_str(), wb,
+                      Json(bw_g).c_str(), Json(bw_s).c_str());
         stamp_js += b;
       }
       std::snprintf(b, sizeof b, ", \"timer_step_ns\": %s}", Json(step < 1e30 ? step : NAN).c_str());
@@ -585,6 +535,21 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "bad --tiles (qkv=128x4,o=64x8,gu=192x4,down=64x8)\n");
         return 2;
       }
+    } else if (a == "--weights") {
+      o.paths.clear();
+      std::string v = next();
+      for (size_t p = 0; p < v.size();) {
+        size_t e = v.find(',', p);
+        if (e == std::string::npos) e = v.size();
+        const std::string w = v.substr(p, e - p);
+        if (w == "tma2d" || w == "bulk1d") {
+          o.paths.push_back(w == "tma2d" ? kTma2d : kBulk1d);
+        } else {
+          std::fprintf(stderr, "bad --weights (tma2d, bulk1d or tma2d,bulk1d)\n");
+          return 2;
+        }
+        p = e + 1;
+      }
     } else if (a == "--dry") {
       o.dry = true;
     } else {
@@ -603,17 +568,17 @@ int main(int argc, char** argv) {
     CK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     smem_limit = optin - kStaticSmemMargin;
   }
-  std::vector<std::vector<PhaseCfg>> cfgs;
-  std::vector<int> arenas, smems;
+  if (o.paths.empty()) o.paths.push_back(kTma2d);
+  std::vector<std::vector<PlanSet>> plans;
   for (int m : o.ms) {
-    std::vector<PhaseCfg> cfg(kShapes);
-    int arena = 0, smem = 0;
-    if (!Plan(o, m, smem_limit, cfg.data(), &arena, &smem)) {
-      std::printf("host self-check: FAIL\n");
-      return 1;
+    plans.emplace_back(o.paths.size());
+    for (size_t wi = 0; wi < o.paths.size(); ++wi) {
+      if (!Plan(o.bn, o.splits, m, o.paths[wi], smem_limit, &plans.back()[wi])) {
+        std::printf("host self-check: FAIL\n");
+        return 1;
+      }
+      PrintCfg(m, plans.back()[wi]);
     }
-    PrintCfg(m, cfg.data(), arena, smem);
-    cfgs.push_back(cfg), arenas.push_back(arena), smems.push_back(smem);
   }
   std::string why;
   if (!FragmentCheck(&why)) {
@@ -621,7 +586,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("host self-check (coverage, partials, reduction shares, smem bounds, alignment, "
-              "ldmatrix fragments): PASS\n");
+              "ldmatrix fragments, weight copies + swizzle emulation vs every ldmatrix read, bank "
+              "groups, expect_tx bytes): PASS\n");
   if (o.dry) return 0;
-  return RunOnGpu(o, cfgs, arenas, smems);
+  return RunOnGpu(o, plans);
 }

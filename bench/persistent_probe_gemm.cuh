@@ -5,11 +5,19 @@
 // Persistent kernel, one CTA of 256 threads (8 warps) per SM. Phase p = 4 * layer + shape, shapes
 // QKV, O, GU, DOWN. Phase p is split into units (feature tile of `bn` rows, K slice `split` of
 // `splits`); CTA b takes units b, b + grid, ... Per unit:
-//  - weights: its [bn x ks] slice of W lands in a shared-memory REGION through cp.async.bulk (one
-//    128..-byte copy per row per weight chunk of `wchunk` k, one mbarrier per chunk). Row stride
-//    ks * 2 + 16 bytes, so the 8 rows one ldmatrix reads fall in 8 different bank groups. Two
-//    regions: even phases (QKV, GU) at the arena's bottom, odd phases (O, DOWN) at its top, so
-//    phase p + 1's weights can land while phase p computes from its own.
+//  - weights: its [bn x ks] slice of W lands in a shared-memory REGION, one mbarrier per weight
+//    chunk of `wchunk` k (expect_tx = bn * wchunk * 2 bytes), by one of two paths (PhaseCfg::tma):
+//    tma2d: cp.async.bulk.tensor.2d boxes of [bn rows x 64 k] (128 B per row) from a tensor map
+//      over the shape's weights of all 28 layers as a [28 N][K] bf16 matrix, CU_TENSOR_MAP_SWIZZLE
+//      _128B; box kb at region + kb * bn * 128 (1024-B aligned: the arena is rounded up to 1024
+//      B on the device, regions and boxes are multiples of 1024 B); wchunk / 64 boxes per chunk;
+//      lane 0 issues ks / 64 (4..6) boxes per unit. Element (r, k) at WeightByte<true>: 16-byte
+//      chunk (k % 64) / 8 of row r is stored at chunk ((k % 64) / 8) ^ (r % 8), so the 8 rows one
+//      ldmatrix 8x8 matrix reads (same k, rows r0..r0 + 7) fall in 8 different bank groups.
+//    bulk1d: cp.async.bulk 1-D copies, one `wchunk * 2`-byte copy per row per chunk (warp 0's
+//      lanes issue them); row stride ks * 2 + 16 bytes (conflict-free for the same reason).
+//    Two regions: even phases (QKV, GU) at the arena's bottom, odd phases (O, DOWN) at its top,
+//    so phase p + 1's weights can land while phase p computes from its own.
 //  - activations: [M x 64] stages through a 4-stage cp.async (16-byte, .cg = L2 only) pipeline,
 //    row stride 144 bytes (conflict-free ldmatrix), loaded only after the barrier.
 //  - math: mma.sync m16n8k16 bf16 -> fp32, weights as the 16-row side (A operand, ldmatrix x4 of
