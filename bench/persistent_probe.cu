@@ -23,10 +23,11 @@
 //     dependencies at M tokens:
 //     - baseline: cuBLASLt (heuristic's first algorithm, bf16 in/out, fp32 compute, out^T = W a^T
 //       as src/kernels/cuda/gemm.cc does), the 112 GEMMs captured in one CUDA graph;
-//     - persistent (per weight path, named <path>_persistent_prefetchN): ONE cooperative launch, one CTA per SM, grid barrier between phases (design
-//       in persistent_probe_gemm.cuh), at weight-prefetch distance 2 (issued a whole phase ahead),
-//       1 (issued just before the barrier), 0 (after the barrier: no overlap), and distance 1 with
-//       cooperative_groups' grid sync instead of ours;
+//     - persistent (per weight path, named <path>_persistent_prefetchN): ONE cooperative launch,
+//       one CTA per SM, grid barrier between phases (design in persistent_probe_gemm.cuh), at
+//       weight-prefetch distance 2 (issued a whole phase ahead), 1 (issued just before the
+//       barrier), 0 (after the barrier: no overlap), and distance 1 with cooperative_groups'
+//       grid sync instead of ours;
 //     each the median of --iters runs with the L2 flushed (128 MB memset) before each run. Then a
 //     separate stamped run per variant: globaltimer stamps by every CTA per phase, summarised per
 //     GEMM shape (phase span, GEMM part mean/max over CTAs, split-K reduction, barrier+issue wait,
@@ -303,7 +304,8 @@ int RunOnGpu(const Options& o, const std::vector<std::vector<PlanSet>>& plans) {
     std::vector<Run> runs;
     for (const PlanSet& ps : pss)
       for (int vi = 0; vi < kNumVariants; ++vi)
-        runs.push_back({&ps, kVariants[vi], std::string(kPathNames[ps.path]) + "_" + kVariants[vi].name});
+        runs.push_back(
+            {&ps, kVariants[vi], std::string(kPathNames[ps.path]) + "_" + kVariants[vi].name});
     CK(cudaFuncSetAttribute(PersistentChainKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                             smem));
     int occ = 0;
@@ -337,8 +339,8 @@ int RunOnGpu(const Options& o, const std::vector<std::vector<PlanSet>>& plans) {
                   mi ? "," : "", m, smem, occ, o.layers);
     js += b;
     for (size_t wi = 0; wi < pss.size(); ++wi) {
-      std::snprintf(b, sizeof b, "%s\"%s\": {\"arena_bytes\": %d, \"smem_bytes\": %d", wi ? ", " : "",
-                    kPathNames[pss[wi].path], pss[wi].arena, pss[wi].smem);
+      std::snprintf(b, sizeof b, "%s\"%s\": {\"arena_bytes\": %d, \"smem_bytes\": %d",
+                    wi ? ", " : "", kPathNames[pss[wi].path], pss[wi].arena, pss[wi].smem);
       js += b;
       for (int s = 0; s < kShapes; ++s)
         js += std::string(", \"") + kNames[s] + "\": " + CfgJson(pss[wi].cfg[s]);
