@@ -10,7 +10,11 @@
 // --weights LIST (weight path(s) to check and time, default tma2d): tma2d = 2-D tensor-map boxes
 // of [bn rows x 64 k] with 128B swizzle (cp.async.bulk.tensor, one lane issues ks / 64 boxes per
 // unit); bulk1d = the first version's 1-D cp.async.bulk copies, one 256-B copy per weight row per
-// 128-k chunk (256..384 copies per unit, issued by one warp).
+// 128-k chunk (256..384 copies per unit, issued by one warp). --acts cpasync|tma2d (default
+// cpasync): activation stages by 16-B cp.async (M * 8 per 64-k stage) or, experimental, one 2-D
+// TMA box [M rows x 64 k] (128B swizzle) per stage from a map over the input [M][lda] (variant
+// names get "_atma"); inputs written by generic stores are fenced (fence.proxy.async.global) on
+// both sides of the grid barrier.
 //
 // What it measures, on whatever Hopper GPU it runs on (table on stdout, everything in the JSON):
 //  1. grid-barrier latency: cooperative launches of 1 and 2 CTAs (256 threads) per SM doing
@@ -49,14 +53,13 @@
 // QKV 128 features x 4 K slices of 256, O 64 x 8 of 256, GU 192 x 4 of 256, DOWN 64 x 8 of 384.
 // tma2d regions are dense (bn * ks * 2 B: QKV 64 KiB, O 32, GU 96, DOWN 48; arena 144 KiB,
 // 222,208 B dynamic); bulk1d rows are padded by 16 B (arena 148 KiB, 225,280 B dynamic). ptxas
-// (sm_90a, nvcc 13.0.88): 200 registers, no spills, 1,024 B static shared memory (the mbarriers,
+// (sm_90a, nvcc 13.0.88): 225 registers, no spills, 1,024 B static shared memory (the mbarriers,
 // padded by the 1024-B alignment of the dynamic arena): 1 CTA of 256 threads (8 warps) per SM,
 // by design. The run prints the decomposition per M and path and checks occupancy.
 //
 // What it does NOT show: attention, norms, rotary, SwiGLU or residuals (the elementwise work the
 // design folds into the phases); CUDA-graph capture of the cooperative launch (it is launched
-// directly); wgmma (mma.sync only); TMA for the activations (cp.async 16-B copies); behaviour
-// under other work
+// directly); wgmma (mma.sync only); behaviour under other work
 // on the GPU. The per-phase stamps are globaltimer reads (resolution is GPU-dependent; the JSON
 // gives the smallest nonzero step seen).
 #include "persistent_probe_host.cuh"
@@ -72,6 +75,7 @@ struct Options {
   int iters = 30, barrier_iters = 2000, layers = kLayers;
   int bn[kShapes] = {128, 64, 192, 64}, splits[kShapes] = {4, 8, 4, 8};
   std::vector<int> paths{kTma2d};  // --weights tma2d,bulk1d
+  int acts_tma = 0;                // --acts tma2d (default cpasync)
   bool dry = false;
 };
 
@@ -160,10 +164,12 @@ Params MakeParams(Gpu& g, const PlanSet& ps, int m, int layers, const Variant& v
   const int arena = ps.arena;
   for (int s = 0; s < kShapes; ++s) p.cfg[s] = ps.cfg[s], p.w[s] = g.w[s], p.act[s] = g.act[s];
   std::string why;
-  if (ps.path == kTma2d && !EncodeWeightMaps(g.w, ps.cfg, p.tmap, &why)) {
+  if ((ps.path == kTma2d && !EncodeWeightMaps(g.w, ps.cfg, p.tmap, &why)) ||
+      (ps.acts_tma && !EncodeActMaps(g.x0, g.act, m, p.amap, &why))) {
     std::fprintf(stderr, "%s\n", why.c_str());
     std::exit(2);
   }
+  p.acts_tma = ps.acts_tma;
   p.x0 = g.x0, p.ws = g.ws, p.tile_cnt = g.tile_cnt, p.bar = g.bar;
   p.stamps = stamps ? g.stamps : nullptr;
   p.m = m, p.layers = layers, p.prefetch = v.prefetch, p.use_cg = v.use_cg, p.arena_bytes = arena;
@@ -305,7 +311,8 @@ int RunOnGpu(const Options& o, const std::vector<std::vector<PlanSet>>& plans) {
     for (const PlanSet& ps : pss)
       for (int vi = 0; vi < kNumVariants; ++vi)
         runs.push_back(
-            {&ps, kVariants[vi], std::string(kPathNames[ps.path]) + "_" + kVariants[vi].name});
+            {&ps, kVariants[vi], std::string(kPathNames[ps.path]) + (ps.acts_tma ? "_atma_" : "_") +
+                                     kVariants[vi].name});
     CK(cudaFuncSetAttribute(PersistentChainKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                             smem));
     int occ = 0;
@@ -552,6 +559,13 @@ int main(int argc, char** argv) {
         }
         p = e + 1;
       }
+    } else if (a == "--acts") {
+      const std::string v = next();
+      if (v != "tma2d" && v != "cpasync") {
+        std::fprintf(stderr, "bad --acts (cpasync or tma2d)\n");
+        return 2;
+      }
+      o.acts_tma = v == "tma2d";
     } else if (a == "--dry") {
       o.dry = true;
     } else {
@@ -579,6 +593,7 @@ int main(int argc, char** argv) {
         std::printf("host self-check: FAIL\n");
         return 1;
       }
+      plans.back()[wi].acts_tma = o.acts_tma;
       PrintCfg(m, plans.back()[wi]);
     }
   }
@@ -588,7 +603,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("host self-check (coverage, partials, reduction shares, smem bounds, alignment, "
-              "ldmatrix fragments, weight copies + swizzle emulation vs every ldmatrix read, bank "
+              "ldmatrix fragments, weight + activation copies (swizzle emulated) vs every ldmatrix read, bank "
               "groups, expect_tx bytes): PASS\n");
   if (o.dry) return 0;
   return RunOnGpu(o, plans);

@@ -18,8 +18,13 @@
 //      lanes issue them); row stride ks * 2 + 16 bytes (conflict-free for the same reason).
 //    Two regions: even phases (QKV, GU) at the arena's bottom, odd phases (O, DOWN) at its top,
 //    so phase p + 1's weights can land while phase p computes from its own.
-//  - activations: [M x 64] stages through a 4-stage cp.async (16-byte, .cg = L2 only) pipeline,
-//    row stride 144 bytes (conflict-free ldmatrix), loaded only after the barrier.
+//  - activations: [M x 64] stages through a 4-stage pipeline, loaded only after the barrier:
+//    cp.async (16-byte, .cg = L2 only), row stride 144 bytes (conflict-free ldmatrix); or, with
+//    Params::acts_tma (--acts tma2d, experimental), one 2-D TMA box [M rows x 64 k] per stage from
+//    a map over the input [M][lda], 128B swizzle, row stride 128 B (TokenByte), one mbarrier per
+//    stage (parity in bits 16.. of wpar), stages 1024-B aligned (18,432 B apart). The inputs are
+//    other CTAs' generic-proxy stores: every thread fences (fence.proxy.async.global) before the
+//    grid barrier and the issuing thread again before its first box of the unit.
 //  - math: mma.sync m16n8k16 bf16 -> fp32, weights as the 16-row side (A operand, ldmatrix x4 of
 //    16 feature rows x 16 k), tokens as the 8-column side (B operand, token rows with contiguous
 //    k = the "col" layout, ldmatrix x4 = two n8 blocks x 16 k, or x2 = one). The 8 warps form a
@@ -77,6 +82,7 @@ struct PhaseCfg {
 
 struct Params {
   CUtensorMap tmap[kShapes];  // tma2d: shape s's weights of all layers as [28 N rows][K] bf16
+  CUtensorMap amap[kShapes + 1];  // --acts tma2d: input of shape s as [M][lda]; [kShapes]: x0
   PhaseCfg cfg[kShapes];
   const bf16* w[kShapes];  // layer l's matrix at w[s] + l * n * k, row-major [n][k]
   const bf16* x0;          // [M][1024] input of layer 0
@@ -86,6 +92,7 @@ struct Params {
   unsigned* bar;           // grid barrier counter, zero at launch
   unsigned long long* stamps;  // optional [grid][phases][3] globaltimer stamps
   int m, layers, prefetch, use_cg, arena_bytes;
+  int acts_tma;  // activations through 2-D TMA boxes [M rows x 64 k], 128B swizzle (else cp.async)
 };
 
 // ---- index math shared by the kernel and the host self-check ----
@@ -129,6 +136,12 @@ __host__ __device__ inline int WeightByte(const PhaseCfg& c, int row, int k) {
            (k & 7) * 2;
   else
     return row * c.wrow + k * 2;
+}
+// Byte offset of the 16-byte chunk kc (k = 8 kc .. 8 kc + 7) of token row `row` in an activation
+// stage. cp.async: padded rows (arow 144, xm 0); --acts tma2d: one [M x 64 k] box with 128B
+// swizzle (arow 128, xm 7: chunk kc of row r stored at kc ^ (r % 8); stages are 1024-B aligned).
+__host__ __device__ inline int TokenByte(int arow, int xm, int row, int kc) {
+  return row * arow + ((kc ^ (row & xm)) << 4);
 }
 // tma2d: destination (region-relative) of box kb and the weight chunk (mbarrier) it completes.
 __host__ __device__ inline int BoxDst(const PhaseCfg& c, int kb) { return kb * c.bn * 128; }
@@ -200,6 +213,11 @@ __device__ __forceinline__ void TmaG2S2d(uint32_t dst, const CUtensorMap* map, i
 __device__ __forceinline__ void PrefetchTensorMap(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
+// Generic-proxy global writes (other CTAs' outputs, ordered by the grid barrier) before this
+// thread's async-proxy (TMA) reads of them.
+__device__ __forceinline__ void FenceProxyAsyncGlobal() {
+  asm volatile("fence.proxy.async.global;" ::: "memory");
+}
 __device__ __forceinline__ void FenceProxyAsync() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
@@ -259,7 +277,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 struct Shared {
   uint8_t* arena;   // weight regions (dynamic shared memory, first)
   uint8_t* astage;  // activation stages (after the arena)
-  uint64_t* bars;   // [2 regions][kMaxChunks] mbarriers (static shared memory)
+  uint64_t* bars;   // [2 regions][kMaxChunks] weight mbarriers, then [kAStages] activation ones
 };
 
 __device__ __forceinline__ const bf16* ActIn(const Params& p, int phase) {
@@ -317,9 +335,23 @@ __device__ void RunUnit(const Params& p, const Shared& sm, int phase, int unit, 
   const bf16* a = ActIn(p, phase) + kbeg;
   const uint32_t abase = Smem(sm.astage), wbase = Smem(sm.arena + c.region_off);
   const uint32_t bars = Smem(sm.bars + region * kMaxChunks);
+  const uint32_t abars = Smem(sm.bars + 2 * kMaxChunks);
+  const bool atma = p.acts_tma != 0;
+  const int arow = atma ? kBoxK * 2 : kARow, axm = atma ? 7 : 0;
+  const CUtensorMap* amap = &p.amap[phase == 0 ? kShapes : s];
+  if (atma && threadIdx.x == 0) FenceProxyAsyncGlobal();  // inputs written before the barrier
 
   auto load_a = [&](int kb) {
     const uint32_t st = abase + (kb % kAStages) * kAStageBytes;
+    if (atma) {  // one box [M x 64 k]; the stage's last readers finished (a __syncthreads)
+      if (threadIdx.x == 0) {
+        const uint32_t bar = abars + 8 * (kb % kAStages);
+        FenceProxyAsync();
+        MbarExpectTx(bar, static_cast<unsigned>(m * kBoxK * 2));
+        TmaG2S2d(st, amap, kbeg + kb * kKC, 0, bar);
+      }
+      return;
+    }
     for (int i = threadIdx.x; i < m * 8; i += kThreads) {
       const int r = i / 8, ch = i % 8;
       CpAsync16(st + r * kARow + ch * 16, a + static_cast<size_t>(r) * c.lda + kb * kKC + ch * 8);
@@ -342,6 +374,11 @@ __device__ void RunUnit(const Params& p, const Shared& sm, int phase, int unit, 
   const int frow = fg * MTW * 16, tblk = tg * NBW;
   for (int kb = 0; kb < nst; ++kb) {
     CpWait<kAStages - 2>();
+    if (atma) {  // activation stage kb landed (parity bits 16.. of wpar)
+      const int bit = 16 + kb % kAStages;
+      MbarWait(abars + 8 * (kb % kAStages), (wpar >> bit) & 1u);
+      wpar ^= 1u << bit;
+    }
     if ((kb * kKC) % c.wchunk == 0) {  // first stage of weight chunk ch: wait for it to land
       const int ch = kb * kKC / c.wchunk, bit = region * kMaxChunks + ch;
       MbarWait(bars + 8 * ch, (wpar >> bit) & 1u);
@@ -365,7 +402,7 @@ __device__ void RunUnit(const Params& p, const Shared& sm, int phase, int unit, 
       if constexpr (NBW == 1) {
         uint32_t b0, b1;  // lanes 0-7: tokens x k 0-7, lanes 8-15: x k 8-15
         const RowK b = LdsmTokens(lane & 15);  // x2 reads lanes 0-15's addresses only
-        Ldsm2(ast + (tblk * 8 + b.row) * kARow + (kk * 16 + b.k) * 2, b0, b1);
+        Ldsm2(ast + TokenByte(arow, axm, tblk * 8 + b.row, kk * 2 + b.k / 8), b0, b1);
 #pragma unroll
         for (int i = 0; i < MTW; ++i) Mma(acc[i][0], af[i], b0, b1);
       } else {
@@ -374,7 +411,7 @@ __device__ void RunUnit(const Params& p, const Shared& sm, int phase, int unit, 
           // matrices: n8 block j x k 0-7, x k 8-15, then block j + 1 likewise
           uint32_t b[4];
           const RowK t = LdsmTokens(lane);
-          Ldsm4(ast + ((tblk + j) * 8 + t.row) * kARow + (kk * 16 + t.k) * 2, b);
+          Ldsm4(ast + TokenByte(arow, axm, (tblk + j) * 8 + t.row, kk * 2 + t.k / 8), b);
 #pragma unroll
           for (int i = 0; i < MTW; ++i) {
             Mma(acc[i][j], af[i], b[0], b[1]);
@@ -470,20 +507,22 @@ __device__ void ReduceTiles(const Params& p, int phase) {
 __global__ void __launch_bounds__(kThreads, 1)
     PersistentChainKernel(const __grid_constant__ Params p) {
   extern __shared__ __align__(1024) uint8_t dyn_smem[];
-  __shared__ __align__(8) uint64_t bars[2 * kMaxChunks];
+  __shared__ __align__(8) uint64_t bars[2 * kMaxChunks + kAStages];
   // 128B-swizzled boxes need 1024-B aligned destinations: round the arena up (kArenaSlack).
   uint8_t* const arena =
       dyn_smem + ((kSwzAlign - (Smem(dyn_smem) & (kSwzAlign - 1))) & (kSwzAlign - 1));
   const Shared sm{arena, arena + p.arena_bytes, bars};
-  if (threadIdx.x < 2 * kMaxChunks) MbarInit(Smem(&bars[threadIdx.x]), 1);
+  if (threadIdx.x < 2 * kMaxChunks + kAStages) MbarInit(Smem(&bars[threadIdx.x]), 1);
   if (threadIdx.x == 0 && p.cfg[0].tma)
     for (int s = 0; s < kShapes; ++s) PrefetchTensorMap(&p.tmap[s]);
+  if (threadIdx.x == 0 && p.acts_tma)
+    for (int s = 0; s <= kShapes; ++s) PrefetchTensorMap(&p.amap[s]);
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   __syncthreads();
 
   const int phases = p.layers * kShapes, d = p.prefetch;
   cg::grid_group grid = cg::this_grid();
-  uint32_t wpar = 0;  // expected parity of each region's chunk mbarriers
+  uint32_t wpar = 0;  // expected mbarrier parities: weight chunks (bits 0-15), act stages (16..)
   auto first_unit = [&](int ph) { return static_cast<int>(blockIdx.x) < p.cfg[ShapeOf(ph)].units; };
   for (int ph = 0; ph < d && ph < phases; ++ph)
     if (first_unit(ph)) IssueWeights(p, sm, ph, blockIdx.x);
@@ -509,6 +548,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       __syncthreads();  // d = 2: this phase's region is reused by phase ph + 2
       IssueWeights(p, sm, ph + d, blockIdx.x);
     }
+    if (p.acts_tma) FenceProxyAsyncGlobal();  // this thread's output stores, before the release
     if (p.use_cg)
       grid.sync();
     else

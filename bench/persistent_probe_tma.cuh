@@ -92,9 +92,10 @@ bool WeightLayoutCheck(const PhaseCfg& c, int arena, std::string* why) {
   return true;
 }
 
-// One map per shape over all layers: [kLayers * N rows][K] bf16, row stride K * 2 bytes; box
-// 64 k (128 B) x bn rows, 128B swizzle, 256-B L2 promotion.
-bool EncodeWeightMaps(bf16* const* w, const PhaseCfg* cfg, CUtensorMap* maps, std::string* why) {
+// A 2-D bf16 tensor map: [rows][cols] (row stride cols * 2 bytes), box [box_rows][64] (128 B per
+// row), 128B swizzle, 256-B L2 promotion.
+bool Encode2d(const void* base, size_t cols, size_t rows, int box_rows, CUtensorMap* map,
+              std::string* why) {
   static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
   if (!encode) {
     void* fn = nullptr;
@@ -105,19 +106,75 @@ bool EncodeWeightMaps(bf16* const* w, const PhaseCfg* cfg, CUtensorMap* maps, st
       return *why = "cuTensorMapEncodeTiled entry point not found", false;
     encode = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
   }
-  for (int s = 0; s < kShapes; ++s) {
-    const PhaseCfg& c = cfg[s];
-    const cuuint64_t dims[2] = {static_cast<cuuint64_t>(c.k),
-                                static_cast<cuuint64_t>(kLayers) * c.n};
-    const cuuint64_t strides[1] = {static_cast<cuuint64_t>(c.k) * 2};
-    const cuuint32_t box[2] = {static_cast<cuuint32_t>(kBoxK), static_cast<cuuint32_t>(c.bn)};
-    const cuuint32_t estr[2] = {1, 1};
-    const CUresult r = encode(&maps[s], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, w[s], dims, strides,
-                              box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS)
-      return *why = "cuTensorMapEncodeTiled failed (CUresult " + std::to_string(r) + ")", false;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * 2};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(kBoxK), static_cast<cuuint32_t>(box_rows)};
+  const cuuint32_t estr[2] = {1, 1};
+  const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims,
+                            strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return *why = "cuTensorMapEncodeTiled failed (CUresult " + std::to_string(r) + ")", false;
+  return true;
+}
+// Weights: one map per shape over all layers, [kLayers * N rows][K], box [bn rows][64 k].
+bool EncodeWeightMaps(bf16* const* w, const PhaseCfg* cfg, CUtensorMap* maps, std::string* why) {
+  for (int s = 0; s < kShapes; ++s)
+    if (!Encode2d(w[s], cfg[s].k, static_cast<size_t>(kLayers) * cfg[s].n, cfg[s].bn, &maps[s], why))
+      return false;
+  return true;
+}
+// Activations (--acts tma2d): the input of shape s as [M][lda], box [M rows][64 k]; shape 0 reads
+// x (act[3]) in layers > 0, x0 (maps[kShapes]) in layer 0.
+bool EncodeActMaps(const bf16* x0, bf16* const* act, int m, CUtensorMap* maps, std::string* why) {
+  const bf16* in[kShapes + 1] = {act[3], act[0], act[1], act[2], x0};
+  const int lda[kShapes + 1] = {kLda[0], kLda[1], kLda[2], kLda[3], kLda[0]};
+  for (int i = 0; i <= kShapes; ++i)
+    if (!Encode2d(in[i], lda[i], m, m, &maps[i], why)) return false;
+  return true;
+}
+
+// Activation stages: emulates each stage's fill (cp.async 16-B rows, or one swizzled TMA box at a
+// 1024-B aligned stage) and checks every token ldmatrix read (x4, and x2 when NBW == 1) of every
+// warp gets (token, k .. k + 7) and that each 8x8 matrix's rows fall in 8 distinct bank groups.
+bool ActLayoutCheck(const PhaseCfg& c, int m, int arena, bool atma, std::string* why) {
+  const int arow = atma ? kBoxK * 2 : kARow, axm = atma ? 7 : 0;
+  if (atma && (m * kBoxK * 2 > kAStageBytes || m > 256)) return *why = "act box size", false;
+  for (int st = 0; st < kAStages; ++st) {
+    const int base = arena + st * kAStageBytes;  // arena-relative; the arena is 1024-B aligned
+    if (atma && base % kSwzAlign) return *why = "activation TMA stage not 1024-B aligned", false;
+    std::vector<int> owner(kAStageBytes / 2, -1);
+    for (int r = 0; r < m; ++r)
+      for (int e = 0; e < kKC; ++e) {
+        const int at = atma ? Swizzle128(base + r * 128 + e * 2) - base : r * kARow + e * 2;
+        if (at < 0 || at + 2 > kAStageBytes || owner[at / 2] != -1)
+          return *why = "activation stage fill overlaps / out of the stage", false;
+        owner[at / 2] = r * 65536 + e;
+      }
+    for (int w = 0; w < kWarps; ++w) {
+      int fg, tg, kg;
+      WarpCoords(c, w, &fg, &tg, &kg);
+      const int tblk = tg * c.nbw;
+      for (int kk = 0; kk < kKC / 16; ++kk)
+        for (int j = 0; j < c.nbw; j += 2) {
+          const int lanes = c.nbw == 1 ? 16 : 32;
+          int groups[4] = {0, 0, 0, 0};
+          for (int lane = 0; lane < lanes; ++lane) {
+            const RowK t = LdsmTokens(lane);
+            const int row = (tblk + j) * 8 + t.row, k = kk * 16 + t.k;
+            const int addr = TokenByte(arow, axm, row, k / 8);
+            if (addr % 16 || addr + 16 > kAStageBytes || row >= m)
+              return *why = "token ldmatrix address", false;
+            for (int e = 0; e < 8; ++e)
+              if (owner[addr / 2 + e] != row * 65536 + k + e)
+                return *why = "token ldmatrix reads the wrong activation element", false;
+            groups[lane / 8] |= 1 << ((addr >> 4) & 7);
+          }
+          for (int q = 0; q < lanes / 8; ++q)
+            if (groups[q] != 0xff) return *why = "token ldmatrix bank conflict", false;
+        }
+    }
   }
   return true;
 }
@@ -129,6 +186,7 @@ const char* kPathNames[2] = {"bulk1d", "tma2d"};
 struct PlanSet {
   PhaseCfg cfg[kShapes];
   int path = kTma2d, arena = 0, smem = 0;
+  int acts_tma = 0;  // --acts tma2d
 };
 
 // Decomposition for one M: cfg[4], the arena size and the dynamic shared memory; false + message
@@ -152,7 +210,9 @@ bool Plan(const int* bn, const int* splits, int m, int path, int smem_limit, Pla
     return false;
   }
   for (int s = 0; s < kShapes; ++s)
-    if (!SelfCheck(cfg[s], m, *arena, &why) || !WeightLayoutCheck(cfg[s], *arena, &why)) {
+    if (!SelfCheck(cfg[s], m, *arena, &why) || !WeightLayoutCheck(cfg[s], *arena, &why) ||
+        !ActLayoutCheck(cfg[s], m, *arena, false, &why) ||
+        !ActLayoutCheck(cfg[s], m, *arena, true, &why)) {
       std::fprintf(stderr, "self-check FAIL M=%d %s %s: %s\n", m, kPathNames[path], kNames[s],
                    why.c_str());
       return false;
