@@ -14,7 +14,13 @@
 // cpasync): activation stages by 16-B cp.async (M * 8 per 64-k stage) or, experimental, one 2-D
 // TMA box [M rows x 64 k] (128B swizzle) per stage from a map over the input [M][lda] (variant
 // names get "_atma"); inputs written by generic stores are fenced (fence.proxy.async.global) on
-// both sides of the grid barrier.
+// both sides of the grid barrier. --wk-reduce LIST (default smem): how a CTA's wk > 1 warp k groups
+// are combined: smem = summed in shared memory, one global partial per K slice (splits == 1: bf16
+// out directly, no split-K reduction); global = the first version, every k group its own global
+// partial; "global,smem" runs both (variant names end in _wkglobal / _wksmem). Tilings, M or modes
+// the kernel cannot run (no 8-warp grid, too much shared memory) are printed as rejected and
+// skipped. --dry without --tiles checks the default tiling and qkv=32x1,o=16x1,gu=48x1,down=16x1
+// and qkv=64x2,o=16x2,gu=96x2,down=16x2 at M = 8..128 (or --ms), both paths, both modes.
 //
 // What it measures, on whatever Hopper GPU it runs on (table on stdout, everything in the JSON):
 //  1. grid-barrier latency: cooperative launches of 1 and 2 CTAs (256 threads) per SM doing
@@ -46,14 +52,18 @@
 //
 // Split-K: fp32 partials in a global workspace; the CTAs of one feature tile meet on a per-tile
 // counter and each sums a share of the tile over the partials in a fixed order (deterministic; the
-// probe checks two runs give the same bits).
+// probe checks two runs give the same bits). A CTA's k groups are summed in shared memory first
+// (--wk-reduce smem), so the global partials number `splits`, none when splits == 1.
 //
 // Decomposition (default --tiles, 128 units per phase; shared memory = weight arena with two
-// regions + 4 x 18 KiB activation stages + 1 KiB so the arena can be rounded up to 1024 B):
+// regions + 4 activation stages of StageBytes(M) (3 KiB at M = 16 .. 18 KiB at M = 128; also the
+// smem k-group reduction area) + 1 KiB so the arena can be rounded up to 1024 B):
 // QKV 128 features x 4 K slices of 256, O 64 x 8 of 256, GU 192 x 4 of 256, DOWN 64 x 8 of 384.
 // tma2d regions are dense (bn * ks * 2 B: QKV 64 KiB, O 32, GU 96, DOWN 48; arena 144 KiB,
-// 222,208 B dynamic); bulk1d rows are padded by 16 B (arena 148 KiB, 225,280 B dynamic). ptxas
-// (sm_90a, nvcc 13.0.88): 225 registers, no spills, 1,024 B static shared memory (the mbarriers,
+// 222,208 B dynamic at M = 128, 160,768 at M = 16); bulk1d rows are padded by 16 B (arena 148 KiB).
+// With the default tiles wk == 1 for M >= 16 (both --wk-reduce modes are the same code path there);
+// at M = 8 O / GU / DOWN have wk = 2. ptxas
+// (sm_90a, nvcc 13): 227 registers, no spills, 1,024 B static shared memory (the mbarriers,
 // padded by the 1024-B alignment of the dynamic arena): 1 CTA of 256 threads (8 warps) per SM,
 // by design. The run prints the decomposition per M and path and checks occupancy.
 //
@@ -62,8 +72,7 @@
 // directly); wgmma (mma.sync only); behaviour under other work
 // on the GPU. The per-phase stamps are globaltimer reads (resolution is GPU-dependent; the JSON
 // gives the smallest nonzero step seen).
-#include "persistent_probe_host.cuh"
-#include "persistent_probe_tma.cuh"
+#include "persistent_probe_plan.cuh"
 
 using namespace probe;
 
@@ -76,28 +85,9 @@ struct Options {
   int bn[kShapes] = {128, 64, 192, 64}, splits[kShapes] = {4, 8, 4, 8};
   std::vector<int> paths{kTma2d};  // --weights tma2d,bulk1d
   int acts_tma = 0;                // --acts tma2d (default cpasync)
-  bool dry = false;
+  std::vector<int> wkreds{1};      // --wk-reduce smem (1), global (0), or both
+  bool dry = false, ms_given = false, tiles_given = false;
 };
-
-bool ParseTiles(const char* arg, Options* o) {
-  std::string s = arg;
-  size_t pos = 0;
-  while (pos < s.size()) {
-    size_t end = s.find(',', pos);
-    if (end == std::string::npos) end = s.size();
-    const std::string item = s.substr(pos, end - pos);
-    const size_t eq = item.find('='), x = item.find('x');
-    if (eq == std::string::npos || x == std::string::npos || x < eq) return false;
-    int idx = -1;
-    for (int i = 0; i < kShapes; ++i)
-      if (item.substr(0, eq) == kNames[i]) idx = i;
-    if (idx < 0) return false;
-    o->bn[idx] = std::atoi(item.substr(eq + 1, x - eq - 1).c_str());
-    o->splits[idx] = std::atoi(item.substr(x + 1).c_str());
-    pos = end + 1;
-  }
-  return true;
-}
 
 struct Timer {
   cudaEvent_t a, b;
@@ -173,6 +163,7 @@ Params MakeParams(Gpu& g, const PlanSet& ps, int m, int layers, const Variant& v
   p.x0 = g.x0, p.ws = g.ws, p.tile_cnt = g.tile_cnt, p.bar = g.bar;
   p.stamps = stamps ? g.stamps : nullptr;
   p.m = m, p.layers = layers, p.prefetch = v.prefetch, p.use_cg = v.use_cg, p.arena_bytes = arena;
+  p.astage_bytes = ps.stage_bytes;
   return p;
 }
 void ResetCounters(Gpu& g) {
@@ -310,9 +301,9 @@ int RunOnGpu(const Options& o, const std::vector<std::vector<PlanSet>>& plans) {
     std::vector<Run> runs;
     for (const PlanSet& ps : pss)
       for (int vi = 0; vi < kNumVariants; ++vi)
-        runs.push_back(
-            {&ps, kVariants[vi], std::string(kPathNames[ps.path]) + (ps.acts_tma ? "_atma_" : "_") +
-                                     kVariants[vi].name});
+        runs.push_back({&ps, kVariants[vi],
+                        std::string(kPathNames[ps.path]) + (ps.acts_tma ? "_atma_" : "_") +
+                            kVariants[vi].name + "_wk" + kWkNames[ps.wkred]});
     CK(cudaFuncSetAttribute(PersistentChainKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                             smem));
     int occ = 0;
@@ -346,8 +337,11 @@ int RunOnGpu(const Options& o, const std::vector<std::vector<PlanSet>>& plans) {
                   mi ? "," : "", m, smem, occ, o.layers);
     js += b;
     for (size_t wi = 0; wi < pss.size(); ++wi) {
-      std::snprintf(b, sizeof b, "%s\"%s\": {\"arena_bytes\": %d, \"smem_bytes\": %d",
-                    wi ? ", " : "", kPathNames[pss[wi].path], pss[wi].arena, pss[wi].smem);
+      std::snprintf(b, sizeof b,
+                    "%s\"%s\": {\"arena_bytes\": %d, \"act_bytes\": %d, \"stage_bytes\": %d, "
+                    "\"smem_bytes\": %d",
+                    wi ? ", " : "", pss[wi].Name().c_str(), pss[wi].arena, pss[wi].act_bytes,
+                    pss[wi].stage_bytes, pss[wi].smem);
       js += b;
       for (int s = 0; s < kShapes; ++s)
         js += std::string(", \"") + kNames[s] + "\": " + CfgJson(pss[wi].cfg[s]);
@@ -379,7 +373,7 @@ int RunOnGpu(const Options& o, const std::vector<std::vector<PlanSet>>& plans) {
         ok = ok && e1[s].rel <= kLayerTol && !e1[s].nonfinite && ec[s].rel <= kChainTol &&
              !ec[s].nonfinite;
       pass = pass && ok;
-      std::printf("  check %-34s layer 0: qkv %.2e o %.2e gu %.2e down %.2e | %d layers: final x "
+      std::printf("  check %-46s layer 0: qkv %.2e o %.2e gu %.2e down %.2e | %d layers: final x "
                   "%.2e (qkv %.2e o %.2e gu %.2e) non-finite %zu | repeat bit-identical: %s  %s\n",
                   runs[vi].name.c_str(), e1[0].rel, e1[1].rel, e1[2].rel, e1[3].rel, o.layers, ec[3].rel,
                   ec[0].rel, ec[1].rel, ec[2].rel,
@@ -418,7 +412,7 @@ int RunOnGpu(const Options& o, const std::vector<std::vector<PlanSet>>& plans) {
     double med, mn;
     TimeIt(
         g, o.iters, 3, [] {}, [&] { CK(cudaGraphLaunch(exec, g.st)); }, &med, &mn);
-    std::printf("  %-34s median %8.1f us  min %8.1f us  (%d GEMMs, graph, L2 flushed)\n",
+    std::printf("  %-46s median %8.1f us  min %8.1f us  (%d GEMMs, graph, L2 flushed)\n",
                 "cublaslt_graph", med * 1e3, mn * 1e3, o.layers * kShapes);
     std::snprintf(b, sizeof b, ",\n     \"timing_us\": {\"cublaslt_graph\": {\"median\": %s, \"min\": %s}",
                   Json(med * 1e3).c_str(), Json(mn * 1e3).c_str());
@@ -431,7 +425,7 @@ int RunOnGpu(const Options& o, const std::vector<std::vector<PlanSet>>& plans) {
       Params p = MakeParams(g, *runs[vi].ps, m, o.layers, v, false);
       TimeIt(
           g, o.iters, 2, [&] { ResetCounters(g); }, [&] { LaunchChain(g, p, smem); }, &med, &mn);
-      std::printf("  %-34s median %8.1f us  min %8.1f us\n", vname, med * 1e3, mn * 1e3);
+      std::printf("  %-46s median %8.1f us  min %8.1f us\n", vname, med * 1e3, mn * 1e3);
       std::snprintf(b, sizeof b, ", \"%s\": {\"median\": %s, \"min\": %s}", vname,
                     Json(med * 1e3).c_str(), Json(mn * 1e3).c_str());
       js += b;
@@ -523,14 +517,8 @@ int main(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--ms") {
-      o.ms.clear();
-      std::string v = next();
-      for (size_t p = 0; p < v.size();) {
-        size_t e = v.find(',', p);
-        if (e == std::string::npos) e = v.size();
-        o.ms.push_back(std::atoi(v.substr(p, e - p).c_str()));
-        p = e + 1;
-      }
+      o.ms.clear(), o.ms_given = true;
+      for (const std::string& v : SplitList(next())) o.ms.push_back(std::atoi(v.c_str()));
     } else if (a == "--out") {
       o.out = next();
     } else if (a == "--iters") {
@@ -540,24 +528,19 @@ int main(int argc, char** argv) {
     } else if (a == "--layers") {
       o.layers = std::min(kLayers, std::max(1, std::atoi(next())));
     } else if (a == "--tiles") {
-      if (!ParseTiles(next(), &o)) {
+      o.tiles_given = true;
+      if (!ParseTiles(next(), o.bn, o.splits)) {
         std::fprintf(stderr, "bad --tiles (qkv=128x4,o=64x8,gu=192x4,down=64x8)\n");
         return 2;
       }
     } else if (a == "--weights") {
       o.paths.clear();
-      std::string v = next();
-      for (size_t p = 0; p < v.size();) {
-        size_t e = v.find(',', p);
-        if (e == std::string::npos) e = v.size();
-        const std::string w = v.substr(p, e - p);
-        if (w == "tma2d" || w == "bulk1d") {
-          o.paths.push_back(w == "tma2d" ? kTma2d : kBulk1d);
-        } else {
+      for (const std::string& w : SplitList(next())) {
+        if (w != "tma2d" && w != "bulk1d") {
           std::fprintf(stderr, "bad --weights (tma2d, bulk1d or tma2d,bulk1d)\n");
           return 2;
         }
-        p = e + 1;
+        o.paths.push_back(w == "tma2d" ? kTma2d : kBulk1d);
       }
     } else if (a == "--acts") {
       const std::string v = next();
@@ -566,6 +549,15 @@ int main(int argc, char** argv) {
         return 2;
       }
       o.acts_tma = v == "tma2d";
+    } else if (a == "--wk-reduce") {
+      o.wkreds.clear();
+      for (const std::string& w : SplitList(next())) {
+        if (w != "smem" && w != "global") {
+          std::fprintf(stderr, "bad --wk-reduce (smem, global or global,smem)\n");
+          return 2;
+        }
+        o.wkreds.push_back(w == "smem");
+      }
     } else if (a == "--dry") {
       o.dry = true;
     } else {
@@ -585,24 +577,49 @@ int main(int argc, char** argv) {
     smem_limit = optin - kStaticSmemMargin;
   }
   if (o.paths.empty()) o.paths.push_back(kTma2d);
-  std::vector<std::vector<PlanSet>> plans;
-  for (int m : o.ms) {
-    plans.emplace_back(o.paths.size());
-    for (size_t wi = 0; wi < o.paths.size(); ++wi) {
-      if (!Plan(o.bn, o.splits, m, o.paths[wi], smem_limit, &plans.back()[wi])) {
-        std::printf("host self-check: FAIL\n");
-        return 1;
-      }
-      plans.back()[wi].acts_tma = o.acts_tma;
-      PrintCfg(m, plans.back()[wi]);
+  std::string why;
+  if (o.dry && !o.tiles_given) {  // the matrix: default + split-1 / split-2 tilings, all M
+    std::vector<int> ms = o.ms_given ? o.ms : std::vector<int>{8, 16, 32, 64, 128};
+    const bool ok = DryMatrix(std::vector<Tiling>(std::begin(kDryTilings), std::end(kDryTilings)),
+                              ms, smem_limit);
+    if (!ok || !FragmentCheck(&why)) {
+      std::printf("host self-check: FAIL %s\n", why.c_str());
+      return 1;
     }
   }
-  std::string why;
+  std::vector<std::vector<PlanSet>> plans;
+  std::vector<int> ms;  // the M with at least one accepted plan
+  for (int m : o.ms) {
+    std::vector<PlanSet> pss;
+    for (int path : o.paths)
+      for (int wkred : o.wkreds) {
+        PlanSet ps;
+        const PlanResult r = Plan(o.bn, o.splits, m, path, wkred, smem_limit, &ps, &why);
+        ps.acts_tma = o.acts_tma;
+        if (r == kPlanFail) {
+          std::printf("self-check FAIL M=%d %s: %s\nhost self-check: FAIL\n", m, ps.Name().c_str(),
+                      why.c_str());
+          return 1;
+        }
+        if (r == kPlanRejected) {
+          std::printf("M=%d %s rejected: %s\n", m, ps.Name().c_str(), why.c_str());
+          continue;
+        }
+        PrintCfg(m, ps);
+        pss.push_back(ps);
+      }
+    if (!pss.empty()) plans.push_back(pss), ms.push_back(m);
+  }
+  if (plans.empty()) {
+    std::printf("no accepted decomposition for any M: host self-check: FAIL\n");
+    return 1;
+  }
+  o.ms = ms;
   if (!FragmentCheck(&why)) {
     std::printf("host self-check: FAIL (%s)\n", why.c_str());
     return 1;
   }
-  std::printf("host self-check (coverage, partials, reduction shares, smem bounds, alignment, "
+  std::printf("host self-check (coverage of every (token, feature, k) per output, partials written once and read after, smem k-group reduction slots, reduction shares, smem bounds, alignment, "
               "ldmatrix fragments, weight + activation copies (swizzle emulated) vs every ldmatrix read, bank "
               "groups, expect_tx bytes): PASS\n");
   if (o.dry) return 0;

@@ -18,11 +18,12 @@
 //      lanes issue them); row stride ks * 2 + 16 bytes (conflict-free for the same reason).
 //    Two regions: even phases (QKV, GU) at the arena's bottom, odd phases (O, DOWN) at its top,
 //    so phase p + 1's weights can land while phase p computes from its own.
-//  - activations: [M x 64] stages through a 4-stage pipeline, loaded only after the barrier:
-//    cp.async (16-byte, .cg = L2 only), row stride 144 bytes (conflict-free ldmatrix); or, with
+//  - activations: [M x 64] stages through a 4-stage pipeline, loaded only after the barrier,
+//    stage stride StageBytes(M) = M * 144 rounded up to 1024 B (the activation area starts at the
+//    arena's end); cp.async (16-byte, .cg = L2 only), row stride 144 bytes (conflict-free ldmatrix); or, with
 //    Params::acts_tma (--acts tma2d, experimental), one 2-D TMA box [M rows x 64 k] per stage from
 //    a map over the input [M][lda], 128B swizzle, row stride 128 B (TokenByte), one mbarrier per
-//    stage (parity in bits 16.. of wpar), stages 1024-B aligned (18,432 B apart). The inputs are
+//    stage (parity in bits 16.. of wpar), stages 1024-B aligned (StageBytes apart). The inputs are
 //    other CTAs' generic-proxy stores: every thread fences (fence.proxy.async.global) before the
 //    grid barrier and the issuing thread again before its first box of the unit.
 //  - math: mma.sync m16n8k16 bf16 -> fp32, weights as the 16-row side (A operand, ldmatrix x4 of
@@ -30,8 +31,14 @@
 //    k = the "col" layout, ldmatrix x4 = two n8 blocks x 16 k, or x2 = one). The 8 warps form a
 //    (wf feature groups) x (wt token groups) x (wk k groups) grid; warp tile MTW m16 tiles x NBW n8
 //    blocks; with wk > 1 the warps of a CTA take the unit's k16 steps round robin.
-//  - partials: with parts = splits * wk == 1 the warp writes bf16 outputs directly; otherwise fp32
-//    partials go to ws[split * wk + kg][M][N]. The `splits` CTAs of one feature tile then meet on
+//  - k groups (wk > 1), two modes (PhaseCfg::wkred, --wk-reduce): smem (default): after the main
+//    loop k groups 1..wk-1 store their fp32 fragments to the activation area (idle then; RedSlot,
+//    lane-contiguous float4s, (wk - 1) * bn * M * 4 bytes), __syncthreads, and k group 0 adds them
+//    in the order 1, 2, .. and alone writes the unit's result: global partials parts = splits.
+//    global (the first version): every k group writes its own global partial, parts = splits * wk.
+//  - partials: with parts == 1 (splits == 1 and, in smem mode, any wk) the writing warps store bf16
+//    outputs directly, no counter, no reduction; otherwise fp32 partials go to
+//    ws[PartIndex][M][N]. The `splits` CTAs of one feature tile then meet on
 //    a per-(phase, tile) counter (not a grid barrier), and each sums 1/splits of the tile over all
 //    `parts` partials in index order (deterministic, no float atomics) and writes bf16.
 //  - prefetch distance d: phase q's weights are issued before the grid barrier that precedes
@@ -70,7 +77,7 @@ enum WeightPath { kBulk1d = 0, kTma2d = 1 };
 struct PhaseCfg {
   int n, k, lda;            // output features, depth, row stride of the activation input
   int bn, splits, ks;       // feature tile, K slices, slice depth
-  int tiles, units, parts;  // n / bn, tiles * splits, splits * wk
+  int tiles, units, parts;  // n / bn, tiles * splits, global partials: splits (wkred) or splits * wk
   int mtw, nbw;             // warp tile: m16 tiles x n8 blocks (template dispatch)
   int wf, wt, wk;           // warp grid: feature groups x token groups x k groups = 8
   int wchunk, nwc;          // weight chunk depth (k) and chunk count per unit
@@ -78,6 +85,8 @@ struct PhaseCfg {
   int wrow;                 // bulk1d: weight row stride in shared memory (bytes); tma2d: 128
   int region_bytes;         // bulk1d: bn * wrow; tma2d: (ks / 64) boxes of bn * 128 B
   int region_off;           // byte offset of this shape's region in the arena
+  int wkred;                // 1: the wk k groups' accumulators are summed in shared memory (wk > 1)
+  int red_bytes;            // wkred: (wk - 1) * bn * M * 4 bytes at the activation area's start
 };
 
 struct Params {
@@ -93,7 +102,12 @@ struct Params {
   unsigned long long* stamps;  // optional [grid][phases][3] globaltimer stamps
   int m, layers, prefetch, use_cg, arena_bytes;
   int acts_tma;  // activations through 2-D TMA boxes [M rows x 64 k], 128B swizzle (else cp.async)
+  int astage_bytes;  // activation stage stride: StageBytes(m)
 };
+
+// Activation stage stride for M tokens: M rows of kARow bytes, rounded up to 1024 B (the --acts
+// tma2d boxes of M x 128 B need 1024-B aligned stages; the arena is a multiple of 1024 B).
+__host__ __device__ inline int StageBytes(int m) { return (m * kARow + kSwzAlign - 1) / kSwzAlign * kSwzAlign; }
 
 // ---- index math shared by the kernel and the host self-check ----
 __host__ __device__ inline void UnitCoords(const PhaseCfg& c, int unit, int* tile, int* split) {
@@ -105,6 +119,16 @@ __host__ __device__ inline void WarpCoords(const PhaseCfg& c, int warp, int* fg,
   *fg = warp % c.wf;
   *tg = (warp / c.wf) % c.wt;
   *kg = warp / (c.wf * c.wt);
+}
+// In-CTA k-group reduction (wkred): float4 slot of fragment (i, j), lane `lane`, of the warp with
+// in-group index wg = fg + wf * tg of k group q >= 1, in the activation area (reused after the main
+// loop). Lane-contiguous float4s: each warp store / load is 512 contiguous bytes, conflict-free.
+__host__ __device__ inline int RedSlot(const PhaseCfg& c, int q, int wg, int i, int j, int lane) {
+  return ((((q - 1) * c.wf * c.wt + wg) * c.mtw + i) * c.nbw + j) * 32 + lane;
+}
+// Global partial index of k group kg of split `split`.
+__host__ __device__ inline int PartIndex(const PhaseCfg& c, int split, int kg) {
+  return c.wkred ? split : split * c.wk + kg;
 }
 // Share of the split-K reduction of one [M x bn] tile taken by split s: float4 groups [g0, g1).
 __host__ __device__ inline void ReduceShare(const PhaseCfg& c, int m, int s, int* g0, int* g1) {
@@ -342,7 +366,7 @@ __device__ void RunUnit(const Params& p, const Shared& sm, int phase, int unit, 
   if (atma && threadIdx.x == 0) FenceProxyAsyncGlobal();  // inputs written before the barrier
 
   auto load_a = [&](int kb) {
-    const uint32_t st = abase + (kb % kAStages) * kAStageBytes;
+    const uint32_t st = abase + (kb % kAStages) * p.astage_bytes;
     if (atma) {  // one box [M x 64 k]; the stage's last readers finished (a __syncthreads)
       if (threadIdx.x == 0) {
         const uint32_t bar = abars + 8 * (kb % kAStages);
@@ -387,7 +411,7 @@ __device__ void RunUnit(const Params& p, const Shared& sm, int phase, int unit, 
     __syncthreads();  // stage kb landed for all threads; stage kb - 1 is no longer read
     if (kb + kAStages - 1 < nst) load_a(kb + kAStages - 1);
     CpCommit();
-    const uint32_t ast = abase + (kb % kAStages) * kAStageBytes;
+    const uint32_t ast = abase + (kb % kAStages) * p.astage_bytes;
 #pragma unroll
     for (int kk = 0; kk < kKC / 16; ++kk) {
       if ((kb * (kKC / 16) + kk) % c.wk != kg) continue;
@@ -424,9 +448,36 @@ __device__ void RunUnit(const Params& p, const Shared& sm, int phase, int unit, 
   CpWait<0>();
   __syncthreads();  // activation stages free for the next unit
 
+  // wkred: k groups 1.. store their accumulators to the (now idle) activation area, k group 0 adds
+  // them in the order q = 1, 2, .. (deterministic) and alone writes the tile. Every thread fences
+  // its generic shared accesses before later async-proxy (TMA) writes to the activation stages.
+  if (c.wkred) {
+    float4* red = reinterpret_cast<float4*>(sm.astage);
+    const int wg = warp % (c.wf * c.wt);
+    if (kg > 0) {
+#pragma unroll
+      for (int i = 0; i < MTW; ++i)
+#pragma unroll
+        for (int j = 0; j < NBW; ++j)
+          red[RedSlot(c, kg, wg, i, j, lane)] =
+              make_float4(acc[i][j][0], acc[i][j][1], acc[i][j][2], acc[i][j][3]);
+    }
+    __syncthreads();
+    if (kg == 0)
+      for (int q = 1; q < c.wk; ++q)
+#pragma unroll
+        for (int i = 0; i < MTW; ++i)
+#pragma unroll
+          for (int j = 0; j < NBW; ++j) {
+            const float4 v = red[RedSlot(c, q, wg, i, j, lane)];
+            acc[i][j][0] += v.x, acc[i][j][1] += v.y, acc[i][j][2] += v.z, acc[i][j][3] += v.w;
+          }
+    if (atma) FenceProxyAsync();
+    if (kg > 0) return;  // the next writer of the area waits on a __syncthreads first
+  }
   // acc[i][j] = {D[g][2t], D[g][2t+1], D[g+8][2t], D[g+8][2t+1]}: rows features, columns tokens.
   const int g = lane / 4, t = lane % 4;
-  float* part = p.ws + static_cast<size_t>(split * c.wk + kg) * m * c.n;
+  float* part = p.ws + static_cast<size_t>(PartIndex(c, split, kg)) * m * c.n;
   bf16* out = p.act[s];
 #pragma unroll
   for (int i = 0; i < MTW; ++i)

@@ -40,7 +40,7 @@ const int kN[kShapes] = {4096, 1024, 6144, 1024}, kK[kShapes] = {1024, 2048, 102
 const int kLda[kShapes] = {1024, 4096, 1024, 6144};
 
 // ---------------- decomposition (host) ----------------
-bool MakeCfg(int s, int bn, int splits, int m, int tma, PhaseCfg* c, std::string* why) {
+bool MakeCfg(int s, int bn, int splits, int m, int tma, int wkred, PhaseCfg* c, std::string* why) {
   *c = PhaseCfg{};
   c->tma = tma;
   c->n = kN[s], c->k = kK[s], c->lda = kLda[s], c->bn = bn, c->splits = splits;
@@ -75,10 +75,14 @@ bool MakeCfg(int s, int bn, int splits, int m, int tma, PhaseCfg* c, std::string
       if (score > best) best = score, c->mtw = mtw, c->nbw = nbw, c->wf = wf, c->wt = wt, c->wk = wk;
     }
   if (best == -1000000) {
-    *why = "no 8-warp grid for this tile and M";
+    *why = "no 8-warp grid for this tile and M (tile " + std::to_string(bn / 16) + " m16 x " +
+           std::to_string(m / 8) + " n8: fewer than 2 warp tiles, i.e. > 4 k groups)";
     return false;
   }
-  c->parts = splits * c->wk;
+  // wkred: the wk k groups of a unit are summed in shared memory; one global partial per split.
+  c->wkred = wkred && c->wk > 1;
+  c->parts = c->wkred ? splits : splits * c->wk;
+  c->red_bytes = c->wkred ? (c->wk - 1) * bn * m * 4 : 0;
   c->wchunk = 0;
   for (int w = 128; w <= c->ks && !c->wchunk; w += 64)
     if (c->ks % w == 0 && c->ks / w <= kMaxChunks) c->wchunk = w;
@@ -105,23 +109,51 @@ int PlaceRegions(PhaseCfg* cfg) {
   return arena;
 }
 
-// Host self-check of the decomposition with the kernel's own index functions: every (n8 token
-// block, m16 feature tile, k16 step) multiplied exactly once; every partial (part, token, feature)
-// written exactly once (so the reduction never reads a stale value); every reduction group summed
-// exactly once; shared-memory reads and bulk copies inside their regions and aligned.
-bool SelfCheck(const PhaseCfg& c, int m, int arena, std::string* why) {
-  const int nb = m / 8, mt = c.n / 16, ksteps = c.k / 16;
+// Host self-check of the decomposition with the kernel's own index functions (UnitCoords,
+// WarpCoords, RedSlot, PartIndex, ReduceShare), emulating the epilogue at fragment level:
+//  - every (n8 token block, m16 feature tile, k16 step) multiplied exactly once;
+//  - wkred: each k group q >= 1 stores its fragments to RedSlot slots (16-B aligned, inside
+//    red_bytes <= the activation area, which starts at `arena`, past every weight region: no live
+//    data; stages are drained by then), each slot written once per unit, and k group 0 reads only
+//    slots written in this unit for the same (token block, feature tile);
+//  - every global partial / output element (part, token, feature) written exactly once, and the
+//    k16 steps accumulated into it recorded; ReduceTiles reads part pi of tile t only where a unit
+//    of tile t wrote it (the tile counter waits for its `splits` units, which must be its writers);
+//  - per output (token, feature): the k steps over all parts it is summed from (or the direct bf16
+//    write when parts == 1) are every k step exactly once; every reduction group summed once;
+//  - shared-memory reads and bulk copies inside their regions and aligned.
+bool SelfCheck(const PhaseCfg& c, int m, int arena, int act_bytes, int stage_bytes, std::string* why) {
+  const int nb = m / 8, mt = c.n / 16, ksteps = c.k / 16, gw = c.wf * c.wt;
+  if (c.parts != (c.wkred ? c.splits : c.splits * c.wk) || (c.wkred && c.wk < 2))
+    return *why = "parts", false;
   std::vector<unsigned char> mma(static_cast<size_t>(nb) * mt * ksteps, 0);
   std::vector<unsigned char> part(static_cast<size_t>(c.parts) * m * c.n, 0);
+  std::vector<int> writer(static_cast<size_t>(c.parts) * m * c.n, -1);  // unit
+  // k steps accumulated into part pi's fragment (t8, f16)
+  std::vector<unsigned char> kc(static_cast<size_t>(c.parts) * nb * mt * ksteps, 0);
+  auto kcat = [&](int pi, int t8, int f16) {
+    return &kc[((static_cast<size_t>(pi) * nb + t8) * mt + f16) * ksteps];
+  };
+  if (c.wkred) {
+    if (c.red_bytes != (c.wk - 1) * c.bn * m * 4 || c.red_bytes > act_bytes)
+      return *why = "smem reduction area larger than the activation area", false;
+    if (c.region_off + c.region_bytes > arena) return *why = "reduction area overlaps weights", false;
+  }
+  const int nslots = c.wkred ? c.red_bytes / 16 : 0;
   for (int u = 0; u < c.units; ++u) {
     int tile, split;
     UnitCoords(c, u, &tile, &split);
     if (tile < 0 || tile >= c.tiles || split < 0 || split >= c.splits) return *why = "unit", false;
+    // per warp and fragment (i, j): the k steps it accumulated
+    std::vector<std::vector<unsigned char>> wks(kWarps, std::vector<unsigned char>(ksteps, 0));
+    std::vector<int> slot_src(nslots, -1);  // (t8 * mt + f16) * 8 + warp that stored it
     for (int w = 0; w < kWarps; ++w) {
       int fg, tg, kg;
       WarpCoords(c, w, &fg, &tg, &kg);
       const int frow = fg * c.mtw * 16, tblk = tg * c.nbw;
-      if (frow + c.mtw * 16 > c.bn || (tblk + c.nbw) * 8 > m) return *why = "warp tile", false;
+      if (frow + c.mtw * 16 > c.bn || (tblk + c.nbw) * 8 > m || kg >= c.wk)
+        return *why = "warp tile", false;
+      if (fg + c.wf * tg != w % gw) return *why = "warp in-group index", false;
       for (int st = 0; st < c.ks / 16; ++st) {
         if (st % c.wk != kg) continue;
         // ldmatrix rows and byte columns of this step stay inside the region / stage
@@ -131,40 +163,108 @@ bool SelfCheck(const PhaseCfg& c, int m, int arena, std::string* why) {
           return *why = "weight smem bounds", false;
         const int kk = st % (kKC / 16);
         const int last_a = ((tblk + c.nbw) * 8 - 1) * kARow + (kk * 16 + 15) * 2 + 1;
-        if (last_a >= kAStageBytes) return *why = "activation smem bounds", false;
+        if (last_a >= stage_bytes || kAStages * stage_bytes > act_bytes)
+          return *why = "activation smem bounds", false;
+        const int kstep = (split * c.ks) / 16 + st;
+        wks[w][kstep - (split * c.ks) / 16] = 1;
         for (int i = 0; i < c.mtw; ++i)
           for (int j = 0; j < c.nbw; ++j) {
             const int f16 = (tile * c.bn + frow) / 16 + i, t8 = tblk + j;
-            const int kstep = (split * c.ks) / 16 + st;
             if (++mma[(static_cast<size_t>(t8) * mt + f16) * ksteps + kstep] != 1)
               return *why = "mma covered twice", false;
           }
       }
-      for (int i = 0; i < c.mtw; ++i)
-        for (int j = 0; j < c.nbw; ++j)
-          for (int lane = 0; lane < 32; ++lane)
-            for (int e = 0; e < 4; ++e) {
-              const int f = tile * c.bn + frow + i * 16 + lane / 4 + 8 * (e / 2);
-              const int tok = (tblk + j) * 8 + 2 * (lane % 4) + (e % 2);
-              if (f >= c.n || tok >= m) return *why = "epilogue bounds", false;
-              const int pi = c.parts == 1 ? 0 : split * c.wk + kg;
-              if (++part[(static_cast<size_t>(pi) * m + tok) * c.n + f] != 1)
-                return *why = "output written twice", false;
-            }
     }
+    // epilogue: smem stores by k groups >= 1 (all before the __syncthreads), then the writers
+    for (int pass = 0; pass < 2; ++pass)
+      for (int w = 0; w < kWarps; ++w) {
+        int fg, tg, kg;
+        WarpCoords(c, w, &fg, &tg, &kg);
+        const int frow = fg * c.mtw * 16, tblk = tg * c.nbw, wg = w % gw;
+        if (pass == 0 && !(c.wkred && kg > 0)) continue;
+        if (pass == 1 && c.wkred && kg > 0) continue;
+        for (int i = 0; i < c.mtw; ++i)
+          for (int j = 0; j < c.nbw; ++j) {
+            const int f16 = (tile * c.bn + frow) / 16 + i, t8 = tblk + j;
+            std::vector<unsigned char> ks = wks[w];
+            for (int lane = 0; lane < 32; ++lane) {
+              if (pass == 0) {  // store of k group kg's fragment
+                const int sl = RedSlot(c, kg, wg, i, j, lane);
+                if (sl < 0 || sl >= nslots || (sl + 1) * 16 > act_bytes)
+                  return *why = "smem reduction slot out of bounds", false;
+                if (slot_src[sl] != -1) return *why = "smem reduction slot written twice", false;
+                slot_src[sl] = (t8 * mt + f16) * 8 + w;
+                continue;
+              }
+              if (c.wkred && lane == 0)  // k group 0 adds q = 1 .. wk - 1 in order
+                for (int q = 1; q < c.wk; ++q) {
+                  bool found = false;
+                  for (int l2 = 0; l2 < 32; ++l2) {
+                    const int sl = RedSlot(c, q, wg, i, j, l2);
+                    if (sl < 0 || sl >= nslots || slot_src[sl] == -1)
+                      return *why = "smem reduction reads an unwritten slot", false;
+                    const int src = slot_src[sl] % 8;
+                    if (slot_src[sl] / 8 != t8 * mt + f16 || src / gw != q || src % gw != wg)
+                      return *why = "smem reduction reads another fragment", false;
+                    if (l2 == 0) {
+                      for (int k = 0; k < ksteps; ++k)
+                        if (wks[src][k] && ks[k]++) return *why = "k step reduced twice", false;
+                      found = true;
+                    }
+                  }
+                  if (!found) return *why = "smem reduction slot", false;
+                }
+              const int pi = PartIndex(c, split, kg);
+              if (pi < 0 || pi >= c.parts) return *why = "partial index", false;
+              if (lane == 0) {
+                unsigned char* dst = kcat(pi, t8, f16) + (split * c.ks) / 16;
+                for (int k = 0; k < c.ks / 16; ++k)
+                  if (ks[k] && dst[k]++) return *why = "k step in a partial twice", false;
+              }
+              for (int e = 0; e < 4; ++e) {
+                const int f = tile * c.bn + frow + i * 16 + lane / 4 + 8 * (e / 2);
+                const int tok = (tblk + j) * 8 + 2 * (lane % 4) + (e % 2);
+                if (f >= c.n || tok >= m || f / 16 != f16 || tok / 8 != t8)
+                  return *why = "epilogue bounds", false;
+                const size_t at = (static_cast<size_t>(c.parts == 1 ? 0 : pi) * m + tok) * c.n + f;
+                if (++part[at] != 1) return *why = "partial / output written twice", false;
+                writer[at] = u;
+              }
+            }
+          }
+      }
   }
   for (unsigned char v : mma)
     if (v != 1) return *why = "mma not covered", false;
   for (unsigned char v : part)
     if (v != 1) return *why = "partial / output not written", false;
+  // every output (t8, f16): k steps over all parts exactly once
+  for (int t8 = 0; t8 < nb; ++t8)
+    for (int f16 = 0; f16 < mt; ++f16)
+      for (int k = 0; k < ksteps; ++k) {
+        int n = 0;
+        for (int pi = 0; pi < c.parts; ++pi) n += kcat(pi, t8, f16)[k];
+        if (n != 1) return *why = "output does not sum every k step exactly once", false;
+      }
   if (c.parts > 1) {
+    std::vector<int> units_of(c.tiles, 0);
+    for (int u = 0; u < c.units; ++u) ++units_of[u / c.splits];
     for (int tile = 0; tile < c.tiles; ++tile) {
+      if (units_of[tile] != c.splits) return *why = "tile counter target != units of the tile", false;
       std::vector<unsigned char> red(m * c.bn / 4, 0);
       for (int s = 0; s < c.splits; ++s) {
         int g0, g1;
         ReduceShare(c, m, s, &g0, &g1);
-        for (int g = g0; g < g1; ++g)
+        for (int g = g0; g < g1; ++g) {
           if (++red[g] != 1) return *why = "reduced twice", false;
+          const int gpr = c.bn / 4, tok = g / gpr, f = tile * c.bn + (g % gpr) * 4;
+          for (int pi = 0; pi < c.parts; ++pi)
+            for (int e = 0; e < 4; ++e) {
+              const int wu = writer[(static_cast<size_t>(pi) * m + tok) * c.n + f + e];
+              if (wu < 0 || wu / c.splits != tile)
+                return *why = "reduction reads a partial not written by its tile's units", false;
+            }
+        }
       }
       for (unsigned char v : red)
         if (v != 1) return *why = "not reduced", false;

@@ -2,7 +2,7 @@
 // (1-D bulk rows or 2-D 128B-swizzled tensor-map boxes) puts every element in shared memory, the
 // check that every ldmatrix fragment the kernel reads is the element it expects, and the host
 // encoding of the tensor maps (cuTensorMapEncodeTiled through cudart's driver entry point, so the
-// binary links only cudart + cublasLt); the per-M, per-path plan (decomposition + self-check).
+// binary links only cudart + cublasLt). The per-M plans are in persistent_probe_plan.cuh.
 //
 // 128B swizzle, as documented for CU_TENSOR_MAP_SWIZZLE_128B / the PTX tensor "swizzling modes":
 // 16-byte chunks are permuted within each 128-byte span, the pattern repeating every 1024 bytes
@@ -138,17 +138,18 @@ bool EncodeActMaps(const bf16* x0, bf16* const* act, int m, CUtensorMap* maps, s
 // Activation stages: emulates each stage's fill (cp.async 16-B rows, or one swizzled TMA box at a
 // 1024-B aligned stage) and checks every token ldmatrix read (x4, and x2 when NBW == 1) of every
 // warp gets (token, k .. k + 7) and that each 8x8 matrix's rows fall in 8 distinct bank groups.
-bool ActLayoutCheck(const PhaseCfg& c, int m, int arena, bool atma, std::string* why) {
+bool ActLayoutCheck(const PhaseCfg& c, int m, int arena, int stage_bytes, bool atma,
+                    std::string* why) {
   const int arow = atma ? kBoxK * 2 : kARow, axm = atma ? 7 : 0;
-  if (atma && (m * kBoxK * 2 > kAStageBytes || m > 256)) return *why = "act box size", false;
+  if (atma && (m * kBoxK * 2 > stage_bytes || m > 256)) return *why = "act box size", false;
   for (int st = 0; st < kAStages; ++st) {
-    const int base = arena + st * kAStageBytes;  // arena-relative; the arena is 1024-B aligned
+    const int base = arena + st * stage_bytes;  // arena-relative; the arena is 1024-B aligned
     if (atma && base % kSwzAlign) return *why = "activation TMA stage not 1024-B aligned", false;
-    std::vector<int> owner(kAStageBytes / 2, -1);
+    std::vector<int> owner(stage_bytes / 2, -1);
     for (int r = 0; r < m; ++r)
       for (int e = 0; e < kKC; ++e) {
         const int at = atma ? Swizzle128(base + r * 128 + e * 2) - base : r * kARow + e * 2;
-        if (at < 0 || at + 2 > kAStageBytes || owner[at / 2] != -1)
+        if (at < 0 || at + 2 > stage_bytes || owner[at / 2] != -1)
           return *why = "activation stage fill overlaps / out of the stage", false;
         owner[at / 2] = r * 65536 + e;
       }
@@ -164,7 +165,7 @@ bool ActLayoutCheck(const PhaseCfg& c, int m, int arena, bool atma, std::string*
             const RowK t = LdsmTokens(lane);
             const int row = (tblk + j) * 8 + t.row, k = kk * 16 + t.k;
             const int addr = TokenByte(arow, axm, row, k / 8);
-            if (addr % 16 || addr + 16 > kAStageBytes || row >= m)
+            if (addr % 16 || addr + 16 > stage_bytes || row >= m)
               return *why = "token ldmatrix address", false;
             for (int e = 0; e < 8; ++e)
               if (owner[addr / 2 + e] != row * 65536 + k + e)
@@ -178,80 +179,6 @@ bool ActLayoutCheck(const PhaseCfg& c, int m, int arena, bool atma, std::string*
   }
   return true;
 }
-
-// ---------------- per-M plans (one per weight path) ----------------
-const char* kPathNames[2] = {"bulk1d", "tma2d"};
-
-// One M's decomposition for one weight path.
-struct PlanSet {
-  PhaseCfg cfg[kShapes];
-  int path = kTma2d, arena = 0, smem = 0;
-  int acts_tma = 0;  // --acts tma2d
-};
-
-// Decomposition for one M: cfg[4], the arena size and the dynamic shared memory; false + message
-// if a shape is not supported or the self-check fails.
-bool Plan(const int* bn, const int* splits, int m, int path, int smem_limit, PlanSet* ps) {
-  std::string why;
-  PhaseCfg* cfg = ps->cfg;
-  int* arena = &ps->arena;
-  int* smem = &ps->smem;
-  ps->path = path;
-  for (int s = 0; s < kShapes; ++s)
-    if (!MakeCfg(s, bn[s], splits[s], m, path, &cfg[s], &why)) {
-      std::fprintf(stderr, "M=%d %s %s: %s\n", m, kPathNames[path], kNames[s], why.c_str());
-      return false;
-    }
-  *arena = PlaceRegions(cfg);
-  *smem = *arena + kABytes + kArenaSlack;
-  if (*smem > smem_limit) {
-    std::fprintf(stderr, "M=%d: %d bytes of shared memory needed, %d available\n", m, *smem,
-                 smem_limit);
-    return false;
-  }
-  for (int s = 0; s < kShapes; ++s)
-    if (!SelfCheck(cfg[s], m, *arena, &why) || !WeightLayoutCheck(cfg[s], *arena, &why) ||
-        !ActLayoutCheck(cfg[s], m, *arena, false, &why) ||
-        !ActLayoutCheck(cfg[s], m, *arena, true, &why)) {
-      std::fprintf(stderr, "self-check FAIL M=%d %s %s: %s\n", m, kPathNames[path], kNames[s],
-                   why.c_str());
-      return false;
-    }
-  return true;
-}
-
-std::string CfgJson(const PhaseCfg& c) {
-  char b[512];
-  std::snprintf(b, sizeof b,
-                "{\"n\": %d, \"k\": %d, \"bn\": %d, \"splits\": %d, \"ks\": %d, \"units\": %d, "
-                "\"parts\": %d, \"warp_tile\": \"%dx%d\", \"warp_grid\": \"%dx%dx%d\", "
-                "\"wchunk\": %d, \"region_bytes\": %d, \"region_off\": %d}",
-                c.n, c.k, c.bn, c.splits, c.ks, c.units, c.parts, c.mtw * 16, c.nbw * 8, c.wf,
-                c.wt, c.wk, c.wchunk, c.region_bytes, c.region_off);
-  return b;
-}
-
-void PrintCfg(int m, const PlanSet& ps) {
-  const PhaseCfg* cfg = ps.cfg;
-  std::printf("M=%d %s decomposition (arena %d B + activation stages %d B + %d B alignment slack "
-              "= %d B shared):\n",
-              m, kPathNames[ps.path], ps.arena, kABytes, kArenaSlack, ps.smem);
-  for (int s = 0; s < kShapes; ++s) {
-    const PhaseCfg& c = cfg[s];
-    std::printf("  %-4s N=%4d K=%4d  tile %3d x K/%d (ks %3d) = %3d units, parts %2d, warp tile "
-                "%2dx%-3d grid %dx%dx%d, weight chunk %3d x %d, region %6d B @ %d\n",
-                kNames[s], c.n, c.k, c.bn, c.splits, c.ks, c.units, c.parts, c.mtw * 16, c.nbw * 8,
-                c.wf, c.wt, c.wk, c.wchunk, c.nwc, c.region_bytes, c.region_off);
-    if (c.tma)
-      std::printf("       tma2d: %d boxes of [%d rows x 64 k] (%d B, 128B swizzle) per unit, %d "
-                  "per chunk, at region + kb * %d\n",
-                  c.ks / kBoxK, c.bn, c.bn * 128, c.wchunk / kBoxK, c.bn * 128);
-    else
-      std::printf("       bulk1d: %d copies of %d B per unit, row stride %d B\n", c.bn * c.nwc,
-                  c.wchunk * 2, c.wrow);
-  }
-}
-
 
 }  // namespace
 }  // namespace probe
