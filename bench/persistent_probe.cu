@@ -266,11 +266,12 @@ int RunOnGpu(const Options& o, const std::vector<std::vector<PlanSet>>& plans) {
       std::printf("  %-22s %d CTAs (%d/SM): %7.1f ns per barrier (launch with 0: %.1f us)\n",
                   use_cg ? "cg this_grid().sync()" : "ours (counter)", g.sms * per_sm, per_sm, ns,
                   t[0] * 1e3);
-      std::snprintf(b, sizeof b,
-                    "%s\n    {\"kind\": \"%s\", \"ctas\": %d, \"per_sm\": %d, \"ns_per_barrier\": %s, "
-                    "\"empty_launch_us\": %s}",
-                    first ? "" : ",", use_cg ? "cg_grid_sync" : "counter", g.sms * per_sm, per_sm,
-                    Json(ns).c_str(), Json(t[0] * 1e3).c_str());
+      std::snprintf(
+          b, sizeof b,
+          "%s\n    {\"kind\": \"%s\", \"ctas\": %d, \"per_sm\": %d, \"ns_per_barrier\": %s, "
+          "\"empty_launch_us\": %s}",
+          first ? "" : ",", use_cg ? "cg_grid_sync" : "counter", g.sms * per_sm, per_sm,
+          Json(ns).c_str(), Json(t[0] * 1e3).c_str());
       js += b, first = false;
     }
   }
@@ -332,7 +333,8 @@ int RunOnGpu(const Options& o, const std::vector<std::vector<PlanSet>>& plans) {
       CK(cudaMemsetAsync(g.ref[s], 0xff, static_cast<size_t>(m) * kN[s] * 2, g.st));
     Baseline(g, plan, o.layers, g.ref);
     CK(cudaStreamSynchronize(g.st));
-    std::snprintf(b, sizeof b, "%s\n    {\"m\": %d, \"smem_bytes\": %d, \"occupancy\": %d, "
+    std::snprintf(b, sizeof b,
+                  "%s\n    {\"m\": %d, \"smem_bytes\": %d, \"occupancy\": %d, "
                   "\"layers\": %d,\n     \"decomposition\": {",
                   mi ? "," : "", m, smem, occ, o.layers);
     js += b;
@@ -373,20 +375,22 @@ int RunOnGpu(const Options& o, const std::vector<std::vector<PlanSet>>& plans) {
         ok = ok && e1[s].rel <= kLayerTol && !e1[s].nonfinite && ec[s].rel <= kChainTol &&
              !ec[s].nonfinite;
       pass = pass && ok;
-      std::printf("  check %-46s layer 0: qkv %.2e o %.2e gu %.2e down %.2e | %d layers: final x "
-                  "%.2e (qkv %.2e o %.2e gu %.2e) non-finite %zu | repeat bit-identical: %s  %s\n",
-                  runs[vi].name.c_str(), e1[0].rel, e1[1].rel, e1[2].rel, e1[3].rel, o.layers, ec[3].rel,
-                  ec[0].rel, ec[1].rel, ec[2].rel,
-                  ec[0].nonfinite + ec[1].nonfinite + ec[2].nonfinite + ec[3].nonfinite +
-                      e1[0].nonfinite + e1[1].nonfinite + e1[2].nonfinite + e1[3].nonfinite,
-                  det ? "yes" : "no", ok ? "PASS" : "FAIL");
+      std::printf(
+          "  check %-46s layer 0: qkv %.2e o %.2e gu %.2e down %.2e | %d layers: final x "
+          "%.2e (qkv %.2e o %.2e gu %.2e) non-finite %zu | repeat bit-identical: %s  %s\n",
+          runs[vi].name.c_str(), e1[0].rel, e1[1].rel, e1[2].rel, e1[3].rel, o.layers, ec[3].rel,
+          ec[0].rel, ec[1].rel, ec[2].rel,
+          ec[0].nonfinite + ec[1].nonfinite + ec[2].nonfinite + ec[3].nonfinite + e1[0].nonfinite +
+              e1[1].nonfinite + e1[2].nonfinite + e1[3].nonfinite,
+          det ? "yes" : "no", ok ? "PASS" : "FAIL");
       std::snprintf(b, sizeof b,
                     "%s\n       {\"variant\": \"%s\", \"layer0_rel\": [%s, %s, %s, %s], "
                     "\"chain_rel\": [%s, %s, %s, %s], \"nonfinite\": %zu, \"deterministic\": %s, "
                     "\"pass\": %s}",
-                    vi ? "," : "", runs[vi].name.c_str(), Json(e1[0].rel).c_str(), Json(e1[1].rel).c_str(),
-                    Json(e1[2].rel).c_str(), Json(e1[3].rel).c_str(), Json(ec[0].rel).c_str(),
-                    Json(ec[1].rel).c_str(), Json(ec[2].rel).c_str(), Json(ec[3].rel).c_str(),
+                    vi ? "," : "", runs[vi].name.c_str(), Json(e1[0].rel).c_str(),
+                    Json(e1[1].rel).c_str(), Json(e1[2].rel).c_str(), Json(e1[3].rel).c_str(),
+                    Json(ec[0].rel).c_str(), Json(ec[1].rel).c_str(), Json(ec[2].rel).c_str(),
+                    Json(ec[3].rel).c_str(),
                     e1[0].nonfinite + e1[1].nonfinite + e1[2].nonfinite + e1[3].nonfinite +
                         ec[0].nonfinite + ec[1].nonfinite + ec[2].nonfinite + ec[3].nonfinite,
                     det ? "true" : "false", ok ? "true" : "false");
@@ -414,7 +418,8 @@ int RunOnGpu(const Options& o, const std::vector<std::vector<PlanSet>>& plans) {
         g, o.iters, 3, [] {}, [&] { CK(cudaGraphLaunch(exec, g.st)); }, &med, &mn);
     std::printf("  %-46s median %8.1f us  min %8.1f us  (%d GEMMs, graph, L2 flushed)\n",
                 "cublaslt_graph", med * 1e3, mn * 1e3, o.layers * kShapes);
-    std::snprintf(b, sizeof b, ",\n     \"timing_us\": {\"cublaslt_graph\": {\"median\": %s, \"min\": %s}",
+    std::snprintf(b, sizeof b,
+                  ",\n     \"timing_us\": {\"cublaslt_graph\": {\"median\": %s, \"min\": %s}",
                   Json(med * 1e3).c_str(), Json(mn * 1e3).c_str());
     js += b;
     std::string stamp_js = ",\n     \"phases\": {";
@@ -437,10 +442,13 @@ int RunOnGpu(const Options& o, const std::vector<std::vector<PlanSet>>& plans) {
       CK(cudaStreamSynchronize(g.st));
       std::vector<unsigned long long> st(static_cast<size_t>(g.sms) * nph * 3);
       CK(cudaMemcpy(st.data(), g.stamps, st.size() * 8, cudaMemcpyDeviceToHost));
-      auto at = [&](int c, int ph, int k) { return static_cast<double>(st[(static_cast<size_t>(c) * nph + ph) * 3 + k]); };
+      auto at = [&](int c, int ph, int k) {
+        return static_cast<double>(st[(static_cast<size_t>(c) * nph + ph) * 3 + k]);
+      };
       double step = 1e30;
       for (size_t i = 1; i < st.size(); ++i)
-        if (st[i] > st[i - 1] && (i % 3)) step = std::min(step, static_cast<double>(st[i] - st[i - 1]));
+        if (st[i] > st[i - 1] && (i % 3))
+          step = std::min(step, static_cast<double>(st[i] - st[i - 1]));
       double sum[kShapes][5] = {};
       int cnt[kShapes] = {};
       for (int ph = 0; ph + 1 < nph; ++ph) {
@@ -468,10 +476,11 @@ int RunOnGpu(const Options& o, const std::vector<std::vector<PlanSet>>& plans) {
         // over CTAs; with prefetch > 0 most of the load hides before it) and over the span
         const double wb = 2.0 * cfg[s].n * cfg[s].k, bw_g = r[1] > 0 ? wb / r[1] / 1e3 : NAN,
                      bw_s = r[0] > 0 ? wb / r[0] / 1e3 : NAN;
-        std::printf("      %-4s span %6.2f | GEMM mean %6.2f max %6.2f | split-K reduce %5.2f | "
-                    "prefetch issue + barrier %5.2f | weights %5.2f MB: %6.0f GB/s over GEMM, "
-                    "%6.0f over span\n",
-                    kNames[s], r[0], r[1], r[2], r[3], r[4], wb / 1e6, bw_g, bw_s);
+        std::printf(
+            "      %-4s span %6.2f | GEMM mean %6.2f max %6.2f | split-K reduce %5.2f | "
+            "prefetch issue + barrier %5.2f | weights %5.2f MB: %6.0f GB/s over GEMM, "
+            "%6.0f over span\n",
+            kNames[s], r[0], r[1], r[2], r[3], r[4], wb / 1e6, bw_g, bw_s);
         std::snprintf(b, sizeof b,
                       "%s\"%s\": {\"span\": %s, \"gemm_mean\": %s, \"gemm_max\": %s, \"reduce\": "
                       "%s, \"barrier\": %s, \"weight_bytes\": %.0f, \"weight_gbps_gemm\": %s, "
@@ -481,7 +490,8 @@ int RunOnGpu(const Options& o, const std::vector<std::vector<PlanSet>>& plans) {
                       Json(bw_g).c_str(), Json(bw_s).c_str());
         stamp_js += b;
       }
-      std::snprintf(b, sizeof b, ", \"timer_step_ns\": %s}", Json(step < 1e30 ? step : NAN).c_str());
+      std::snprintf(b, sizeof b, ", \"timer_step_ns\": %s}",
+                    Json(step < 1e30 ? step : NAN).c_str());
       stamp_js += b;
     }
     js += "}" + stamp_js + "}}";
@@ -619,9 +629,12 @@ int main(int argc, char** argv) {
     std::printf("host self-check: FAIL (%s)\n", why.c_str());
     return 1;
   }
-  std::printf("host self-check (coverage of every (token, feature, k) per output, partials written once and read after, smem k-group reduction slots, reduction shares, smem bounds, alignment, "
-              "ldmatrix fragments, weight + activation copies (swizzle emulated) vs every ldmatrix read, bank "
-              "groups, expect_tx bytes): PASS\n");
+  std::printf(
+      "host self-check (coverage of every (token, feature, k) per output, partials written once "
+      "and read after, smem k-group reduction slots, reduction shares, smem bounds, alignment, "
+      "ldmatrix fragments, weight + activation copies (swizzle emulated) vs every ldmatrix read, "
+      "bank "
+      "groups, expect_tx bytes): PASS\n");
   if (o.dry) return 0;
   return RunOnGpu(o, plans);
 }

@@ -20,12 +20,13 @@
 //    so phase p + 1's weights can land while phase p computes from its own.
 //  - activations: [M x 64] stages through a 4-stage pipeline, loaded only after the barrier,
 //    stage stride StageBytes(M) = M * 144 rounded up to 1024 B (the activation area starts at the
-//    arena's end); cp.async (16-byte, .cg = L2 only), row stride 144 bytes (conflict-free ldmatrix); or, with
-//    Params::acts_tma (--acts tma2d, experimental), one 2-D TMA box [M rows x 64 k] per stage from
-//    a map over the input [M][lda], 128B swizzle, row stride 128 B (TokenByte), one mbarrier per
-//    stage (parity in bits 16.. of wpar), stages 1024-B aligned (StageBytes apart). The inputs are
-//    other CTAs' generic-proxy stores: every thread fences (fence.proxy.async.global) before the
-//    grid barrier and the issuing thread again before its first box of the unit.
+//    arena's end); cp.async (16-byte, .cg = L2 only), row stride 144 bytes (conflict-free
+//    ldmatrix); or, with Params::acts_tma (--acts tma2d, experimental), one 2-D TMA box [M rows x
+//    64 k] per stage from a map over the input [M][lda], 128B swizzle, row stride 128 B
+//    (TokenByte), one mbarrier per stage (parity in bits 16.. of wpar), stages 1024-B aligned
+//    (StageBytes apart). The inputs are other CTAs' generic-proxy stores: every thread fences
+//    (fence.proxy.async.global) before the grid barrier and the issuing thread again before its
+//    first box of the unit.
 //  - math: mma.sync m16n8k16 bf16 -> fp32, weights as the 16-row side (A operand, ldmatrix x4 of
 //    16 feature rows x 16 k), tokens as the 8-column side (B operand, token rows with contiguous
 //    k = the "col" layout, ldmatrix x4 = two n8 blocks x 16 k, or x2 = one). The 8 warps form a
@@ -59,46 +60,47 @@ using bf16 = __nv_bfloat16;
 
 constexpr int kThreads = 256, kWarps = 8;
 constexpr int kMaxM = 128;
-constexpr int kKC = 64;                         // k per activation stage
-constexpr int kAStages = 4;                     // activation pipeline depth
-constexpr int kARow = (kKC + 8) * 2;            // 144 bytes per token row in a stage
-constexpr int kAStageBytes = kMaxM * kARow;     // 18432
+constexpr int kKC = 64;                      // k per activation stage
+constexpr int kAStages = 4;                  // activation pipeline depth
+constexpr int kARow = (kKC + 8) * 2;         // 144 bytes per token row in a stage
+constexpr int kAStageBytes = kMaxM * kARow;  // 18432
 constexpr int kABytes = kAStages * kAStageBytes;
-constexpr int kMaxChunks = 8;                   // weight chunks (mbarriers) per region
-constexpr int kMaxTiles = 256;                  // tile counters per phase
-constexpr int kShapes = 4;                      // QKV, O, GU, DOWN
+constexpr int kMaxChunks = 8;   // weight chunks (mbarriers) per region
+constexpr int kMaxTiles = 256;  // tile counters per phase
+constexpr int kShapes = 4;      // QKV, O, GU, DOWN
 constexpr int kLayers = 28;
-constexpr int kBoxK = 64;          // tma2d: box = 64 k (128 B, the 128B-swizzle span) x bn rows
-constexpr int kSwzAlign = 1024;    // 128B swizzle: 8 rows x 128 B atom, destination alignment
+constexpr int kBoxK = 64;        // tma2d: box = 64 k (128 B, the 128B-swizzle span) x bn rows
+constexpr int kSwzAlign = 1024;  // 128B swizzle: 8 rows x 128 B atom, destination alignment
 constexpr int kArenaSlack = kSwzAlign;  // dynamic smem is rounded up to 1024 B on the device
 enum WeightPath { kBulk1d = 0, kTma2d = 1 };
 
 // One GEMM shape's decomposition; filled by the host (MakeCfg), read by both sides.
 struct PhaseCfg {
-  int n, k, lda;            // output features, depth, row stride of the activation input
-  int bn, splits, ks;       // feature tile, K slices, slice depth
-  int tiles, units, parts;  // n / bn, tiles * splits, global partials: splits (wkred) or splits * wk
-  int mtw, nbw;             // warp tile: m16 tiles x n8 blocks (template dispatch)
-  int wf, wt, wk;           // warp grid: feature groups x token groups x k groups = 8
-  int wchunk, nwc;          // weight chunk depth (k) and chunk count per unit
-  int tma;                  // weight path: kBulk1d (1-D row copies) or kTma2d (swizzled boxes)
-  int wrow;                 // bulk1d: weight row stride in shared memory (bytes); tma2d: 128
-  int region_bytes;         // bulk1d: bn * wrow; tma2d: (ks / 64) boxes of bn * 128 B
-  int region_off;           // byte offset of this shape's region in the arena
-  int wkred;                // 1: the wk k groups' accumulators are summed in shared memory (wk > 1)
-  int red_bytes;            // wkred: (wk - 1) * bn * M * 4 bytes at the activation area's start
+  int n, k, lda;       // output features, depth, row stride of the activation input
+  int bn, splits, ks;  // feature tile, K slices, slice depth
+  int tiles, units,
+      parts;         // n / bn, tiles * splits, global partials: splits (wkred) or splits * wk
+  int mtw, nbw;      // warp tile: m16 tiles x n8 blocks (template dispatch)
+  int wf, wt, wk;    // warp grid: feature groups x token groups x k groups = 8
+  int wchunk, nwc;   // weight chunk depth (k) and chunk count per unit
+  int tma;           // weight path: kBulk1d (1-D row copies) or kTma2d (swizzled boxes)
+  int wrow;          // bulk1d: weight row stride in shared memory (bytes); tma2d: 128
+  int region_bytes;  // bulk1d: bn * wrow; tma2d: (ks / 64) boxes of bn * 128 B
+  int region_off;    // byte offset of this shape's region in the arena
+  int wkred;         // 1: the wk k groups' accumulators are summed in shared memory (wk > 1)
+  int red_bytes;     // wkred: (wk - 1) * bn * M * 4 bytes at the activation area's start
 };
 
 struct Params {
-  CUtensorMap tmap[kShapes];  // tma2d: shape s's weights of all layers as [28 N rows][K] bf16
+  CUtensorMap tmap[kShapes];      // tma2d: shape s's weights of all layers as [28 N rows][K] bf16
   CUtensorMap amap[kShapes + 1];  // --acts tma2d: input of shape s as [M][lda]; [kShapes]: x0
   PhaseCfg cfg[kShapes];
-  const bf16* w[kShapes];  // layer l's matrix at w[s] + l * n * k, row-major [n][k]
-  const bf16* x0;          // [M][1024] input of layer 0
-  bf16* act[kShapes];      // outputs: qkv [M][4096], h [M][1024], gu [M][6144], x [M][1024]
-  float* ws;               // split-K partials
-  unsigned* tile_cnt;      // [phases][kMaxTiles], zero at launch
-  unsigned* bar;           // grid barrier counter, zero at launch
+  const bf16* w[kShapes];      // layer l's matrix at w[s] + l * n * k, row-major [n][k]
+  const bf16* x0;              // [M][1024] input of layer 0
+  bf16* act[kShapes];          // outputs: qkv [M][4096], h [M][1024], gu [M][6144], x [M][1024]
+  float* ws;                   // split-K partials
+  unsigned* tile_cnt;          // [phases][kMaxTiles], zero at launch
+  unsigned* bar;               // grid barrier counter, zero at launch
   unsigned long long* stamps;  // optional [grid][phases][3] globaltimer stamps
   int m, layers, prefetch, use_cg, arena_bytes;
   int acts_tma;  // activations through 2-D TMA boxes [M rows x 64 k], 128B swizzle (else cp.async)
@@ -107,15 +109,16 @@ struct Params {
 
 // Activation stage stride for M tokens: M rows of kARow bytes, rounded up to 1024 B (the --acts
 // tma2d boxes of M x 128 B need 1024-B aligned stages; the arena is a multiple of 1024 B).
-__host__ __device__ inline int StageBytes(int m) { return (m * kARow + kSwzAlign - 1) / kSwzAlign * kSwzAlign; }
+__host__ __device__ inline int StageBytes(int m) {
+  return (m * kARow + kSwzAlign - 1) / kSwzAlign * kSwzAlign;
+}
 
 // ---- index math shared by the kernel and the host self-check ----
 __host__ __device__ inline void UnitCoords(const PhaseCfg& c, int unit, int* tile, int* split) {
   *tile = unit / c.splits;
   *split = unit % c.splits;
 }
-__host__ __device__ inline void WarpCoords(const PhaseCfg& c, int warp, int* fg, int* tg,
-                                           int* kg) {
+__host__ __device__ inline void WarpCoords(const PhaseCfg& c, int warp, int* fg, int* tg, int* kg) {
   *fg = warp % c.wf;
   *tg = (warp / c.wf) % c.wt;
   *kg = warp / (c.wf * c.wt);
@@ -424,7 +427,7 @@ __device__ void RunUnit(const Params& p, const Shared& sm, int phase, int unit, 
         Ldsm4(wbase + WeightByte<kTma>(c, frow + i * 16 + a.row, kw + a.k), af[i]);
       }
       if constexpr (NBW == 1) {
-        uint32_t b0, b1;  // lanes 0-7: tokens x k 0-7, lanes 8-15: x k 8-15
+        uint32_t b0, b1;                       // lanes 0-7: tokens x k 0-7, lanes 8-15: x k 8-15
         const RowK b = LdsmTokens(lane & 15);  // x2 reads lanes 0-15's addresses only
         Ldsm2(ast + TokenByte(arow, axm, tblk * 8 + b.row, kk * 2 + b.k / 8), b0, b1);
 #pragma unroll
@@ -498,19 +501,19 @@ __device__ __forceinline__ void DispatchUnit(const Params& p, const Shared& sm, 
                                              uint32_t& wpar) {
   const PhaseCfg& c = p.cfg[ShapeOf(phase)];
   switch (c.mtw * 16 + c.nbw + (c.tma ? 256 : 0)) {
-#define PROBE_CASE(A, B)                              \
-  case A * 16 + B:                                    \
-    RunUnit<A, B, false>(p, sm, phase, unit, wpar);   \
-    break;                                            \
-  case 256 + A * 16 + B:                              \
-    RunUnit<A, B, true>(p, sm, phase, unit, wpar);    \
+#define PROBE_CASE(A, B)                            \
+  case A * 16 + B:                                  \
+    RunUnit<A, B, false>(p, sm, phase, unit, wpar); \
+    break;                                          \
+  case 256 + A * 16 + B:                            \
+    RunUnit<A, B, true>(p, sm, phase, unit, wpar);  \
     break;
-    PROBE_CASE(1, 1) PROBE_CASE(1, 2) PROBE_CASE(1, 4) PROBE_CASE(1, 8)
-    PROBE_CASE(2, 1) PROBE_CASE(2, 2) PROBE_CASE(2, 4) PROBE_CASE(2, 8)
-    PROBE_CASE(3, 1) PROBE_CASE(3, 2) PROBE_CASE(3, 4) PROBE_CASE(3, 8)
+    PROBE_CASE(1, 1)
+    PROBE_CASE(1, 2) PROBE_CASE(1, 4) PROBE_CASE(1, 8) PROBE_CASE(2, 1) PROBE_CASE(2, 2)
+        PROBE_CASE(2, 4) PROBE_CASE(2, 8) PROBE_CASE(3, 1) PROBE_CASE(3, 2) PROBE_CASE(3, 4)
+            PROBE_CASE(3, 8)
 #undef PROBE_CASE
-    default:
-      __trap();
+                default : __trap();
   }
 }
 

@@ -15,21 +15,21 @@
 
 #include "persistent_probe_gemm.cuh"
 
-#define CK(x)                                                                                   \
-  do {                                                                                          \
-    cudaError_t e_ = (x);                                                                       \
-    if (e_ != cudaSuccess) {                                                                    \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));   \
-      std::exit(2);                                                                             \
-    }                                                                                           \
+#define CK(x)                                                                                 \
+  do {                                                                                        \
+    cudaError_t e_ = (x);                                                                     \
+    if (e_ != cudaSuccess) {                                                                  \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(2);                                                                           \
+    }                                                                                         \
   } while (0)
-#define CKL(x)                                                                                  \
-  do {                                                                                          \
-    cublasStatus_t s_ = (x);                                                                    \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                          \
-      std::fprintf(stderr, "%s:%d %s: cublas status %d\n", __FILE__, __LINE__, #x, (int)s_);     \
-      std::exit(2);                                                                             \
-    }                                                                                           \
+#define CKL(x)                                                                               \
+  do {                                                                                       \
+    cublasStatus_t s_ = (x);                                                                 \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                       \
+      std::fprintf(stderr, "%s:%d %s: cublas status %d\n", __FILE__, __LINE__, #x, (int)s_); \
+      std::exit(2);                                                                          \
+    }                                                                                        \
   } while (0)
 
 namespace probe {
@@ -72,7 +72,8 @@ bool MakeCfg(int s, int bn, int splits, int m, int tma, int wkred, PhaseCfg* c, 
       const int wk = kWarps / (wf * wt);
       if (wk > 4) continue;
       const int score = -wk * 1000 + mtw * nbw;
-      if (score > best) best = score, c->mtw = mtw, c->nbw = nbw, c->wf = wf, c->wt = wt, c->wk = wk;
+      if (score > best)
+        best = score, c->mtw = mtw, c->nbw = nbw, c->wf = wf, c->wt = wt, c->wk = wk;
     }
   if (best == -1000000) {
     *why = "no 8-warp grid for this tile and M (tile " + std::to_string(bn / 16) + " m16 x " +
@@ -122,7 +123,8 @@ int PlaceRegions(PhaseCfg* cfg) {
 //  - per output (token, feature): the k steps over all parts it is summed from (or the direct bf16
 //    write when parts == 1) are every k step exactly once; every reduction group summed once;
 //  - shared-memory reads and bulk copies inside their regions and aligned.
-bool SelfCheck(const PhaseCfg& c, int m, int arena, int act_bytes, int stage_bytes, std::string* why) {
+bool SelfCheck(const PhaseCfg& c, int m, int arena, int act_bytes, int stage_bytes,
+               std::string* why) {
   const int nb = m / 8, mt = c.n / 16, ksteps = c.k / 16, gw = c.wf * c.wt;
   if (c.parts != (c.wkred ? c.splits : c.splits * c.wk) || (c.wkred && c.wk < 2))
     return *why = "parts", false;
@@ -137,7 +139,8 @@ bool SelfCheck(const PhaseCfg& c, int m, int arena, int act_bytes, int stage_byt
   if (c.wkred) {
     if (c.red_bytes != (c.wk - 1) * c.bn * m * 4 || c.red_bytes > act_bytes)
       return *why = "smem reduction area larger than the activation area", false;
-    if (c.region_off + c.region_bytes > arena) return *why = "reduction area overlaps weights", false;
+    if (c.region_off + c.region_bytes > arena)
+      return *why = "reduction area overlaps weights", false;
   }
   const int nslots = c.wkred ? c.red_bytes / 16 : 0;
   for (int u = 0; u < c.units; ++u) {
@@ -250,7 +253,8 @@ bool SelfCheck(const PhaseCfg& c, int m, int arena, int act_bytes, int stage_byt
     std::vector<int> units_of(c.tiles, 0);
     for (int u = 0; u < c.units; ++u) ++units_of[u / c.splits];
     for (int tile = 0; tile < c.tiles; ++tile) {
-      if (units_of[tile] != c.splits) return *why = "tile counter target != units of the tile", false;
+      if (units_of[tile] != c.splits)
+        return *why = "tile counter target != units of the tile", false;
       std::vector<unsigned char> red(m * c.bn / 4, 0);
       for (int s = 0; s < c.splits; ++s) {
         int g0, g1;
@@ -293,7 +297,8 @@ bool FragmentCheck(std::string* why) {
         if (row != lane / 4 + 8 * (r & 1) || k != 2 * (lane % 4) + h + 8 * (r >> 1))
           return *why = "weight fragment", false;
         const RowK t = LdsmTokens(8 * r + lane / 4);  // x4: b0, b1 of block 0, then of block 1
-        if (t.row != (r >> 1) * 8 + lane / 4 || t.k + 2 * (lane % 4) + h != 2 * (lane % 4) + h + 8 * (r & 1))
+        if (t.row != (r >> 1) * 8 + lane / 4 ||
+            t.k + 2 * (lane % 4) + h != 2 * (lane % 4) + h + 8 * (r & 1))
           return *why = "token fragment (x4)", false;
         if (r < 2) {  // x2: lanes 0-15 supply rows
           const RowK t2 = LdsmTokens(8 * r + lane / 4);
@@ -391,4 +396,3 @@ std::string Json(double v) {
 
 }  // namespace
 }  // namespace probe
-

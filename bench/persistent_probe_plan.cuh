@@ -100,33 +100,35 @@ std::string CfgJson(const PhaseCfg& c) {
                 "\"parts\": %d, \"warp_tile\": \"%dx%d\", \"warp_grid\": \"%dx%dx%d\", "
                 "\"wk_reduce\": \"%s\", \"red_bytes\": %d, "
                 "\"wchunk\": %d, \"region_bytes\": %d, \"region_off\": %d}",
-                c.n, c.k, c.bn, c.splits, c.ks, c.units, c.parts, c.mtw * 16, c.nbw * 8, c.wf,
-                c.wt, c.wk, c.wk > 1 ? kWkNames[c.wkred] : "none", c.red_bytes, c.wchunk,
-                c.region_bytes, c.region_off);
+                c.n, c.k, c.bn, c.splits, c.ks, c.units, c.parts, c.mtw * 16, c.nbw * 8, c.wf, c.wt,
+                c.wk, c.wk > 1 ? kWkNames[c.wkred] : "none", c.red_bytes, c.wchunk, c.region_bytes,
+                c.region_off);
   return b;
 }
 
 void PrintCfg(int m, const PlanSet& ps) {
   const PhaseCfg* cfg = ps.cfg;
-  std::printf("M=%d %s decomposition (arena %d B + activation area %d B (%d stages x %d B) + %d "
-              "B alignment slack = %d B shared):\n",
-              m, ps.Name().c_str(), ps.arena, ps.act_bytes, kAStages, ps.stage_bytes, kArenaSlack,
-              ps.smem);
+  std::printf(
+      "M=%d %s decomposition (arena %d B + activation area %d B (%d stages x %d B) + %d "
+      "B alignment slack = %d B shared):\n",
+      m, ps.Name().c_str(), ps.arena, ps.act_bytes, kAStages, ps.stage_bytes, kArenaSlack, ps.smem);
   for (int s = 0; s < kShapes; ++s) {
     const PhaseCfg& c = cfg[s];
-    std::printf("  %-4s N=%4d K=%4d  tile %3d x K/%d (ks %3d) = %3d units, parts %2d, warp tile "
-                "%2dx%-3d grid %dx%dx%d, weight chunk %3d x %d, region %6d B @ %d\n",
-                kNames[s], c.n, c.k, c.bn, c.splits, c.ks, c.units, c.parts, c.mtw * 16, c.nbw * 8,
-                c.wf, c.wt, c.wk, c.wchunk, c.nwc, c.region_bytes, c.region_off);
+    std::printf(
+        "  %-4s N=%4d K=%4d  tile %3d x K/%d (ks %3d) = %3d units, parts %2d, warp tile "
+        "%2dx%-3d grid %dx%dx%d, weight chunk %3d x %d, region %6d B @ %d\n",
+        kNames[s], c.n, c.k, c.bn, c.splits, c.ks, c.units, c.parts, c.mtw * 16, c.nbw * 8, c.wf,
+        c.wt, c.wk, c.wchunk, c.nwc, c.region_bytes, c.region_off);
     if (c.wk > 1)
       std::printf("       %d k groups summed %s%s\n", c.wk,
                   c.wkred ? "in shared memory (activation area, " : "through the global workspace",
                   c.wkred ? (std::to_string(c.red_bytes) + " B), kg 0 writes").c_str() : "");
     if (c.parts == 1) std::printf("       parts 1: bf16 out directly, no split-K reduction\n");
     if (c.tma)
-      std::printf("       tma2d: %d boxes of [%d rows x 64 k] (%d B, 128B swizzle) per unit, %d "
-                  "per chunk, at region + kb * %d\n",
-                  c.ks / kBoxK, c.bn, c.bn * 128, c.wchunk / kBoxK, c.bn * 128);
+      std::printf(
+          "       tma2d: %d boxes of [%d rows x 64 k] (%d B, 128B swizzle) per unit, %d "
+          "per chunk, at region + kb * %d\n",
+          c.ks / kBoxK, c.bn, c.bn * 128, c.wchunk / kBoxK, c.bn * 128);
     else
       std::printf("       bulk1d: %d copies of %d B per unit, row stride %d B\n", c.bn * c.nwc,
                   c.wchunk * 2, c.wrow);
@@ -140,9 +142,10 @@ struct Tiling {
   const char* name;
   int bn[kShapes], splits[kShapes];
 };
-const Tiling kDryTilings[] = {{"qkv=128x4,o=64x8,gu=192x4,down=64x8", {128, 64, 192, 64}, {4, 8, 4, 8}},
-                              {"qkv=32x1,o=16x1,gu=48x1,down=16x1", {32, 16, 48, 16}, {1, 1, 1, 1}},
-                              {"qkv=64x2,o=16x2,gu=96x2,down=16x2", {64, 16, 96, 16}, {2, 2, 2, 2}}};
+const Tiling kDryTilings[] = {
+    {"qkv=128x4,o=64x8,gu=192x4,down=64x8", {128, 64, 192, 64}, {4, 8, 4, 8}},
+    {"qkv=32x1,o=16x1,gu=48x1,down=16x1", {32, 16, 48, 16}, {1, 1, 1, 1}},
+    {"qkv=64x2,o=16x2,gu=96x2,down=16x2", {64, 16, 96, 16}, {2, 2, 2, 2}}};
 
 bool DryMatrix(const std::vector<Tiling>& tilings, const std::vector<int>& ms, int smem_limit) {
   bool ok = true;
@@ -161,7 +164,9 @@ bool DryMatrix(const std::vector<Tiling>& tilings, const std::vector<int>& ms, i
               parts += std::string(s ? " " : "") + kNames[s] + " " + std::to_string(ps.cfg[s].wk) +
                        "/" + std::to_string(ps.cfg[s].parts);
           std::printf("  M=%-3d %-16s %s%s%s\n", m, ps.Name().c_str(),
-                      r == kPlanOk ? "ok, smem " : r == kPlanRejected ? "rejected: " : "FAIL: ",
+                      r == kPlanOk         ? "ok, smem "
+                      : r == kPlanRejected ? "rejected: "
+                                           : "FAIL: ",
                       r == kPlanOk ? std::to_string(ps.smem).c_str() : why.c_str(),
                       r == kPlanOk ? (" B, k groups / global parts: " + parts).c_str() : "");
           if (r == kPlanFail || (r == kPlanRejected && ti == 0)) ok = false;

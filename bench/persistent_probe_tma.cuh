@@ -75,8 +75,8 @@ bool WeightLayoutCheck(const PhaseCfg& c, int arena, std::string* why) {
         for (int lane = 0; lane < 32; ++lane) {
           const RowK a = LdsmWeights(lane);
           const int row = frow + i * 16 + a.row, k = st * 16 + a.k;
-          const int addr = c.region_off + (c.tma ? WeightByte<true>(c, row, k)
-                                                 : WeightByte<false>(c, row, k));
+          const int addr =
+              c.region_off + (c.tma ? WeightByte<true>(c, row, k) : WeightByte<false>(c, row, k));
           if (addr % 16 || addr < 0 || addr + 16 > arena)
             return *why = "ldmatrix address misaligned / outside arena", false;
           for (int t = 0; t < 8; ++t)
@@ -110,10 +110,10 @@ bool Encode2d(const void* base, size_t cols, size_t rows, int box_rows, CUtensor
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * 2};
   const cuuint32_t box[2] = {static_cast<cuuint32_t>(kBoxK), static_cast<cuuint32_t>(box_rows)};
   const cuuint32_t estr[2] = {1, 1};
-  const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims,
-                            strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUresult r =
+      encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims, strides, box,
+             estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     return *why = "cuTensorMapEncodeTiled failed (CUresult " + std::to_string(r) + ")", false;
   return true;
@@ -121,7 +121,8 @@ bool Encode2d(const void* base, size_t cols, size_t rows, int box_rows, CUtensor
 // Weights: one map per shape over all layers, [kLayers * N rows][K], box [bn rows][64 k].
 bool EncodeWeightMaps(bf16* const* w, const PhaseCfg* cfg, CUtensorMap* maps, std::string* why) {
   for (int s = 0; s < kShapes; ++s)
-    if (!Encode2d(w[s], cfg[s].k, static_cast<size_t>(kLayers) * cfg[s].n, cfg[s].bn, &maps[s], why))
+    if (!Encode2d(w[s], cfg[s].k, static_cast<size_t>(kLayers) * cfg[s].n, cfg[s].bn, &maps[s],
+                  why))
       return false;
   return true;
 }
