@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "persistent_probe_gemm.cuh"
+#include "persistent_probe_chain.cuh"
 
 #define CK(x)                                                                                 \
   do {                                                                                        \
