@@ -33,7 +33,7 @@ TEST(FunctionRefTest, CallsFunctionsAndMutableCallables) {
   EXPECT_EQ(counter.n, 6);  // both calls reached the same object
 }
 
-TEST(FunctionRefTest, ForwardsMoveOnlyAndReferenceArguments) {
+TEST(FunctionRefTest, ForwardsRvalueAndLvalueReferenceArguments) {
   std::string seen;
   auto take = [&](std::string&& s, std::string& out) {
     out = std::move(s);
