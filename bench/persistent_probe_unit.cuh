@@ -220,10 +220,10 @@ __device__ __forceinline__ void DispatchUnit(const Params& p, const Shared& sm, 
     PROBE_CASE(1, 1) PROBE_CASE(1, 2) PROBE_CASE(1, 4) PROBE_CASE(1, 8)
     PROBE_CASE(2, 1) PROBE_CASE(2, 2) PROBE_CASE(2, 4) PROBE_CASE(2, 8)
     PROBE_CASE(3, 1) PROBE_CASE(3, 2) PROBE_CASE(3, 4) PROBE_CASE(3, 8)
-    // clang-format on
 #undef PROBE_CASE
     default:
       __trap();
+    // clang-format on
   }
 }
 #endif  // sm_90+
