@@ -18,13 +18,20 @@
 // cpasync): activation stages by 16-B cp.async (M * 8 per 64-k stage) or, experimental, one 2-D
 // TMA box [M rows x 64 k] (128B swizzle) per stage from a map over the input [M][lda] (variant
 // names get "_atma"); inputs written by generic stores are fenced (fence.proxy.async.global) on
-// both sides of the grid barrier. --wk-reduce LIST (default smem): how a CTA's wk > 1 warp k groups
-// are combined: smem = summed in shared memory, one global partial per K slice (splits == 1: bf16
-// out directly, no split-K reduction); global = the first version, every k group its own global
-// partial; "global,smem" runs both (variant names end in _wkglobal / _wksmem). Tilings, M or modes
+// both sides of the grid barrier. --stage-k LIST (default 64): k per activation stage, 64, 128,
+// 192 or 256 (a stage is consumed in 64-k sub-steps, each weight chunk waited for at the sub-step
+// where it starts; a unit's last stage may be shorter; --acts tma2d issues stage-k / 64 boxes per
+// stage on one mbarrier); --stages LIST (default 4): activation pipeline depth, 2..8. Each value
+// pair is its own plan (names get _kcN / _stN where not 64 / 4), rejected with the reason where
+// the arena + stages x StageBytes(M, stage-k) (or the k-group reduction area) does not fit.
+// --wk-reduce LIST (default smem): how a CTA's wk > 1 warp k groups are combined: smem = summed
+// in shared memory, one global partial per K slice (splits == 1: bf16 out directly, no split-K
+// reduction); global = the first version, every k group its own global partial; "global,smem"
+// runs both (variant names end in _wkglobal / _wksmem). Tilings, M or modes
 // the kernel cannot run (no 8-warp grid, too much shared memory) are printed as rejected and
 // skipped. --dry without --tiles checks the default tiling and qkv=32x1,o=16x1,gu=48x1,down=16x1
-// and qkv=64x2,o=16x2,gu=96x2,down=16x2 at M = 8..128 (or --ms), both paths, both modes.
+// and qkv=64x2,o=16x2,gu=96x2,down=16x2 at M = 8..128 (or --ms), both paths, both modes, at
+// stage-k 64, 128, 256 (or --stage-k) x --stages, both --acts layouts emulated for every plan.
 //
 // What it measures, on whatever Hopper GPU it runs on (table on stdout, everything in the JSON):
 //  1. grid-barrier latency: cooperative launches of 1 and 2 CTAs (256 threads) per SM doing
@@ -66,10 +73,10 @@
 // tma2d regions are dense (bn * ks * 2 B: QKV 64 KiB, O 32, GU 96, DOWN 48; arena 144 KiB,
 // 222,208 B dynamic at M = 128, 160,768 at M = 16); bulk1d rows are padded by 16 B (arena 148 KiB).
 // With the default tiles wk == 1 for M >= 16 (both --wk-reduce modes are the same code path there);
-// at M = 8 O / GU / DOWN have wk = 2. ptxas
-// (sm_90a, nvcc 13): 227 registers, no spills, 1,024 B static shared memory (the mbarriers,
-// padded by the 1024-B alignment of the dynamic arena): 1 CTA of 256 threads (8 warps) per SM,
-// by design. The run prints the decomposition per M and path and checks occupancy.
+// at M = 8 O / GU / DOWN have wk = 2. ptxas (sm_90a, nvcc 13): 197 registers (227 before
+// --stage-k / --stages), no spills, 1,024 B static shared memory (the mbarriers, padded by the
+// 1024-B alignment of the dynamic arena): 1 CTA of 256 threads (8 warps) per SM, by design. The run
+// prints the decomposition per M and path and checks occupancy.
 //
 // What it does NOT show: attention, norms, rotary, SwiGLU or residuals (the elementwise work the
 // design folds into the phases); CUDA-graph capture of the cooperative launch (it is launched
@@ -262,6 +269,19 @@ int main(int argc, char** argv) {
         }
         o.wkreds.push_back(w == "smem");
       }
+    } else if (a == "--stage-k" || a == "--stages") {
+      const bool sk = a == "--stage-k";
+      std::vector<int>& v = sk ? o.akcs : o.astages;
+      v.clear(), o.akcs_given |= sk;
+      for (const std::string& w : SplitList(next())) {
+        const int x = std::atoi(w.c_str());
+        if (sk ? (x < kKC || x > kMaxStageK || x % kKC) : (x < 2 || x > kMaxAStages)) {
+          std::fprintf(stderr, "bad %s (stage-k: 64, 128, 192, 256; stages: 2..8; lists)\n",
+                       a.c_str());
+          return 2;
+        }
+        v.push_back(x);
+      }
     } else if (a == "--dry") {
       o.dry = true;
     } else {
@@ -284,8 +304,9 @@ int main(int argc, char** argv) {
   std::string why;
   if (o.dry && !o.tiles_given) {  // the matrix: default + split-1 / split-2 tilings, all M
     std::vector<int> ms = o.ms_given ? o.ms : std::vector<int>{8, 16, 32, 64, 128};
+    const std::vector<int> akcs = o.akcs_given ? o.akcs : std::vector<int>{64, 128, 256};
     const bool ok = DryMatrix(std::vector<Tiling>(std::begin(kDryTilings), std::end(kDryTilings)),
-                              ms, smem_limit);
+                              ms, akcs, o.astages, smem_limit);
     if (!ok || !FragmentCheck(&why)) {
       std::printf("host self-check: FAIL %s\n", why.c_str());
       return 1;
@@ -295,23 +316,26 @@ int main(int argc, char** argv) {
   std::vector<int> ms;  // the M with at least one accepted plan
   for (int m : o.ms) {
     std::vector<PlanSet> pss;
-    for (int path : o.paths)
-      for (int wkred : o.wkreds) {
-        PlanSet ps;
-        const PlanResult r = Plan(o.bn, o.splits, m, path, wkred, smem_limit, &ps, &why);
-        ps.acts_tma = o.acts_tma;
-        if (r == kPlanFail) {
-          std::printf("self-check FAIL M=%d %s: %s\nhost self-check: FAIL\n", m, ps.Name().c_str(),
-                      why.c_str());
-          return 1;
-        }
-        if (r == kPlanRejected) {
-          std::printf("M=%d %s rejected: %s\n", m, ps.Name().c_str(), why.c_str());
-          continue;
-        }
-        PrintCfg(m, ps);
-        pss.push_back(ps);
-      }
+    for (int akc : o.akcs)
+      for (int stages : o.astages)
+        for (int path : o.paths)
+          for (int wkred : o.wkreds) {
+            PlanSet ps;
+            const PlanResult r =
+                Plan(o.bn, o.splits, m, path, wkred, akc, stages, smem_limit, &ps, &why);
+            ps.acts_tma = o.acts_tma;
+            if (r == kPlanFail) {
+              std::printf("self-check FAIL M=%d %s: %s\nhost self-check: FAIL\n", m,
+                          ps.Name().c_str(), why.c_str());
+              return 1;
+            }
+            if (r == kPlanRejected) {
+              std::printf("M=%d %s rejected: %s\n", m, ps.Name().c_str(), why.c_str());
+              continue;
+            }
+            PrintCfg(m, ps);
+            pss.push_back(ps);
+          }
     if (!pss.empty()) plans.push_back(pss), ms.push_back(m);
   }
   if (plans.empty()) {

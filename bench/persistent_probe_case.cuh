@@ -27,7 +27,7 @@ int RunCase(Gpu& g, const Options& o, size_t mi, const std::vector<PlanSet>& pss
     for (int vi = 0; vi < kNumVariants; ++vi)
       runs.push_back({&ps, kVariants[vi],
                       std::string(kPathNames[ps.path]) + (ps.acts_tma ? "_atma_" : "_") +
-                          kVariants[vi].name + "_wk" + kWkNames[ps.wkred]});
+                          kVariants[vi].name + "_wk" + kWkNames[ps.wkred] + ps.StageSuffix()});
   CK(cudaFuncSetAttribute(PersistentChainKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                           smem));
   int occ = 0;
@@ -64,9 +64,9 @@ int RunCase(Gpu& g, const Options& o, size_t mi, const std::vector<PlanSet>& pss
   for (size_t wi = 0; wi < pss.size(); ++wi) {
     std::snprintf(b, sizeof b,
                   "%s\"%s\": {\"arena_bytes\": %d, \"act_bytes\": %d, \"stage_bytes\": %d, "
-                  "\"smem_bytes\": %d",
+                  "\"stage_k\": %d, \"stages\": %d, \"smem_bytes\": %d",
                   wi ? ", " : "", pss[wi].Name().c_str(), pss[wi].arena, pss[wi].act_bytes,
-                  pss[wi].stage_bytes, pss[wi].smem);
+                  pss[wi].stage_bytes, pss[wi].akc, pss[wi].astages, pss[wi].smem);
     js += b;
     for (int s = 0; s < kShapes; ++s)
       js += std::string(", \"") + kNames[s] + "\": " + CfgJson(pss[wi].cfg[s]);

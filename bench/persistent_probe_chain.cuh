@@ -50,12 +50,12 @@ __device__ void ReduceTiles(const Params& p, int phase) {
 __global__ void __launch_bounds__(kThreads, 1)
     PersistentChainKernel(const __grid_constant__ Params p) {
   extern __shared__ __align__(1024) uint8_t dyn_smem[];
-  __shared__ __align__(8) uint64_t bars[2 * kMaxChunks + kAStages];
+  __shared__ __align__(8) uint64_t bars[2 * kMaxChunks + kMaxAStages];
   // 128B-swizzled boxes need 1024-B aligned destinations: round the arena up (kArenaSlack).
   uint8_t* const arena =
       dyn_smem + ((kSwzAlign - (Smem(dyn_smem) & (kSwzAlign - 1))) & (kSwzAlign - 1));
   const Shared sm{arena, arena + p.arena_bytes, bars};
-  if (threadIdx.x < 2 * kMaxChunks + kAStages) MbarInit(Smem(&bars[threadIdx.x]), 1);
+  if (threadIdx.x < 2 * kMaxChunks + kMaxAStages) MbarInit(Smem(&bars[threadIdx.x]), 1);
   if (threadIdx.x == 0 && p.cfg[0].tma)
     for (int s = 0; s < kShapes; ++s) PrefetchTensorMap(&p.tmap[s]);
   if (threadIdx.x == 0 && p.acts_tma)

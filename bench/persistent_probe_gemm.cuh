@@ -20,13 +20,18 @@
 //      lanes issue them); row stride ks * 2 + 16 bytes (conflict-free for the same reason).
 //    Two regions: even phases (QKV, GU) at the arena's bottom, odd phases (O, DOWN) at its top,
 //    so phase p + 1's weights can land while phase p computes from its own.
-//  - activations: [M x 64] stages through a 4-stage pipeline, loaded only after the barrier,
-//    stage stride StageBytes(M) = M * 144 rounded up to 1024 B (the activation area starts at the
-//    arena's end); cp.async (16-byte, .cg = L2 only), row stride 144 bytes (conflict-free
-//    ldmatrix); or, with Params::acts_tma (--acts tma2d, experimental), one 2-D TMA box [M rows x
-//    64 k] per stage from a map over the input [M][lda], 128B swizzle, row stride 128 B
-//    (TokenByte), one mbarrier per stage (parity in bits 16.. of wpar), stages 1024-B aligned
-//    (StageBytes apart). The inputs are other CTAs' generic-proxy stores: every thread fences
+//  - activations: [M x akc] stages (akc = --stage-k 64 | 128 | 256 k, default 64) through an
+//    `astages`-stage pipeline (--stages 2..8, default 4), loaded only after the barrier, stage
+//    stride StageBytes(M, akc) = M * (akc + 8) * 2 rounded up to 1024 B (the activation area starts
+//    at the arena's end); the last stage of a unit may be shorter (AStageLen: ks need not be a
+//    multiple of akc, only of 64). The loop over a stage walks it in 64-k sub-steps; a weight
+//    chunk is waited for at the sub-step where it starts (a stage may span several chunks or a
+//    fraction of one). cp.async (16-byte, .cg = L2 only), row stride (akc + 8) * 2 bytes
+//    (conflict-free ldmatrix: akc / 8 + 1 = 1 mod 8 chunks); or, with Params::acts_tma (--acts
+//    tma2d, experimental), akc / 64 2-D TMA boxes [M rows x 64 k] per stage from a map over the
+//    input [M][lda], 128B swizzle, box b at stage + b * M * 128 (1024-B aligned), row stride 128 B
+//    (ActByte), one mbarrier per stage for all of its boxes (parity in bits 16.. of wpar), stages
+//    1024-B aligned. The inputs are other CTAs' generic-proxy stores: every thread fences
 //    (fence.proxy.async.global) before the grid barrier and the issuing thread again before its
 //    first box of the unit.
 //  - math: mma.sync m16n8k16 bf16 -> fp32, weights as the 16-row side (A operand, ldmatrix x4 of
@@ -62,14 +67,13 @@ using bf16 = __nv_bfloat16;
 
 constexpr int kThreads = 256, kWarps = 8;
 constexpr int kMaxM = 128;
-constexpr int kKC = 64;                      // k per activation stage
-constexpr int kAStages = 4;                  // activation pipeline depth
-constexpr int kARow = (kKC + 8) * 2;         // 144 bytes per token row in a stage
-constexpr int kAStageBytes = kMaxM * kARow;  // 18432
-constexpr int kABytes = kAStages * kAStageBytes;
-constexpr int kMaxChunks = 8;   // weight chunks (mbarriers) per region
-constexpr int kMaxTiles = 256;  // tile counters per phase
-constexpr int kShapes = 4;      // QKV, O, GU, DOWN
+constexpr int kKC = 64;          // k per activation sub-step (and default --stage-k)
+constexpr int kAStages = 4;      // default activation pipeline depth (--stages)
+constexpr int kMaxAStages = 8;   // activation mbarriers
+constexpr int kMaxStageK = 256;  // --stage-k 64 | 128 | 256
+constexpr int kMaxChunks = 8;    // weight chunks (mbarriers) per region
+constexpr int kMaxTiles = 256;   // tile counters per phase
+constexpr int kShapes = 4;       // QKV, O, GU, DOWN
 constexpr int kLayers = 28;
 constexpr int kBoxK = 64;        // tma2d: box = 64 k (128 B, the 128B-swizzle span) x bn rows
 constexpr int kSwzAlign = 1024;  // 128B swizzle: 8 rows x 128 B atom, destination alignment
@@ -91,6 +95,7 @@ struct PhaseCfg {
   int region_off;    // byte offset of this shape's region in the arena
   int wkred;         // 1: the wk k groups' accumulators are summed in shared memory (wk > 1)
   int red_bytes;     // wkred: (wk - 1) * bn * M * 4 bytes at the activation area's start
+  int akc, astages;  // activation stage depth (k, multiple of 64) and pipeline stages (all shapes)
 };
 
 struct Params {
@@ -106,13 +111,24 @@ struct Params {
   unsigned long long* stamps;  // optional [grid][phases][3] globaltimer stamps
   int m, layers, prefetch, use_cg, arena_bytes;
   int acts_tma;  // activations through 2-D TMA boxes [M rows x 64 k], 128B swizzle (else cp.async)
-  int astage_bytes;  // activation stage stride: StageBytes(m)
+  int astage_bytes;  // activation stage stride: StageBytes(m, akc)
 };
 
-// Activation stage stride for M tokens: M rows of kARow bytes, rounded up to 1024 B (the --acts
-// tma2d boxes of M x 128 B need 1024-B aligned stages; the arena is a multiple of 1024 B).
-__host__ __device__ inline int StageBytes(int m) {
-  return (m * kARow + kSwzAlign - 1) / kSwzAlign * kSwzAlign;
+// cp.async stage row stride: akc + 8 bf16 (akc / 8 + 1 16-B chunks = 1 mod 8: conflict-free).
+__host__ __device__ inline int ARow(int akc) { return (akc + 8) * 2; }
+// Activation stage stride for M tokens: M rows of ARow(akc) bytes, rounded up to 1024 B (the
+// --acts tma2d boxes of M x 128 B need 1024-B aligned stages; the arena is a multiple of 1024 B).
+__host__ __device__ inline int StageBytes(int m, int akc) {
+  return (m * ARow(akc) + kSwzAlign - 1) / kSwzAlign * kSwzAlign;
+}
+// Activation stages of one unit and the depth of stage kb (the last may be short; multiple of 64).
+__host__ __device__ inline int AStagesOf(const PhaseCfg& c) { return (c.ks + c.akc - 1) / c.akc; }
+__host__ __device__ inline int AStageLen(const PhaseCfg& c, int kb) {
+  return c.ks - kb * c.akc < c.akc ? c.ks - kb * c.akc : c.akc;
+}
+// The weight chunk the main loop waits for at the 64-k sub-step starting at kw, or -1.
+__host__ __device__ inline int WeightWaitChunk(const PhaseCfg& c, int kw) {
+  return kw % c.wchunk ? -1 : kw / c.wchunk;
 }
 
 // ---- index math shared by the kernel and the host self-check ----
@@ -166,11 +182,13 @@ __host__ __device__ inline int WeightByte(const PhaseCfg& c, int row, int k) {
   else
     return row * c.wrow + k * 2;
 }
-// Byte offset of the 16-byte chunk kc (k = 8 kc .. 8 kc + 7) of token row `row` in an activation
-// stage. cp.async: padded rows (arow 144, xm 0); --acts tma2d: one [M x 64 k] box with 128B
-// swizzle (arow 128, xm 7: chunk kc of row r stored at kc ^ (r % 8); stages are 1024-B aligned).
-__host__ __device__ inline int TokenByte(int arow, int xm, int row, int kc) {
-  return row * arow + ((kc ^ (row & xm)) << 4);
+// Byte offset of token row `row`, k = 8 kc .. 8 kc + 7 of the stage (kc: 16-byte chunk) in an
+// activation stage of depth akc. cp.async: padded rows (ARow(akc) bytes); --acts tma2d: akc / 64
+// boxes [M x 64 k] with 128B swizzle, box kc / 8 at (kc / 8) * M * 128, in it chunk kc % 8 of row
+// r stored at (kc % 8) ^ (r % 8) (boxes are 1024-B aligned: M % 8 == 0, stages 1024-B aligned).
+__host__ __device__ inline int ActByte(int m, int akc, bool atma, int row, int kc) {
+  if (atma) return (kc >> 3) * m * 128 + row * 128 + (((kc & 7) ^ (row & 7)) << 4);
+  return row * ARow(akc) + (kc << 4);
 }
 // tma2d: destination (region-relative) of box kb and the weight chunk (mbarrier) it completes.
 __host__ __device__ inline int BoxDst(const PhaseCfg& c, int kb) { return kb * c.bn * 128; }

@@ -164,9 +164,9 @@ bool SelfCheck(const PhaseCfg& c, int m, int arena, int act_bytes, int stage_byt
                                  : (frow + c.mtw * 16 - 1) * c.wrow + (st * 16 + 15) * 2 + 1;
         if (last_w >= c.region_bytes || c.region_off + c.region_bytes > arena)
           return *why = "weight smem bounds", false;
-        const int kk = st % (kKC / 16);
-        const int last_a = ((tblk + c.nbw) * 8 - 1) * kARow + (kk * 16 + 15) * 2 + 1;
-        if (last_a >= stage_bytes || kAStages * stage_bytes > act_bytes)
+        const int kin = (st * 16) % c.akc;  // k within its activation stage (cp.async layout)
+        const int last_a = ((tblk + c.nbw) * 8 - 1) * ARow(c.akc) + (kin + 15) * 2 + 1;
+        if (last_a >= stage_bytes || c.astages * stage_bytes > act_bytes)
           return *why = "activation smem bounds", false;
         const int kstep = (split * c.ks) / 16 + st;
         wks[w][kstep - (split * c.ks) / 16] = 1;

@@ -1,7 +1,8 @@
 // Per-M plans of bench/persistent_probe.cu: one decomposition per (M, weight path, k-group
-// reduction mode), its shared-memory layout (weight arena, then the activation area: kAStages
-// stages of StageBytes(M), which the smem k-group reduction reuses after each unit's main loop and
-// may extend), the host self-check of every plan, and the --dry matrix over tilings and M.
+// reduction mode, activation stage depth / count), its shared-memory layout (weight arena, then
+// the activation area: --stages stages of StageBytes(M, --stage-k), which the smem k-group
+// reduction reuses after each unit's main loop and may extend), the host self-check of every plan,
+// and the --dry matrix over tilings and M.
 //
 // A plan is either accepted (and then must pass every self-check: a failure is a bug, "FAIL"),
 // or rejected for a stated reason (no 8-warp grid for the tile and M, tile / K constraints, or
@@ -11,7 +12,7 @@
 #include <vector>
 
 #include "persistent_probe_host.cuh"
-#include "persistent_probe_tma.cuh"
+#include "persistent_probe_stage.cuh"
 
 namespace probe {
 namespace {
@@ -51,8 +52,15 @@ struct PlanSet {
   int path = kTma2d, wkred = 1, arena = 0, smem = 0;
   int stage_bytes = 0, act_bytes = 0;  // activation stage stride; activation area (>= red_bytes)
   int acts_tma = 0;                    // --acts tma2d
+  int akc = kKC, astages = kAStages;   // --stage-k, --stages
+  // "_kc128", "_st6": only where not the defaults (64, 4), so earlier names stay
+  std::string StageSuffix() const {
+    return (akc != kKC ? "_kc" + std::to_string(akc) : "") +
+           (astages != kAStages ? "_st" + std::to_string(astages) : "");
+  }
   std::string Name() const {
-    return std::string(kPathNames[path]) + (acts_tma ? "_atma" : "") + "_wk" + kWkNames[wkred];
+    return std::string(kPathNames[path]) + (acts_tma ? "_atma" : "") + "_wk" + kWkNames[wkred] +
+           StageSuffix();
   }
 };
 
@@ -61,25 +69,37 @@ enum PlanResult { kPlanOk = 0, kPlanRejected = 1, kPlanFail = 2 };
 // Decomposition for one M: cfg[4], the arena, the activation area and the dynamic shared memory;
 // kPlanRejected + reason if a shape or the shared memory is not supported, kPlanFail + reason if
 // a self-check fails.
-PlanResult Plan(const int* bn, const int* splits, int m, int path, int wkred, int smem_limit,
-                PlanSet* ps, std::string* why) {
+PlanResult Plan(const int* bn, const int* splits, int m, int path, int wkred, int akc, int stages,
+                int smem_limit, PlanSet* ps, std::string* why) {
   PhaseCfg* cfg = ps->cfg;
-  ps->path = path, ps->wkred = wkred;
-  for (int s = 0; s < kShapes; ++s)
+  ps->path = path, ps->wkred = wkred, ps->akc = akc, ps->astages = stages;
+  if (akc < kKC || akc > kMaxStageK || akc % kKC || stages < 2 || stages > kMaxAStages) {
+    *why = "--stage-k must be 64, 128, 192 or 256 and --stages 2..8";
+    return kPlanRejected;
+  }
+  for (int s = 0; s < kShapes; ++s) {
     if (!MakeCfg(s, bn[s], splits[s], m, path, wkred, &cfg[s], why)) {
       *why = std::string(kNames[s]) + ": " + *why;
       return kPlanRejected;
     }
+    cfg[s].akc = akc, cfg[s].astages = stages;
+  }
   ps->arena = PlaceRegions(cfg);
-  ps->stage_bytes = StageBytes(m);
-  ps->act_bytes = kAStages * ps->stage_bytes;
+  ps->stage_bytes = StageBytes(m, akc);
+  ps->act_bytes = stages * ps->stage_bytes;
   for (int s = 0; s < kShapes; ++s) ps->act_bytes = std::max(ps->act_bytes, cfg[s].red_bytes);
   ps->act_bytes = (ps->act_bytes + kSwzAlign - 1) / kSwzAlign * kSwzAlign;
   ps->smem = ps->arena + ps->act_bytes + kArenaSlack;
   if (ps->smem > smem_limit) {
-    *why = std::to_string(ps->smem) + " B of shared memory needed (weight arena " +
-           std::to_string(ps->arena) + " = two regions, activation area " +
-           std::to_string(ps->act_bytes) + "), " + std::to_string(smem_limit) + " available";
+    *why =
+        std::to_string(ps->smem) + " B of shared memory needed (weight arena " +
+        std::to_string(ps->arena) + " = two regions, activation area " +
+        std::to_string(ps->act_bytes) +
+        (ps->StageSuffix().empty()  // the default's text as before
+             ? ""
+             : " = max(" + std::to_string(stages) + " stages x " + std::to_string(ps->stage_bytes) +
+                   " B of stage-k " + std::to_string(akc) + ", k-group reduction)") +
+        "), " + std::to_string(smem_limit) + " available";
     return kPlanRejected;
   }
   for (int s = 0; s < kShapes; ++s)
@@ -111,7 +131,11 @@ void PrintCfg(int m, const PlanSet& ps) {
   std::printf(
       "M=%d %s decomposition (arena %d B + activation area %d B (%d stages x %d B) + %d "
       "B alignment slack = %d B shared):\n",
-      m, ps.Name().c_str(), ps.arena, ps.act_bytes, kAStages, ps.stage_bytes, kArenaSlack, ps.smem);
+      m, ps.Name().c_str(), ps.arena, ps.act_bytes, ps.astages, ps.stage_bytes, kArenaSlack,
+      ps.smem);
+  if (ps.akc != kKC)
+    std::printf("  activation stages of %d k (%d 64-k sub-steps; %s)\n", ps.akc, ps.akc / kKC,
+                ps.acts_tma ? "--acts tma2d: that many boxes per stage" : "cp.async");
   for (int s = 0; s < kShapes; ++s) {
     const PhaseCfg& c = cfg[s];
     std::printf(
@@ -136,8 +160,11 @@ void PrintCfg(int m, const PlanSet& ps) {
 }
 
 // --dry without --tiles: the default tiling plus the two split = 1 / 2 tilings, every M of --ms
-// (default 8..128 here), every weight path and both reduction modes. PASS iff no accepted plan
-// fails a self-check and the default tiling is accepted at every M.
+// (default 8..128 here), every weight path and both reduction modes, for every activation stage
+// depth and count (--stage-k default 64,128,256 here, --stages default 4); the default (64, 4)
+// block prints as before, the others after it with their names suffixed. PASS iff no accepted
+// plan fails a self-check and the default tiling is accepted at every M at stage-k 64, 4 stages
+// (other depths may be rejected for shared memory, with the reason).
 struct Tiling {
   const char* name;
   int bn[kShapes], splits[kShapes];
@@ -147,31 +174,40 @@ const Tiling kDryTilings[] = {
     {"qkv=32x1,o=16x1,gu=48x1,down=16x1", {32, 16, 48, 16}, {1, 1, 1, 1}},
     {"qkv=64x2,o=16x2,gu=96x2,down=16x2", {64, 16, 96, 16}, {2, 2, 2, 2}}};
 
-bool DryMatrix(const std::vector<Tiling>& tilings, const std::vector<int>& ms, int smem_limit) {
+bool DryMatrix(const std::vector<Tiling>& tilings, const std::vector<int>& ms,
+               const std::vector<int>& akcs, const std::vector<int>& stages, int smem_limit) {
   bool ok = true;
-  for (size_t ti = 0; ti < tilings.size(); ++ti) {
-    const Tiling& t = tilings[ti];
-    std::printf("tiling %s:\n", t.name);
-    for (int m : ms)
-      for (int path : {kTma2d, kBulk1d})
-        for (int wkred : {1, 0}) {
-          PlanSet ps;
-          std::string why;
-          const PlanResult r = Plan(t.bn, t.splits, m, path, wkred, smem_limit, &ps, &why);
-          std::string parts;
-          if (r == kPlanOk)
-            for (int s = 0; s < kShapes; ++s)
-              parts += std::string(s ? " " : "") + kNames[s] + " " + std::to_string(ps.cfg[s].wk) +
-                       "/" + std::to_string(ps.cfg[s].parts);
-          std::printf("  M=%-3d %-16s %s%s%s\n", m, ps.Name().c_str(),
-                      r == kPlanOk         ? "ok, smem "
-                      : r == kPlanRejected ? "rejected: "
-                                           : "FAIL: ",
-                      r == kPlanOk ? std::to_string(ps.smem).c_str() : why.c_str(),
-                      r == kPlanOk ? (" B, k groups / global parts: " + parts).c_str() : "");
-          if (r == kPlanFail || (r == kPlanRejected && ti == 0)) ok = false;
-        }
-  }
+  for (int akc : akcs)
+    for (int st : stages) {
+      const bool def = akc == kKC && st == kAStages;
+      for (size_t ti = 0; ti < tilings.size(); ++ti) {
+        const Tiling& t = tilings[ti];
+        if (def)
+          std::printf("tiling %s:\n", t.name);
+        else
+          std::printf("tiling %s, stage-k %d, %d stages:\n", t.name, akc, st);
+        for (int m : ms)
+          for (int path : {kTma2d, kBulk1d})
+            for (int wkred : {1, 0}) {
+              PlanSet ps;
+              std::string why;
+              const PlanResult r =
+                  Plan(t.bn, t.splits, m, path, wkred, akc, st, smem_limit, &ps, &why);
+              std::string parts;
+              if (r == kPlanOk)
+                for (int s = 0; s < kShapes; ++s)
+                  parts += std::string(s ? " " : "") + kNames[s] + " " +
+                           std::to_string(ps.cfg[s].wk) + "/" + std::to_string(ps.cfg[s].parts);
+              std::printf("  M=%-3d %-16s %s%s%s\n", m, ps.Name().c_str(),
+                          r == kPlanOk         ? "ok, smem "
+                          : r == kPlanRejected ? "rejected: "
+                                               : "FAIL: ",
+                          r == kPlanOk ? std::to_string(ps.smem).c_str() : why.c_str(),
+                          r == kPlanOk ? (" B, k groups / global parts: " + parts).c_str() : "");
+              if (r == kPlanFail || (r == kPlanRejected && ti == 0 && def)) ok = false;
+            }
+      }
+    }
   return ok;
 }
 

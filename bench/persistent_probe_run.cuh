@@ -13,10 +13,11 @@ struct Options {
   std::string out;
   int iters = 30, barrier_iters = 2000, layers = kLayers;
   int bn[kShapes] = {128, 64, 192, 64}, splits[kShapes] = {4, 8, 4, 8};
-  std::vector<int> paths{kTma2d};  // --weights tma2d,bulk1d
-  int acts_tma = 0;                // --acts tma2d (default cpasync)
-  std::vector<int> wkreds{1};      // --wk-reduce smem (1), global (0), or both
-  bool dry = false, ms_given = false, tiles_given = false;
+  std::vector<int> paths{kTma2d};                 // --weights tma2d,bulk1d
+  int acts_tma = 0;                               // --acts tma2d (default cpasync)
+  std::vector<int> wkreds{1};                     // --wk-reduce smem (1), global (0), or both
+  std::vector<int> akcs{kKC}, astages{kAStages};  // --stage-k LIST, --stages LIST
+  bool dry = false, ms_given = false, tiles_given = false, akcs_given = false;
 };
 
 struct Timer {

@@ -88,6 +88,32 @@ template <int N>
 __device__ __forceinline__ void CpWait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
+// wait_group takes an immediate: n (0..6, --stages - 2) through a switch.
+__device__ __forceinline__ void CpWaitN(int n) {
+  switch (n) {
+    case 0:
+      CpWait<0>();
+      break;
+    case 1:
+      CpWait<1>();
+      break;
+    case 2:
+      CpWait<2>();
+      break;
+    case 3:
+      CpWait<3>();
+      break;
+    case 4:
+      CpWait<4>();
+      break;
+    case 5:
+      CpWait<5>();
+      break;
+    default:
+      CpWait<6>();
+      break;
+  }
+}
 __device__ __forceinline__ void Ldsm4(uint32_t addr, uint32_t (&r)[4]) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])

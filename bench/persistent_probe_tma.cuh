@@ -136,50 +136,5 @@ bool EncodeActMaps(const bf16* x0, bf16* const* act, int m, CUtensorMap* maps, s
   return true;
 }
 
-// Activation stages: emulates each stage's fill (cp.async 16-B rows, or one swizzled TMA box at a
-// 1024-B aligned stage) and checks every token ldmatrix read (x4, and x2 when NBW == 1) of every
-// warp gets (token, k .. k + 7) and that each 8x8 matrix's rows fall in 8 distinct bank groups.
-bool ActLayoutCheck(const PhaseCfg& c, int m, int arena, int stage_bytes, bool atma,
-                    std::string* why) {
-  const int arow = atma ? kBoxK * 2 : kARow, axm = atma ? 7 : 0;
-  if (atma && (m * kBoxK * 2 > stage_bytes || m > 256)) return *why = "act box size", false;
-  for (int st = 0; st < kAStages; ++st) {
-    const int base = arena + st * stage_bytes;  // arena-relative; the arena is 1024-B aligned
-    if (atma && base % kSwzAlign) return *why = "activation TMA stage not 1024-B aligned", false;
-    std::vector<int> owner(stage_bytes / 2, -1);
-    for (int r = 0; r < m; ++r)
-      for (int e = 0; e < kKC; ++e) {
-        const int at = atma ? Swizzle128(base + r * 128 + e * 2) - base : r * kARow + e * 2;
-        if (at < 0 || at + 2 > stage_bytes || owner[at / 2] != -1)
-          return *why = "activation stage fill overlaps / out of the stage", false;
-        owner[at / 2] = r * 65536 + e;
-      }
-    for (int w = 0; w < kWarps; ++w) {
-      int fg, tg, kg;
-      WarpCoords(c, w, &fg, &tg, &kg);
-      const int tblk = tg * c.nbw;
-      for (int kk = 0; kk < kKC / 16; ++kk)
-        for (int j = 0; j < c.nbw; j += 2) {
-          const int lanes = c.nbw == 1 ? 16 : 32;
-          int groups[4] = {0, 0, 0, 0};
-          for (int lane = 0; lane < lanes; ++lane) {
-            const RowK t = LdsmTokens(lane);
-            const int row = (tblk + j) * 8 + t.row, k = kk * 16 + t.k;
-            const int addr = TokenByte(arow, axm, row, k / 8);
-            if (addr % 16 || addr + 16 > stage_bytes || row >= m)
-              return *why = "token ldmatrix address", false;
-            for (int e = 0; e < 8; ++e)
-              if (owner[addr / 2 + e] != row * 65536 + k + e)
-                return *why = "token ldmatrix reads the wrong activation element", false;
-            groups[lane / 8] |= 1 << ((addr >> 4) & 7);
-          }
-          for (int q = 0; q < lanes / 8; ++q)
-            if (groups[q] != 0xff) return *why = "token ldmatrix bank conflict", false;
-        }
-    }
-  }
-  return true;
-}
-
 }  // namespace
 }  // namespace probe

@@ -12,7 +12,7 @@ namespace probe {
 struct Shared {
   uint8_t* arena;   // weight regions (dynamic shared memory, first)
   uint8_t* astage;  // activation stages (after the arena)
-  uint64_t* bars;   // [2 regions][kMaxChunks] weight mbarriers, then [kAStages] activation ones
+  uint64_t* bars;   // [2 regions][kMaxChunks] weight mbarriers, then [kMaxAStages] activation ones
 };
 
 __device__ __forceinline__ const bf16* ActIn(const Params& p, int phase) {
@@ -66,31 +66,41 @@ __device__ void RunUnit(const Params& p, const Shared& sm, int phase, int unit, 
   int tile, split, fg, tg, kg;
   UnitCoords(c, unit, &tile, &split);
   WarpCoords(c, warp, &fg, &tg, &kg);
-  const int m = p.m, n0 = tile * c.bn, kbeg = split * c.ks, nst = c.ks / kKC;
+  const int m = p.m, n0 = tile * c.bn, kbeg = split * c.ks, nst = AStagesOf(c), S = c.astages;
   const bf16* a = ActIn(p, phase) + kbeg;
   const uint32_t abase = Smem(sm.astage), wbase = Smem(sm.arena + c.region_off);
   const uint32_t bars = Smem(sm.bars + region * kMaxChunks);
   const uint32_t abars = Smem(sm.bars + 2 * kMaxChunks);
   const bool atma = p.acts_tma != 0;
-  const int arow = atma ? kBoxK * 2 : kARow, axm = atma ? 7 : 0;
+  const int arow = ARow(c.akc);
   const CUtensorMap* amap = &p.amap[phase == 0 ? kShapes : s];
   if (atma && threadIdx.x == 0) FenceProxyAsyncGlobal();  // inputs written before the barrier
 
-  auto load_a = [&](int kb) {
-    const uint32_t st = abase + (kb % kAStages) * p.astage_bytes;
-    if (atma) {  // one box [M x 64 k]; the stage's last readers finished (a __syncthreads)
+  auto load_a = [&](int kb) {  // stage kb: AStageLen(c, kb) k from kbeg + kb * akc
+    const uint32_t st = abase + (kb % S) * p.astage_bytes;
+    const int len = AStageLen(c, kb), k0 = kb * c.akc;
+    if (atma) {  // len / 64 boxes [M x 64 k]; the stage's last readers finished (a __syncthreads)
       if (threadIdx.x == 0) {
-        const uint32_t bar = abars + 8 * (kb % kAStages);
+        const uint32_t bar = abars + 8 * (kb % S);
         FenceProxyAsync();
-        MbarExpectTx(bar, static_cast<unsigned>(m * kBoxK * 2));
-        TmaG2S2d(st, amap, kbeg + kb * kKC, 0, bar);
+        MbarExpectTx(bar, static_cast<unsigned>(m * len * 2));
+        for (int b = 0; b < len / kBoxK; ++b)
+          TmaG2S2d(st + b * m * kBoxK * 2, amap, kbeg + k0 + b * kBoxK, 0, bar);
       }
       return;
     }
-    for (int i = threadIdx.x; i < m * 8; i += kThreads) {
-      const int r = i / 8, ch = i % 8;
-      CpAsync16(st + r * kARow + ch * 16, a + static_cast<size_t>(r) * c.lda + kb * kKC + ch * 8);
+    const int cpr = len / 8;  // 16-byte chunks per token row
+    for (int i = threadIdx.x; i < m * cpr; i += kThreads) {
+      const int r = i / cpr, ch = i % cpr;
+      CpAsync16(st + r * arow + ch * 16, a + static_cast<size_t>(r) * c.lda + k0 + ch * 8);
     }
+  };
+  auto wait_w = [&](int kw) {  // first k of weight chunk ch: wait for it to land
+    const int ch = WeightWaitChunk(c, kw);
+    if (ch < 0) return;
+    const int bit = region * kMaxChunks + ch;
+    MbarWait(bars + 8 * ch, (wpar >> bit) & 1u);
+    wpar ^= 1u << bit;
   };
 
   float acc[MTW][NBW][4];
@@ -101,56 +111,57 @@ __device__ void RunUnit(const Params& p, const Shared& sm, int phase, int unit, 
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
 
-#pragma unroll
-  for (int st = 0; st < kAStages - 1; ++st) {
+  for (int st = 0; st < S - 1; ++st) {
     if (st < nst) load_a(st);
     CpCommit();
   }
   const int frow = fg * MTW * 16, tblk = tg * NBW;
   for (int kb = 0; kb < nst; ++kb) {
-    CpWait<kAStages - 2>();
+    CpWaitN(S - 2);
     if (atma) {  // activation stage kb landed (parity bits 16.. of wpar)
-      const int bit = 16 + kb % kAStages;
-      MbarWait(abars + 8 * (kb % kAStages), (wpar >> bit) & 1u);
+      const int bit = 16 + kb % S;
+      MbarWait(abars + 8 * (kb % S), (wpar >> bit) & 1u);
       wpar ^= 1u << bit;
     }
-    if ((kb * kKC) % c.wchunk == 0) {  // first stage of weight chunk ch: wait for it to land
-      const int ch = kb * kKC / c.wchunk, bit = region * kMaxChunks + ch;
-      MbarWait(bars + 8 * ch, (wpar >> bit) & 1u);
-      wpar ^= 1u << bit;
-    }
-    __syncthreads();  // stage kb landed for all threads; stage kb - 1 is no longer read
-    if (kb + kAStages - 1 < nst) load_a(kb + kAStages - 1);
+    wait_w(kb * c.akc);  // the stage's first sub-step (later ones: in the loop below)
+    __syncthreads();     // stage kb landed for all threads; stage kb - 1 is no longer read
+    if (kb + S - 1 < nst) load_a(kb + S - 1);
     CpCommit();
-    const uint32_t ast = abase + (kb % kAStages) * p.astage_bytes;
+    const uint32_t ast = abase + (kb % S) * p.astage_bytes;
+    const int nsub = AStageLen(c, kb) / kKC;
+#pragma unroll 1
+    for (int sub = 0; sub < nsub; ++sub) {
+      if (sub) wait_w(kb * c.akc + sub * kKC);
 #pragma unroll
-    for (int kk = 0; kk < kKC / 16; ++kk) {
-      if ((kb * (kKC / 16) + kk) % c.wk != kg) continue;
-      const int kw = kb * kKC + kk * 16;  // k within the unit's slice
-      uint32_t af[MTW][4];
+      for (int kk = 0; kk < kKC / 16; ++kk) {
+        const int kw = kb * c.akc + sub * kKC + kk * 16;  // k within the unit's slice
+        if ((kw / 16) % c.wk != kg) continue;
+        const int kc = (sub * kKC + kk * 16) / 8;  // 16-B chunk of k within the stage
+        uint32_t af[MTW][4];
 #pragma unroll
-      for (int i = 0; i < MTW; ++i) {
-        // matrices: features 0-7 / 8-15 of the m16 tile x k 0-7, then x k 8-15 = a0..a3
-        const RowK a = LdsmWeights(lane);
-        Ldsm4(wbase + WeightByte<kTma>(c, frow + i * 16 + a.row, kw + a.k), af[i]);
-      }
-      if constexpr (NBW == 1) {
-        uint32_t b0, b1;                       // lanes 0-7: tokens x k 0-7, lanes 8-15: x k 8-15
-        const RowK b = LdsmTokens(lane & 15);  // x2 reads lanes 0-15's addresses only
-        Ldsm2(ast + TokenByte(arow, axm, tblk * 8 + b.row, kk * 2 + b.k / 8), b0, b1);
+        for (int i = 0; i < MTW; ++i) {
+          // matrices: features 0-7 / 8-15 of the m16 tile x k 0-7, then x k 8-15 = a0..a3
+          const RowK a = LdsmWeights(lane);
+          Ldsm4(wbase + WeightByte<kTma>(c, frow + i * 16 + a.row, kw + a.k), af[i]);
+        }
+        if constexpr (NBW == 1) {
+          uint32_t b0, b1;                       // lanes 0-7: tokens x k 0-7, lanes 8-15: x k 8-15
+          const RowK b = LdsmTokens(lane & 15);  // x2 reads lanes 0-15's addresses only
+          Ldsm2(ast + ActByte(m, c.akc, atma, tblk * 8 + b.row, kc + b.k / 8), b0, b1);
 #pragma unroll
-        for (int i = 0; i < MTW; ++i) Mma(acc[i][0], af[i], b0, b1);
-      } else {
+          for (int i = 0; i < MTW; ++i) Mma(acc[i][0], af[i], b0, b1);
+        } else {
 #pragma unroll
-        for (int j = 0; j < NBW; j += 2) {
-          // matrices: n8 block j x k 0-7, x k 8-15, then block j + 1 likewise
-          uint32_t b[4];
-          const RowK t = LdsmTokens(lane);
-          Ldsm4(ast + TokenByte(arow, axm, (tblk + j) * 8 + t.row, kk * 2 + t.k / 8), b);
+          for (int j = 0; j < NBW; j += 2) {
+            // matrices: n8 block j x k 0-7, x k 8-15, then block j + 1 likewise
+            uint32_t b[4];
+            const RowK t = LdsmTokens(lane);
+            Ldsm4(ast + ActByte(m, c.akc, atma, (tblk + j) * 8 + t.row, kc + t.k / 8), b);
 #pragma unroll
-          for (int i = 0; i < MTW; ++i) {
-            Mma(acc[i][j], af[i], b[0], b[1]);
-            Mma(acc[i][j + 1], af[i], b[2], b[3]);
+            for (int i = 0; i < MTW; ++i) {
+              Mma(acc[i][j], af[i], b[0], b[1]);
+              Mma(acc[i][j + 1], af[i], b[2], b[3]);
+            }
           }
         }
       }
