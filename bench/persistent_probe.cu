@@ -9,6 +9,9 @@
 //   nvcc -O3 -std=c++17 -arch=sm_90a bench/persistent_probe.cu -lcublasLt -o persistent_probe
 //   ./persistent_probe --ms 16,64,128 --weights tma2d,bulk1d --out probe.json
 //   (--dry: host self-check only, no GPU)
+// --modes LIST (default persistent): persistent = the cooperative chain below; pdl = the same
+// phases as one launch each, chained by programmatic dependent launch in a CUDA graph, each CTA
+// issuing its weights before it waits for the previous phase (bench/persistent_probe_pdl*.cuh).
 // Options: --ms LIST, --out FILE, --iters N (timed replays, default 30), --barrier-iters N (2000),
 // --layers N (28), --tiles qkv=BNxS,o=BNxS,gu=BNxS,down=BNxS (feature tile x K slices),
 // --weights LIST (weight path(s) to check and time, default tma2d): tma2d = 2-D tensor-map boxes
@@ -83,7 +86,7 @@
 // directly); wgmma (mma.sync only); behaviour under other work
 // on the GPU. The per-phase stamps are globaltimer reads (resolution is GPU-dependent; the JSON
 // gives the smallest nonzero step seen).
-#include "persistent_probe_case.cuh"
+#include "persistent_probe_case.cuh"  // includes the pdl mode
 
 namespace {
 
@@ -281,6 +284,15 @@ int main(int argc, char** argv) {
           return 2;
         }
         v.push_back(x);
+      }
+    } else if (a == "--modes") {
+      o.mode_persistent = o.mode_pdl = false;
+      for (const std::string& w : SplitList(next())) {
+        if (w != "persistent" && w != "pdl") {
+          std::fprintf(stderr, "bad --modes (persistent, pdl or persistent,pdl)\n");
+          return 2;
+        }
+        (w == "pdl" ? o.mode_pdl : o.mode_persistent) = true;
       }
     } else if (a == "--dry") {
       o.dry = true;

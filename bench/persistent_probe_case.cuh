@@ -1,12 +1,13 @@
 // Host side of bench/persistent_probe.cu: one M on the GPU (RunCase): the cuBLASLt references, the
 // correctness check of every variant, the timing (cuBLASLt graph vs each persistent variant) and
-// the stamped run's per-phase summary, printed and appended to the JSON. Returns 0, 1 (correctness
+// the stamped run's per-phase summary, printed and appended to the JSON; then, with --modes pdl,
+// the per-phase-launch chain (persistent_probe_pdl_host.cuh). Returns 0, 1 (correctness
 // FAIL, timing skipped) or 2 (the kernel does not fit).
 #pragma once
 #include <string>
 #include <vector>
 
-#include "persistent_probe_run.cuh"
+#include "persistent_probe_pdl_host.cuh"
 
 namespace {
 
@@ -24,7 +25,7 @@ int RunCase(Gpu& g, const Options& o, size_t mi, const std::vector<PlanSet>& pss
   };
   std::vector<Run> runs;
   for (const PlanSet& ps : pss)
-    for (int vi = 0; vi < kNumVariants; ++vi)
+    for (int vi = 0; vi < (o.mode_persistent ? kNumVariants : 0); ++vi)
       runs.push_back({&ps, kVariants[vi],
                       std::string(kPathNames[ps.path]) + (ps.acts_tma ? "_atma_" : "_") +
                           kVariants[vi].name + "_wk" + kWkNames[ps.wkred] + ps.StageSuffix()});
@@ -215,10 +216,12 @@ int RunCase(Gpu& g, const Options& o, size_t mi, const std::vector<PlanSet>& pss
     std::snprintf(b, sizeof b, ", \"timer_step_ns\": %s}", Json(step < 1e30 ? step : NAN).c_str());
     stamp_js += b;
   }
-  js += "}" + stamp_js + "}}";
+  js += "}" + stamp_js + "}";
   CK(cudaGraphExecDestroy(exec));
   CK(cudaGraphDestroy(graph));
-  return 0;
+  const bool pdl_ok = !o.mode_pdl || RunPdl(g, o, m, pss, js);
+  js += "}";
+  return pdl_ok ? 0 : 1;
 }
 
 }  // namespace

@@ -18,6 +18,7 @@ struct Options {
   std::vector<int> wkreds{1};                     // --wk-reduce smem (1), global (0), or both
   std::vector<int> akcs{kKC}, astages{kAStages};  // --stage-k LIST, --stages LIST
   bool dry = false, ms_given = false, tiles_given = false, akcs_given = false;
+  bool mode_persistent = true, mode_pdl = false;  // --modes persistent,pdl
 };
 
 struct Timer {
