@@ -9,24 +9,27 @@
 
 #include "kernels/cuda/device_info.h"
 #include "kernels/cuda/gemm_cutlass_configs.h"
+#include "kernels/cuda/pdl_config.h"
 
 namespace petal::cuda {
 namespace {
 
 struct Config {
   int features, tokens;
+  bool pdl;  // built with CUTLASS_ENABLE_GDC_FOR_SM90 (kernels_cuda.cmake): may take PDL launches
   bool (*supported)(const cutlass_gemm::Call&, size_t*);
   const char* (*launch)(const cutlass_gemm::Call&);
 };
 
 #ifdef PETAL_HAVE_CUTLASS
-constexpr Config kConfigs[] = {{128, 64, cutlass_gemm::SupportedT64, cutlass_gemm::LaunchT64},
-                               {128, 128, cutlass_gemm::SupportedT128, cutlass_gemm::LaunchT128},
-                               {64, 64, cutlass_gemm::SupportedP64, cutlass_gemm::LaunchP64},
-                               {64, 128, cutlass_gemm::SupportedP128, cutlass_gemm::LaunchP128}};
+constexpr Config kConfigs[] = {
+    {128, 64, false, cutlass_gemm::SupportedT64, cutlass_gemm::LaunchT64},
+    {128, 128, false, cutlass_gemm::SupportedT128, cutlass_gemm::LaunchT128},
+    {64, 64, true, cutlass_gemm::SupportedP64, cutlass_gemm::LaunchP64},
+    {64, 128, true, cutlass_gemm::SupportedP128, cutlass_gemm::LaunchP128}};
 constexpr int kNumConfigs = 4;
 #else
-constexpr Config kConfigs[1] = {{0, 0, nullptr, nullptr}};
+constexpr Config kConfigs[1] = {{0, 0, false, nullptr, nullptr}};
 constexpr int kNumConfigs = 0;
 #endif
 
@@ -43,6 +46,7 @@ cutlass_gemm::Call MakeCall(const GemmParams& p, CutlassGemmChoice c, void* work
   call.workspace = workspace;
   call.workspace_bytes = workspace_bytes;
   call.stream = stream;
+  call.pdl = PdlEnabled() && c.config >= 0 && c.config < kNumConfigs && kConfigs[c.config].pdl;
   return call;
 }
 
@@ -54,6 +58,18 @@ bool CutlassGemmAvailable() {
   const char* env = std::getenv("PETAL_GEMM_CUTLASS");
   if (env && std::strcmp(env, "0") == 0) return false;
   return CurrentCudaDevice().hopper;
+}
+
+bool CutlassGemmPreferred() {
+  static const bool yes = [] {
+    const char* env = std::getenv("PETAL_GEMM_CUTLASS");
+    return env && std::strcmp(env, "prefer") == 0;
+  }();
+  return yes && CutlassGemmAvailable();
+}
+
+bool CutlassGemmChainable(CutlassGemmChoice c) {
+  return c.config >= 0 && c.config < kNumConfigs && kConfigs[c.config].pdl;
 }
 
 int CutlassGemmConfigs() { return kNumConfigs; }

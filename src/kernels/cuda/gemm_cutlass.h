@@ -35,6 +35,13 @@ struct CutlassGemmChoice {
 bool CutlassGemmAvailable();
 // Number of tile configurations compiled in (0 without CUTLASS).
 int CutlassGemmConfigs();
+// PETAL_GEMM_CUTLASS=prefer (and the candidates available): the tuner takes the fastest CUTLASS
+// candidate wherever one runs, even if cuBLASLt is faster alone. An experiment for PDL chains
+// (PETAL_PDL=1), where a CUTLASS GEMM overlaps its neighbours and a cuBLASLt one cannot.
+bool CutlassGemmPreferred();
+// Whether configuration c is built to take PDL launches (the pingpong tiles; see
+// kernels_cuda.cmake). Only those are launched with the attribute, and `prefer` picks among them.
+bool CutlassGemmChainable(CutlassGemmChoice c);
 std::string CutlassGemmName(CutlassGemmChoice c);  // e.g. "cutlass128x64/sk" or ".../s4"
 
 // Whether `c` handles p within `workspace_bytes` of workspace: bf16, no bias, no GELU, n and k

@@ -17,6 +17,7 @@ struct Call {
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
   cudaStream_t stream = nullptr;
+  bool pdl = false;  // launch with the PDL attribute (PETAL_PDL=1): waits in the load warps
 };
 
 // One pair per configuration: 128-feature cooperative tiles (gemm_cutlass_t<tokens>.cu). Supported

@@ -115,7 +115,10 @@ struct Kernel {
         cutlass::Status::kSuccess)
       return "initialize_workspace failed";
     typename GemmKernel::Params params = GemmKernel::to_underlying_arguments(args, call.workspace);
-    if (Gemm::run(params, call.stream) != cutlass::Status::kSuccess) return "launch failed";
+    // Built with CUTLASS_ENABLE_GDC_FOR_SM90: the kernel waits for its predecessor before its
+    // first load and releases its dependents after its last tile's main loop.
+    if (Gemm::run(params, call.stream, nullptr, call.pdl) != cutlass::Status::kSuccess)
+      return "launch failed";
     return nullptr;
   }
 };

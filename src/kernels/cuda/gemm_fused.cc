@@ -8,6 +8,7 @@
 #include "kernels/cuda/device_info.h"
 #include "kernels/cuda/gemm_fused_configs.h"
 #include "kernels/cuda/launch_utils.h"
+#include "kernels/cuda/pdl_config.h"
 
 namespace petal::cuda {
 namespace {
@@ -20,10 +21,16 @@ struct Config {
 };
 
 #ifdef PETAL_HAVE_CUTLASS
-#define SWIGLU(name) {"swiglu/" #name, gemm_fused::LaunchSwiglu##name, \
-                      gemm_fused::WorkspaceSwiglu##name, gemm_fused::PrepareSwiglu##name}
-#define QKV(name) {"qkv_rope/" #name, gemm_fused::LaunchQkvRope##name, \
-                   gemm_fused::WorkspaceQkvRope##name, gemm_fused::PrepareQkvRope##name}
+#define SWIGLU(name)                                                                    \
+  {                                                                                     \
+    "swiglu/" #name, gemm_fused::LaunchSwiglu##name, gemm_fused::WorkspaceSwiglu##name, \
+        gemm_fused::PrepareSwiglu##name                                                 \
+  }
+#define QKV(name)                                                                           \
+  {                                                                                         \
+    "qkv_rope/" #name, gemm_fused::LaunchQkvRope##name, gemm_fused::WorkspaceQkvRope##name, \
+        gemm_fused::PrepareQkvRope##name                                                    \
+  }
 constexpr Config kSwiglu[] = {SWIGLU(C256x1), SWIGLU(P256x1), SWIGLU(P128x1)};
 constexpr Config kQkv[] = {QKV(C256x1), QKV(C256x2), QKV(P128x1)};
 constexpr int kNumSwiglu = 3, kNumQkv = 3;
@@ -41,6 +48,7 @@ gemm_fused::Call BaseCall(cudaStream_t stream) {
   c.device = d.device;
   c.sm_count = d.sm_count;
   c.stream = stream;
+  c.pdl = PdlEnabled();  // every fused kernel is built with GDC (kernels_cuda.cmake)
   return c;
 }
 

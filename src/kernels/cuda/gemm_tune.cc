@@ -259,6 +259,15 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
     return best;
   };
   size_t best = pick(true);
+  if (CutlassGemmPreferred()) {  // PETAL_GEMM_CUTLASS=prefer: the fastest chainable CUTLASS one
+    size_t c = cands.size();
+    for (size_t i = 0; i < cands.size(); ++i)
+      if (cands[i].kernel == PetalKernel::kCutlass && med[i] >= 0 &&
+          CutlassGemmChainable({cands[i].config, cands[i].splits}) &&
+          (c == cands.size() || med[i] < med[c]))
+        c = i;
+    if (c < cands.size()) best = c;
+  }
   const size_t forced = static_cast<size_t>(options_.force_candidate);
   if (options_.force_candidate >= 0 && forced < cands.size() && med[forced] >= 0) {
     best = forced;  // tests check the result against the CPU themselves

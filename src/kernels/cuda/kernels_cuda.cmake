@@ -53,6 +53,20 @@ if(PETAL_CUTLASS_INCLUDE AND petal_sm90a)
                              ${PETAL_CUTLASS_INCLUDE}/../util/include)
   target_link_libraries(petal_gemm_cutlass PRIVATE CUDA::cudart)
   target_compile_options(petal_gemm_cutlass PRIVATE -O3)
+  # Programmatic dependent launch inside these kernels (a wait before the first load, a
+  # release after the last main loop); no-ops unless a launch carries the attribute (PETAL_PDL=1).
+  # Pingpong GEMMs and the fused GEMMs (persistent scheduler) only: CUTLASS 4.2's stream-K
+  # scheduler (the cooperative t64/t128 kernels) does not compile with it, so gemm_cutlass.cc never
+  # launches those with the attribute.
+  set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass_p64.cu
+                              ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass_p128.cu
+                              ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_swiglu_c256x1.cu
+                              ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_swiglu_p256x1.cu
+                              ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_swiglu_p128x1.cu
+                              ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_qkv_rope_c256x1.cu
+                              ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_qkv_rope_c256x2.cu
+                              ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_qkv_rope_p128x1.cu PROPERTIES
+                              COMPILE_DEFINITIONS CUTLASS_ENABLE_GDC_FOR_SM90=1)
   target_link_libraries(petal_kernels_cuda PRIVATE petal_gemm_cutlass)
   set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass.cc
                               ${CMAKE_CURRENT_LIST_DIR}/gemm_fused.cc PROPERTIES

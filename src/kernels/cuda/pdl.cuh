@@ -3,51 +3,37 @@
 // launch latency overlaps that kernel's tail (also inside CUDA graphs, where capture records a
 // programmatic edge). Every kernel launched this way MUST call PdlWait() before it touches global
 // memory (reads or writes): the wait returns once the previous kernel has completed and its
-// writes are visible. It is a no-op below sm_90 and when the launch had no PDL attribute. Our
-// kernels do not trigger their dependents early (griddepcontrol.launch_dependents at the start of
-// every kernel measured 4-8% slower at batch 1 on the H200, bench/results/2026-12-01-latency/), so
-// the next kernel is released as each CTA exits.
+// writes are visible. Right after the wait it releases this kernel's dependents
+// (griddepcontrol.launch_dependents), so the next PDL-launched kernel (ours, or a CUTLASS GEMM,
+// which waits in its load warps) can become resident and run its prologue while this one works;
+// it then waits for this one's completion itself. At most one kernel runs ahead that way. Both
+// are no-ops below sm_90 and when the launches carry no PDL attribute.
 //
-// PDL is off by default: on the H200 it measured neutral at batch 1 (1 x 128 p50 1.147-1.151 ms
-// with, 1.137-1.145 ms without; bench/results/2026-12-01-latency/). PETAL_PDL=1 in the
-// environment turns it on for the whole process (read once). Thread-safety: LaunchPdl is as
-// thread-safe as a kernel launch; PdlEnabled's first call initialises a function-local static.
+// History: without the release, PDL measured neutral at batch 1 on the H200 (1 x 128 p50
+// 1.147-1.151 ms with, 1.137-1.145 ms without; bench/results/2026-12-01-latency/), since every
+// cuBLASLt GEMM between our kernels breaks the chain; a release at the very start of every kernel
+// measured 4-8% slower. Session 18's probe measured a kernel boundary inside a graph at ~2.3 us
+// on an H100, ~0.45 us with PDL and an early release (docs/kernels.md).
+//
+// PDL is off by default. PETAL_PDL=1 in the environment turns it on for the whole process (read
+// once); with PETAL_GEMM_CUTLASS=prefer the GEMMs are CUTLASS kernels that join the chain.
+// Thread-safety: LaunchPdl is as thread-safe as a kernel launch; PdlEnabled's first call
+// initialises a function-local static.
 #pragma once
 
 #include <cuda_runtime.h>
 
-#include <cstdlib>
 #include <utility>
+
+#include "kernels/cuda/pdl_config.h"
 
 namespace petal::cuda {
 
 __device__ __forceinline__ void PdlWait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
-}
-
-// Whether the device current at the first call has compute capability >= 9.0 (PDL, clusters).
-// Cached for the process: Petal does not mix GPU generations in one process.
-inline bool DeviceIsHopperOrNewer() {
-  static const bool yes = [] {
-    int dev = 0, major = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return false;
-    }
-    return major >= 9;
-  }();
-  return yes;
-}
-
-inline bool PdlEnabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("PETAL_PDL");
-    return v && v[0] == '1' && DeviceIsHopperOrNewer();
-  }();
-  return on;
 }
 
 // kernel<<<grid, block, smem, stream>>>(args...) with the PDL attribute when PdlEnabled().
