@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # GPU step (issue 32): programmatic dependent launch through the whole forward pass. Our kernels
 # release their dependents right after their wait (pdl.cuh); CUTLASS GEMMs, built with
-# CUTLASS_ENABLE_GDC_FOR_SM90, join the chain where cuBLASLt's cannot. First the GPU tests under
-# the chain (PETAL_PDL=1 PETAL_GEMM_CUTLASS=prefer: races would show as wrong answers), then
+# CUTLASS_ENABLE_GDC_FOR_SM90, join the chain where cuBLASLt's cannot. First the engine tests under
+# the chain (PETAL_PDL=1 PETAL_GEMM_CUTLASS=prefer: races would show as wrong answers; ops_gpu_test
+# at the end), then
 # `petal bench engine` on the 0.6b shape for these sides, alternating over PDL_ROUNDS rounds:
 #   base    PETAL_PDL=0, PETAL_GEMM_CUTLASS=1       (the default build behaviour)
 #   pdl     PETAL_PDL=1, PETAL_GEMM_CUTLASS=1       (our kernels chained; cuBLASLt GEMMs break it)
@@ -20,13 +21,15 @@ D="$OUT/pdl_chain"
 mkdir -p "$D"
 B=.gpu_bundle/bin
 rc=0
-for run in "ops_gpu_test" "cuda_engine_test" "cuda_engine_test PETAL_FUSED_GEMMS=1"; do
-  read -r t extra <<< "$run"
-  [[ -x $B/$t ]] || { echo "$t: not in the bundle"; continue; }
+chain_test() {  # chain_test BINARY [ENV=VALUE]: one GPU test binary under the chain
+  local t=$1 extra=${2:-} log
+  [[ -x $B/$t ]] || { echo "$t: not in the bundle"; return; }
   log="$D/$t-chain${extra:+-fused}.log"
   env PETAL_PDL=1 PETAL_GEMM_CUTLASS=prefer $extra $B/$t > "$log" 2>&1 || rc=1
   echo "$t under PETAL_PDL=1 PETAL_GEMM_CUTLASS=prefer $extra: $(grep -E '^\[  (PASSED|FAILED) ' "$log" | tr '\n' ' ')"
-done
+}
+chain_test cuda_engine_test
+chain_test cuda_engine_test PETAL_FUSED_GEMMS=1
 SC="${PDL_SCENARIOS:-latency_1x128,latency_1x512,throughput_100x512}"
 declare -A ENV=([base]="PETAL_PDL=0 PETAL_GEMM_CUTLASS=1" [pdl]="PETAL_PDL=1 PETAL_GEMM_CUTLASS=1"
                 [cut]="PETAL_PDL=0 PETAL_GEMM_CUTLASS=prefer" [cutpdl]="PETAL_PDL=1 PETAL_GEMM_CUTLASS=prefer"
@@ -46,4 +49,5 @@ for shape in ${PDL_SHAPES:-0.6b}; do
   done
 done
 python3 scripts/gpu/ab_table.py "$D" || rc=1
+chain_test ops_gpu_test  # last: the longest (every GEMM candidate against float64)
 exit $rc
