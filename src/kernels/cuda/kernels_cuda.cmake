@@ -36,9 +36,8 @@ foreach(arch IN LISTS CMAKE_CUDA_ARCHITECTURES)
   endif()
 endforeach()
 if(PETAL_CUTLASS_INCLUDE AND petal_sm90a)
-  add_library(petal_gemm_cutlass STATIC
-    ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass_t64.cu
-    ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass_t128.cu
+  # Built with GDC (see below): the pingpong GEMMs and the fused GEMMs (persistent scheduler).
+  set(petal_gdc_sources
     ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass_p64.cu
     ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass_p128.cu
     ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_swiglu_c256x1.cu
@@ -47,6 +46,10 @@ if(PETAL_CUTLASS_INCLUDE AND petal_sm90a)
     ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_qkv_rope_c256x1.cu
     ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_qkv_rope_c256x2.cu
     ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_qkv_rope_p128x1.cu)
+  add_library(petal_gemm_cutlass STATIC
+    ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass_t64.cu
+    ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass_t128.cu
+    ${petal_gdc_sources})
   set_target_properties(petal_gemm_cutlass PROPERTIES CUDA_ARCHITECTURES 90a-real)
   target_include_directories(petal_gemm_cutlass PRIVATE ${CMAKE_SOURCE_DIR}/src)
   target_include_directories(petal_gemm_cutlass SYSTEM PRIVATE ${PETAL_CUTLASS_INCLUDE}
@@ -58,14 +61,7 @@ if(PETAL_CUTLASS_INCLUDE AND petal_sm90a)
   # Pingpong GEMMs and the fused GEMMs (persistent scheduler) only: CUTLASS 4.2's stream-K
   # scheduler (the cooperative t64/t128 kernels) does not compile with it, so gemm_cutlass.cc never
   # launches those with the attribute.
-  set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass_p64.cu
-                              ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass_p128.cu
-                              ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_swiglu_c256x1.cu
-                              ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_swiglu_p256x1.cu
-                              ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_swiglu_p128x1.cu
-                              ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_qkv_rope_c256x1.cu
-                              ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_qkv_rope_c256x2.cu
-                              ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_qkv_rope_p128x1.cu PROPERTIES
+  set_source_files_properties(${petal_gdc_sources} PROPERTIES
                               COMPILE_DEFINITIONS CUTLASS_ENABLE_GDC_FOR_SM90=1)
   target_link_libraries(petal_kernels_cuda PRIVATE petal_gemm_cutlass)
   set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass.cc
