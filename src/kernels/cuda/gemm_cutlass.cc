@@ -46,7 +46,7 @@ cutlass_gemm::Call MakeCall(const GemmParams& p, CutlassGemmChoice c, void* work
   call.workspace = workspace;
   call.workspace_bytes = workspace_bytes;
   call.stream = stream;
-  call.pdl = PdlEnabled() && c.config >= 0 && c.config < kNumConfigs && kConfigs[c.config].pdl;
+  call.pdl = PdlEnabled() && CutlassGemmChainable(c);
   return call;
 }
 

@@ -21,16 +21,10 @@ struct Config {
 };
 
 #ifdef PETAL_HAVE_CUTLASS
-#define SWIGLU(name)                                                                    \
-  {                                                                                     \
-    "swiglu/" #name, gemm_fused::LaunchSwiglu##name, gemm_fused::WorkspaceSwiglu##name, \
-        gemm_fused::PrepareSwiglu##name                                                 \
-  }
-#define QKV(name)                                                                           \
-  {                                                                                         \
-    "qkv_rope/" #name, gemm_fused::LaunchQkvRope##name, gemm_fused::WorkspaceQkvRope##name, \
-        gemm_fused::PrepareQkvRope##name                                                    \
-  }
+#define SWIGLU(name) {"swiglu/" #name, gemm_fused::LaunchSwiglu##name, \
+                      gemm_fused::WorkspaceSwiglu##name, gemm_fused::PrepareSwiglu##name}
+#define QKV(name) {"qkv_rope/" #name, gemm_fused::LaunchQkvRope##name, \
+                   gemm_fused::WorkspaceQkvRope##name, gemm_fused::PrepareQkvRope##name}
 constexpr Config kSwiglu[] = {SWIGLU(C256x1), SWIGLU(P256x1), SWIGLU(P128x1)};
 constexpr Config kQkv[] = {QKV(C256x1), QKV(C256x2), QKV(P128x1)};
 constexpr int kNumSwiglu = 3, kNumQkv = 3;
