@@ -35,7 +35,7 @@ struct RopeCase {
 };
 
 void RunQkNormRope(const RopeCase& c, const std::vector<int>& lens, uint64_t seed,
-                   bool table = false) {
+                   bool table = false, int heads_per_warp = 0) {
   const auto cu = CuSeqlens(lens);
   const int rows = cu.back() + 2, num_seqs = static_cast<int>(lens.size());
   const int stride = (c.hq + 2 * c.hkv) * c.d;
@@ -46,7 +46,8 @@ void RunQkNormRope(const RopeCase& c, const std::vector<int>& lens, uint64_t see
   oc.op = "QkNormRope";
   oc.shape = Describe(lens) + " H" + std::to_string(c.hq) + "/" + std::to_string(c.hkv) + " d" +
              std::to_string(c.d) + (c.norm ? " norm" : "") + (c.rope ? " rope" : "") +
-             (table ? " table" : "");
+             (table ? " table" : "") +
+             (heads_per_warp ? " hpw" + std::to_string(heads_per_warp) : "");
   // In place on the QKV rows; the v part (columns from (hq + hkv) * d) must stay bit-identical.
   OpOutput o;
   o.rows = rows, o.cols = stride, o.tol = kElemTol, o.initial = qkv;
@@ -67,6 +68,7 @@ void RunQkNormRope(const RopeCase& c, const std::vector<int>& lens, uint64_t see
     p.eps = 1e-6f;
     p.positions = c.rope ? d_pos.get() : nullptr;
     p.theta = c.theta;
+    p.heads_per_warp = heads_per_warp;
     DeviceBuffer<float2> d_table;
     if (table) {
       const auto host = RopeTable(rows, c.d, c.theta);
@@ -104,6 +106,8 @@ TEST_F(OpsGpuTest2, QkNormRope) {
     for (const auto& lens : RaggedCases()) {
       ASSERT_NO_FATAL_FAILURE(RunQkNormRope(c, lens, seed));
       ASSERT_NO_FATAL_FAILURE(RunQkNormRope(c, lens, seed + 1, /*table=*/true));
+      // Both warp layouts of the vectorised kernel, whatever the batch size would pick.
+      for (int hpw : {1, 4}) ASSERT_NO_FATAL_FAILURE(RunQkNormRope(c, lens, seed + 2, true, hpw));
       seed += 3;
     }
   // Positions up to 32K: fp64 angle reduction must keep the rotation accurate at the far end.
@@ -113,6 +117,10 @@ TEST_F(OpsGpuTest2, QkNormRope) {
   ASSERT_NO_FATAL_FAILURE(RunQkNormRope({16, 8, 128, true, true, 1e6}, {1000, 7}, 7002, true));
   ASSERT_NO_FATAL_FAILURE(RunQkNormRope({32, 8, 128, true, true, 1e6}, {513, 600}, 7003, true));
   ASSERT_NO_FATAL_FAILURE(RunQkNormRope({5, 2, 64, true, true, 1e4}, {3001}, 7004, true));
+  // Head counts that leave the last group of 4 partial (7, 13), and norm without rotary.
+  ASSERT_NO_FATAL_FAILURE(RunQkNormRope({5, 2, 64, true, true, 1e4}, {1500, 3}, 7005, true, 4));
+  ASSERT_NO_FATAL_FAILURE(RunQkNormRope({9, 4, 256, true, true, 1e6}, {700, 2}, 7006, true, 4));
+  ASSERT_NO_FATAL_FAILURE(RunQkNormRope({16, 8, 128, true, false, 1e6}, {1100}, 7007, false, 4));
 }
 
 TEST_F(OpsGpuTest2, SiluMul) {

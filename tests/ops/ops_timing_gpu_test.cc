@@ -101,16 +101,18 @@ TEST_F(OpsTimingGpuTest, MemoryBoundOps) {
              p.k_norm_weight = w.get(), p.positions = pos.get(), p.theta = 1e6;
              return LaunchQkNormRope(p, 0);
            });
-    Report("QkNormRope.table",
-           "T=8192 H" + std::to_string(hq) + "/" + std::to_string(hkv) + " d128",
-           2 * n * (hq + hkv) * 128 * 2, [&] {
-             QkNormRopeParams p;
-             p.qkv = a.get(), p.rows = t, p.row_stride = stride, p.num_q_heads = hq;
-             p.num_kv_heads = hkv, p.head_dim = 128, p.q_norm_weight = w.get();
-             p.k_norm_weight = w.get(), p.positions = pos.get(), p.theta = 1e6;
-             p.rope_table = rope_table.get(), p.rope_table_rows = t;
-             return LaunchQkNormRope(p, 0);
-           });
+    for (int hpw : {1, 4})
+      Report("QkNormRope.table.hpw" + std::to_string(hpw),
+             "T=8192 H" + std::to_string(hq) + "/" + std::to_string(hkv) + " d128",
+             2 * n * (hq + hkv) * 128 * 2, [&] {
+               QkNormRopeParams p;
+               p.qkv = a.get(), p.rows = t, p.row_stride = stride, p.num_q_heads = hq;
+               p.num_kv_heads = hkv, p.head_dim = 128, p.q_norm_weight = w.get();
+               p.k_norm_weight = w.get(), p.positions = pos.get(), p.theta = 1e6;
+               p.rope_table = rope_table.get(), p.rope_table_rows = t;
+               p.heads_per_warp = hpw;
+               return LaunchQkNormRope(p, 0);
+             });
   }
   for (int inter : {1536, 3072, 9728}) {
     Report("SiluMul", "T=8192 inter=" + std::to_string(inter), 3 * n * inter * 2, [&] {

@@ -129,6 +129,9 @@ struct QkNormRopeParams {
   // rope_table_rows - 1. Null: angles computed in fp64 in the kernel.
   const float2* rope_table = nullptr;
   int rope_table_rows = 0;
+  // Heads one warp processes (the vectorised kernel only: head_dim 64/128/256 with a table or no
+  // rotary): 1 or 4; 0 picks by batch size (4 from 1,024 rows). Same results either way.
+  int heads_per_warp = 0;
 };
 
 // Host-side (cos, sin) table for LaunchQkNormRope: rows positions x head_dim/2 pairs, in fp64

@@ -90,51 +90,77 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) QkNormRopeKernel(RopeArgs
 }
 
 constexpr int kVecWarpsPerBlock = 8;
+constexpr int kVecGroupMinRows = 1024;
 
-template <int E>
+// One warp per (token, group of H consecutive heads). Every global load is issued before any use:
+// the group's H heads, and the token's rotary pairs and the norm weights once for all of them. At
+// H = 1 a lane has one 4-16 byte load in flight, too few to keep HBM busy on big batches; the
+// rotary pairs, read once a group instead of once a head, were also 4x the activation bytes.
+template <int E, int H>
 __global__ void __launch_bounds__(kVecWarpsPerBlock * 32) QkNormRopeVecKernel(QkNormRopeParams p) {
   PdlWait();  // see pdl.cuh: before any global memory access
   constexpr int kDim = 32 * E, kHalf = kDim / 2;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int heads = p.num_q_heads + p.num_kv_heads;
+  const int groups = (heads + H - 1) / H;
   const int64_t item = static_cast<int64_t>(blockIdx.x) * kVecWarpsPerBlock + warp;
-  if (item >= static_cast<int64_t>(p.rows) * heads) return;  // whole warp exits
-  const int64_t t = item / heads;
-  const int h = static_cast<int>(item - t * heads);
-  bf16* x = p.qkv + t * p.row_stride + static_cast<int64_t>(h) * kDim + lane * E;
-  float v[E];
-  LoadBf16<E>(x, v);
-  const bf16* w = h < p.num_q_heads ? p.q_norm_weight : p.k_norm_weight;
-  if (w != nullptr) {
-    float ss = 0.f;
+  if (item >= static_cast<int64_t>(p.rows) * groups) return;  // whole warp exits
+  const int64_t t = item / groups;
+  const int h0 = static_cast<int>(item - t * groups) * H;
+  bf16* x = p.qkv + t * p.row_stride + static_cast<int64_t>(h0) * kDim + lane * E;
+  const bool rope = p.positions != nullptr;
+  const int pos = rope ? min(max(p.positions[t], 0), p.rope_table_rows - 1) : 0;
+  float v[H][E];
 #pragma unroll
-    for (int j = 0; j < E; ++j) ss += v[j] * v[j];
-    const float inv = rsqrtf(WarpSum(ss) / kDim + p.eps);
-    float g[E];
-    LoadBf16<E>(w + lane * E, g);
+  for (int i = 0; i < H; ++i)
+    if (h0 + i < heads) LoadBf16<E>(x + i * kDim, v[i]);
+  // Lanes 0-15 hold the first half (a) of a head, lanes 16-31 the second (b) at the same offsets,
+  // so lane l and lane l ^ 16 use the same (cos, sin) pairs.
+  float2 cs[E];
+  if (rope) {
+    const float2* c = p.rope_table + static_cast<int64_t>(pos) * kHalf + (lane & 15) * E;
 #pragma unroll
-    for (int j = 0; j < E; ++j) v[j] *= inv * g[j];
-  }
-  if (p.positions != nullptr) {
-    // Lanes 0-15 hold the first half (a), lanes 16-31 the second (b) at the same offsets.
-    const bool first = lane < 16;
-    const int pos = min(max(p.positions[t], 0), p.rope_table_rows - 1);
-    const float2* cs = p.rope_table + static_cast<int64_t>(pos) * kHalf + (lane & 15) * E;
-    float o[E];
-#pragma unroll
-    for (int j = 0; j < E; ++j) {
-      const float other = __shfl_xor_sync(0xffffffffu, v[j], 16);
-      const float2 c = cs[j];
-      const float a = first ? v[j] : other, b = first ? other : v[j];
-      o[j] = first ? a * c.x - b * c.y : b * c.x + a * c.y;
+    for (int j = 0; j < E; j += 2) {
+      const float4 q = *reinterpret_cast<const float4*>(c + j);  // E even: 16-byte aligned
+      cs[j] = make_float2(q.x, q.y);
+      cs[j + 1] = make_float2(q.z, q.w);
     }
-    StoreBf16<E>(x, o);
-    return;
   }
-  StoreBf16<E>(x, v);
+  const bool norm = p.q_norm_weight != nullptr;
+  float gq[E], gk[E];
+  if (norm) {
+    LoadBf16<E>(p.q_norm_weight + lane * E, gq);
+    LoadBf16<E>(p.k_norm_weight + lane * E, gk);
+  }
+  const bool first = lane < 16;
+#pragma unroll
+  for (int i = 0; i < H; ++i) {
+    if (h0 + i >= heads) break;  // uniform across the warp
+    if (norm) {
+      float ss = 0.f;
+#pragma unroll
+      for (int j = 0; j < E; ++j) ss += v[i][j] * v[i][j];
+      const float inv = rsqrtf(WarpSum(ss) / kDim + p.eps);
+      const bool is_q = h0 + i < p.num_q_heads;
+#pragma unroll
+      for (int j = 0; j < E; ++j) v[i][j] *= inv * (is_q ? gq[j] : gk[j]);
+    }
+    if (rope) {
+      float o[E];
+#pragma unroll
+      for (int j = 0; j < E; ++j) {
+        const float other = __shfl_xor_sync(0xffffffffu, v[i][j], 16);
+        const float a = first ? v[i][j] : other, b = first ? other : v[i][j];
+        o[j] = first ? a * cs[j].x - b * cs[j].y : b * cs[j].x + a * cs[j].y;
+      }
+      StoreBf16<E>(x + i * kDim, o);
+    } else {
+      StoreBf16<E>(x + i * kDim, v[i]);
+    }
+  }
 }
 
-// Whether QkNormRopeVecKernel<E> serves p (head_dim 64/128/256, table or no rotary, aligned).
+// Whether QkNormRopeVecKernel<E, H> serves p (head_dim 64/128/256, table or no rotary, aligned).
 int VecElems(const QkNormRopeParams& p) {
   const int e = p.head_dim / 32;
   if (p.head_dim % 32 != 0 || (e != 2 && e != 4 && e != 8)) return 0;
@@ -144,6 +170,13 @@ int VecElems(const QkNormRopeParams& p) {
   if (p.q_norm_weight && (!IsAligned(p.q_norm_weight, bytes) || !IsAligned(p.k_norm_weight, bytes)))
     return 0;
   return e;
+}
+
+// Heads per warp for QkNormRopeVecKernel: p.heads_per_warp when set (1 or 4), else 4 from
+// kVecGroupMinRows rows up and 1 below (small batches need the warps more than the overlap).
+int VecHeadsPerWarp(const QkNormRopeParams& p) {
+  if (p.heads_per_warp == 1 || p.heads_per_warp == 4) return p.heads_per_warp;
+  return p.rows >= kVecGroupMinRows ? 4 : 1;
 }
 
 }  // namespace
@@ -181,12 +214,22 @@ Status LaunchQkNormRope(const QkNormRopeParams& p, cudaStream_t stream) {
   const int64_t items = static_cast<int64_t>(p.rows) * (p.num_q_heads + p.num_kv_heads);
   if (items == 0) return Status::Ok();
   if (const int e = VecElems(p); e != 0) {
-    const int64_t vblocks = (items + kVecWarpsPerBlock - 1) / kVecWarpsPerBlock;
+    const int h = VecHeadsPerWarp(p);
+    const int heads = p.num_q_heads + p.num_kv_heads;
+    const int64_t warps = static_cast<int64_t>(p.rows) * ((heads + h - 1) / h);
+    const int64_t vblocks = (warps + kVecWarpsPerBlock - 1) / kVecWarpsPerBlock;
     if (vblocks > 0x7fffffff) return BadArg(op, "too many rows");
     const dim3 grid(static_cast<unsigned>(vblocks)), block(kVecWarpsPerBlock * 32);
-    if (e == 2) (void)LaunchPdl(QkNormRopeVecKernel<2>, grid, block, 0, stream, p);
-    if (e == 4) (void)LaunchPdl(QkNormRopeVecKernel<4>, grid, block, 0, stream, p);
-    if (e == 8) (void)LaunchPdl(QkNormRopeVecKernel<8>, grid, block, 0, stream, p);
+    auto launch = [&](auto kernel) { (void)LaunchPdl(kernel, grid, block, 0, stream, p); };
+    if (h == 1) {
+      if (e == 2) launch(QkNormRopeVecKernel<2, 1>);
+      if (e == 4) launch(QkNormRopeVecKernel<4, 1>);
+      if (e == 8) launch(QkNormRopeVecKernel<8, 1>);
+    } else {
+      if (e == 2) launch(QkNormRopeVecKernel<2, 4>);
+      if (e == 4) launch(QkNormRopeVecKernel<4, 4>);
+      if (e == 8) launch(QkNormRopeVecKernel<8, 4>);
+    }
     PETAL_CUDA_CHECK_LAUNCH(op);
     return Status::Ok();
   }
