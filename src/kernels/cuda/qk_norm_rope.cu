@@ -1,11 +1,13 @@
-// Qwen3 per-head q/k RMSNorm + rotary embedding, in place on the fused QKV activations. One warp
-// per (token, head). Two kernels:
-//  - QkNormRopeVecKernel<E> (head_dim = 32 E with E = 2, 4 or 8, rotary from the precomputed
-//    table or none; the engine's case): each lane holds E consecutive values in registers, loaded
-//    and stored with one vector access; the rotate-half partner of lane l's values sits in lane
-//    l ^ 16 (half = 16 E), one shuffle away. No shared memory.
-//  - QkNormRopeKernel (any even head_dim <= 512, and the fp64-angle path without a table): the
-//    head is staged in fp32 shared memory so the partner is at hand without shuffles.
+// Qwen3 per-head q/k RMSNorm + rotary embedding, in place on the fused QKV activations. Two
+// kernels:
+//  - QkNormRopeVecKernel<E, H> (head_dim = 32 E with E = 2, 4 or 8, rotary from the precomputed
+//    table or none; the engine's case): one warp per (token, H heads); each lane holds E
+//    consecutive values of a head in registers, loaded and stored with one vector access; the
+//    rotate-half partner of lane l's values sits in lane l ^ 16 (half = 16 E), one shuffle away.
+//    No shared memory.
+//  - QkNormRopeKernel (any even head_dim <= 512, and the fp64-angle path without a table): one
+//    warp per (token, head); the head is staged in fp32 shared memory so the partner is at hand
+//    without shuffles.
 // Both compute the same fp32 expressions in the same order.
 #include <cmath>
 
