@@ -71,6 +71,7 @@ class Engine {
   // Enqueues the forward pass for `batch`; pooled (and, if the model says so, L2-normalised)
   // full-dimension embeddings come back through the handle, or, for a ranking model
   // (config().task == kScore), its score_outputs logits per sequence (config().OutputDim()).
+  // Step copies what it needs from `batch` before it returns: the caller may reuse the batch.
   virtual StatusOr<std::unique_ptr<PendingEmbeddings>> Step(const Batch& batch) = 0;
   // Step() followed by Wait().
   StatusOr<Embeddings> Embed(const Batch& batch);

@@ -244,14 +244,14 @@ void EngineLoop::SchedulerMain() {
     lock.unlock();
 
     // Assemble and enqueue outside the lock: handlers keep admitting meanwhile.
-    Batch batch = AssembleBatch(item.entries, plan.num_tokens);
+    AssembleBatch(item.entries, plan.num_tokens, &batch_);
     metrics_->batches.fetch_add(1);
     metrics_->sequences.fetch_add(plan.num_seqs);
     metrics_->tokens.fetch_add(plan.num_tokens);
     metrics_->batch_tokens.Observe(plan.num_tokens);
     metrics_->batch_sequences.Observe(plan.num_seqs);
     item.submitted = Clock::now();
-    auto step = engine_->Step(batch);
+    auto step = engine_->Step(batch_);
     // An enqueue failure travels the same path as a device failure: the completion thread
     // fails the batch's requests, in order.
     item.handle =

@@ -158,9 +158,10 @@ class EngineLoop {
 
   void SchedulerMain();
   void CompletionMain();
-  // The engine batch of `entries` (num_tokens in all); records their requests' queue waits.
-  // Scheduler thread, without the lock (engine_loop_batch.cc).
-  Batch AssembleBatch(const std::vector<Entry>& entries, int num_tokens);
+  // Refills `batch` (its vectors keep their capacity) with the engine batch of `entries`
+  // (num_tokens in all); records their requests' queue waits. Scheduler thread, without the
+  // lock (engine_loop_batch.cc).
+  void AssembleBatch(const std::vector<Entry>& entries, int num_tokens, Batch* batch);
   // Removes entries of completed or expired requests from the head of the pool (from all of it
   // after a cancellation); expired ones not yet completed are appended to `expired`, to be
   // completed outside the lock.
@@ -196,6 +197,9 @@ class EngineLoop {
   mutable std::mutex engine_stats_mu_;
   std::map<std::string, double> engine_stats_;
   Clock::time_point engine_stats_at_{};  // scheduler thread only
+  // The batch handed to Engine::Step, refilled for every step (Step copies what it needs before
+  // it returns): no per-step allocations once it has grown. Scheduler thread only.
+  Batch batch_;
 
   std::thread scheduler_;
   std::thread completer_;

@@ -7,8 +7,11 @@
 
 namespace petal::server {
 
-Batch EngineLoop::AssembleBatch(const std::vector<Entry>& entries, int num_tokens) {
-  Batch batch;
+void EngineLoop::AssembleBatch(const std::vector<Entry>& entries, int num_tokens, Batch* out) {
+  Batch& batch = *out;
+  for (auto* v : {&batch.token_ids, &batch.cu_seqlens, &batch.token_type_ids, &batch.pool_spans,
+                  &batch.key_lengths, &batch.sparse_top_k})
+    v->clear();
   batch.token_ids.reserve(num_tokens);
   batch.cu_seqlens.reserve(entries.size() + 1);
   batch.cu_seqlens.push_back(0);
@@ -60,7 +63,6 @@ Batch EngineLoop::AssembleBatch(const std::vector<Entry>& entries, int num_token
       }
     }
   }
-  return batch;
 }
 
 }  // namespace petal::server
