@@ -167,6 +167,8 @@ int VecElems(const QkNormRopeParams& p) {
   const int e = p.head_dim / 32;
   if (p.head_dim % 32 != 0 || (e != 2 && e != 4 && e != 8)) return 0;
   if (p.positions != nullptr && p.rope_table == nullptr) return 0;
+  // The rotary pairs are read two at a time (16 bytes); the contract only promises 8.
+  if (p.positions != nullptr && !IsAligned(p.rope_table, 16)) return 0;
   const size_t bytes = 2 * static_cast<size_t>(e);  // one lane's vector access
   if (!IsAligned(p.qkv, bytes) || p.row_stride % e != 0) return 0;
   if (p.q_norm_weight && (!IsAligned(p.q_norm_weight, bytes) || !IsAligned(p.k_norm_weight, bytes)))
