@@ -198,7 +198,7 @@ TEST_F(CudaEngineTest, GraphsCaptureLazilyAndReplayCorrectly) {
 // per GEMM input): on these random-weight fixtures the H200 measured a worst cosine of 0.9964
 // against bf16, so the bound here is 0.99 (the 0.1% rule is the start-up gate's job, and these
 // fixtures do not pass it). The path must replay correctly from graphs and differ from bf16 (so it
-// really ran); below the threshold the results are the bf16 engine's.
+// really ran); below the threshold the results are the bf16 engine's (cosine >= 0.9999).
 TEST_F(CudaEngineTest, Fp8KeepsFidelityAndFallsBackBelowThreshold) {
   for (const auto& dir : ModelDirs()) {
     SCOPED_TRACE(dir);
@@ -249,7 +249,10 @@ TEST_F(CudaEngineTest, Fp8KeepsFidelityAndFallsBackBelowThreshold) {
             std::min(worst_vs_bf16, wire::CosineSimilarity(got->row(r), b->row(r), got->dim));
         for (int i = 0; i < got->dim; ++i)
           max_diff = std::max(max_diff, double(std::fabs(got->row(r)[i] - b->row(r)[i])));
-        EXPECT_GE(wire::CosineSimilarity(off->row(r), b->row(r), got->dim), 0.99999) << r;
+        // Below the threshold: bf16, up to kernel choices (with PETAL_FUSED_GEMMS=1 the bf16
+        // engine's fused epilogues round differently: 0.999986 measured in session 18), far
+        // from fp8's ~0.996.
+        EXPECT_GE(wire::CosineSimilarity(off->row(r), b->row(r), got->dim), 0.9999) << r;
       }
     }
     EXPECT_GT(max_diff, 0.0) << "fp8 gave bit-identical results to bf16: did it run?";
