@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "kernels/cuda/device_utils.cuh"
+#include "kernels/cuda/head_norm_rope.cuh"
 #include "kernels/cuda/launch_utils.h"
 #include "kernels/cuda/ops.h"
 #include "kernels/cuda/pdl.cuh"
@@ -116,8 +117,7 @@ __global__ void __launch_bounds__(kVecWarpsPerBlock * 32) QkNormRopeVecKernel(Qk
 #pragma unroll
   for (int i = 0; i < H; ++i)
     if (h0 + i < heads) LoadBf16<E>(x + i * kDim, v[i]);
-  // Lanes 0-15 hold the first half (a) of a head, lanes 16-31 the second (b) at the same offsets,
-  // so lane l and lane l ^ 16 use the same (cos, sin) pairs.
+  // This lane's (cos, sin) pairs: the same for lane l and its partner l ^ 16 (head_norm_rope.cuh).
   float2 cs[E];
   if (rope) {
     const float2* c = p.rope_table + static_cast<int64_t>(pos) * kHalf + (lane & 15) * E;
@@ -134,31 +134,11 @@ __global__ void __launch_bounds__(kVecWarpsPerBlock * 32) QkNormRopeVecKernel(Qk
     LoadBf16<E>(p.q_norm_weight + lane * E, gq);
     LoadBf16<E>(p.k_norm_weight + lane * E, gk);
   }
-  const bool first = lane < 16;
 #pragma unroll
   for (int i = 0; i < H; ++i) {
     if (h0 + i >= heads) break;  // uniform across the warp
-    if (norm) {
-      float ss = 0.f;
-#pragma unroll
-      for (int j = 0; j < E; ++j) ss += v[i][j] * v[i][j];
-      const float inv = rsqrtf(WarpSum(ss) / kDim + p.eps);
-      const bool is_q = h0 + i < p.num_q_heads;
-#pragma unroll
-      for (int j = 0; j < E; ++j) v[i][j] *= inv * (is_q ? gq[j] : gk[j]);
-    }
-    if (rope) {
-      float o[E];
-#pragma unroll
-      for (int j = 0; j < E; ++j) {
-        const float other = __shfl_xor_sync(0xffffffffu, v[i][j], 16);
-        const float a = first ? v[i][j] : other, b = first ? other : v[i][j];
-        o[j] = first ? a * cs[j].x - b * cs[j].y : b * cs[j].x + a * cs[j].y;
-      }
-      StoreBf16<E>(x + i * kDim, o);
-    } else {
-      StoreBf16<E>(x + i * kDim, v[i]);
-    }
+    NormRopeStoreHead<E>(v[i], norm, h0 + i < p.num_q_heads, gq, gk, p.eps, rope, cs, lane,
+                         x + i * kDim);
   }
 }
 

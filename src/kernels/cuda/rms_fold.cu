@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "kernels/cuda/device_utils.cuh"
+#include "kernels/cuda/head_norm_rope.cuh"
 #include "kernels/cuda/launch_utils.h"
 #include "kernels/cuda/ops.h"
 #include "kernels/cuda/pdl.cuh"
@@ -87,29 +88,7 @@ __global__ void __launch_bounds__(kBlock) RmsScaledQkvKernel(RmsScaledQkvParams 
       StoreBf16<E>(x, v[i]);
       continue;
     }
-    if (norm) {
-      const float* g = h < q.num_q_heads ? gq : gk;
-      float ss = 0.f;
-#pragma unroll
-      for (int j = 0; j < E; ++j) ss += v[i][j] * v[i][j];
-      const float inv = rsqrtf(WarpSum(ss) / kDim + q.eps);
-#pragma unroll
-      for (int j = 0; j < E; ++j) v[i][j] *= inv * g[j];
-    }
-    if (!rope) {
-      StoreBf16<E>(x, v[i]);
-      continue;
-    }
-    // Lanes 0-15 hold the first half (a), lanes 16-31 the second (b) at the same offsets.
-    const bool first = lane < 16;
-    float o[E];
-#pragma unroll
-    for (int j = 0; j < E; ++j) {
-      const float other = __shfl_xor_sync(0xffffffffu, v[i][j], 16);
-      const float a = first ? v[i][j] : other, b = first ? other : v[i][j];
-      o[j] = first ? a * cs[j].x - b * cs[j].y : b * cs[j].x + a * cs[j].y;
-    }
-    StoreBf16<E>(x, o);
+    NormRopeStoreHead<E>(v[i], norm, h < q.num_q_heads, gq, gk, q.eps, rope, cs, lane, x);
   }
 }
 
