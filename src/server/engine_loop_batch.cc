@@ -1,11 +1,17 @@
 // EngineLoop::AssembleBatch: one batch's token ids, types, pooling spans and top-k from the
 // sequences the scheduler took; records each request's queue wait as it first runs.
 #include <string>
+#include <vector>
 
 #include "server/engine_loop.h"
 #include "server/engine_loop_internal.h"
 
 namespace petal::server {
+
+// AssembleBatch clears each of Batch's vectors before refilling it: a field added to Batch must be
+// cleared there too.
+static_assert(sizeof(Batch) == 6 * sizeof(std::vector<int32_t>),
+              "Batch has a new field: clear it in EngineLoop::AssembleBatch");
 
 void EngineLoop::AssembleBatch(const std::vector<Entry>& entries, int num_tokens, Batch* out) {
   Batch& batch = *out;
