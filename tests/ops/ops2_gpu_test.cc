@@ -121,6 +121,12 @@ TEST_F(OpsGpuTest2, QkNormRope) {
   ASSERT_NO_FATAL_FAILURE(RunQkNormRope({5, 2, 64, true, true, 1e4}, {1500, 3}, 7005, true, 4));
   ASSERT_NO_FATAL_FAILURE(RunQkNormRope({9, 4, 256, true, true, 1e6}, {700, 2}, 7006, true, 4));
   ASSERT_NO_FATAL_FAILURE(RunQkNormRope({16, 8, 128, true, false, 1e6}, {1100}, 7007, false, 4));
+  {  // A heads_per_warp other than 0, 1 or 4 is refused before any launch.
+    QkNormRopeParams p;
+    p.qkv = reinterpret_cast<bf16*>(uintptr_t{256}), p.rows = 1, p.row_stride = 512;
+    p.num_q_heads = 2, p.num_kv_heads = 1, p.head_dim = 128, p.heads_per_warp = 2;
+    EXPECT_FALSE(LaunchQkNormRope(p, 0).ok());
+  }
 }
 
 TEST_F(OpsGpuTest2, SiluMul) {

@@ -156,10 +156,11 @@ int VecElems(const QkNormRopeParams& p) {
   return e;
 }
 
-// Heads per warp for QkNormRopeVecKernel: p.heads_per_warp when set (1 or 4), else 4 from
-// kVecGroupMinRows rows up and 1 below (small batches need the warps more than the overlap).
+// Heads per warp for QkNormRopeVecKernel: p.heads_per_warp when set (1 or 4; the launcher checks
+// it), else 4 from kVecGroupMinRows rows up and 1 below (small batches need the warps more than
+// the overlap).
 int VecHeadsPerWarp(const QkNormRopeParams& p) {
-  if (p.heads_per_warp == 1 || p.heads_per_warp == 4) return p.heads_per_warp;
+  if (p.heads_per_warp != 0) return p.heads_per_warp;
   return p.rows >= kVecGroupMinRows ? 4 : 1;
 }
 
@@ -193,6 +194,8 @@ Status LaunchQkNormRope(const QkNormRopeParams& p, cudaStream_t stream) {
       (p.q_norm_weight && (!IsAligned(p.q_norm_weight, 4) || !IsAligned(p.k_norm_weight, 4))))
     return BadArg(op, "pointers must be 4-byte aligned");
   if (p.positions && !(p.theta > 0)) return BadArg(op, "theta must be positive");
+  if (p.heads_per_warp != 0 && p.heads_per_warp != 1 && p.heads_per_warp != 4)
+    return BadArg(op, "heads_per_warp must be 0 (by batch size), 1 or 4");
   if (p.rope_table && (p.rope_table_rows <= 0 || !IsAligned(p.rope_table, 8)))
     return BadArg(op, "rope_table needs rope_table_rows > 0 and 8-byte alignment");
   const int64_t items = static_cast<int64_t>(p.rows) * (p.num_q_heads + p.num_kv_heads);
