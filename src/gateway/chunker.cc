@@ -5,6 +5,9 @@
 #include <memory>
 #include <mutex>
 
+#include "common/recycler.h"
+#include "wire/recycled.h"
+
 namespace petal::gateway {
 
 std::vector<std::pair<size_t, size_t>> SplitChunks(std::span<const std::vector<int32_t>> seqs,
@@ -29,6 +32,26 @@ std::vector<std::pair<size_t, size_t>> SplitChunks(std::span<const std::vector<i
 
 namespace {
 
+// Answer lists of formatted requests, kept with their capacity for the next requests.
+Recycler<std::vector<v1::EmbedResponse>>& ResponseLists() {
+  static auto* lists = new Recycler<std::vector<v1::EmbedResponse>>(
+      {.max_kept = 256,
+       .max_bytes = 4096,  // slots, counted as bytes: a list of thousands of chunks is freed
+       .bytes = [](const std::vector<v1::EmbedResponse>& v) { return v.capacity(); },
+       .reusable = [](const std::vector<v1::EmbedResponse>& v) { return v.capacity() > 0; }});
+  return *lists;
+}
+
+}  // namespace
+
+ChunkedResult::~ChunkedResult() {
+  for (v1::EmbedResponse& r : responses) wire::RecycleEmbedResponse(std::move(r));
+  responses.clear();
+  ResponseLists().Give(std::move(responses));
+}
+
+namespace {
+
 // Shared by the chunks of one request until the last one answers.
 struct Gather {
   std::mutex mu;
@@ -45,22 +68,28 @@ void EmbedChunks(ReplicaSet* replicas, const std::vector<std::vector<int32_t>>& 
                  const std::string& request_id, std::function<void(StatusOr<ChunkedResult>)> done,
                  const trace::SpanContext& trace, const std::vector<std::vector<int32_t>>* type_ids,
                  SpanInput spans) {
-  auto g = std::make_shared<Gather>();
-  g->result.ranges = chunks;  // the loop below reads `chunks`: once the last chunk is sent, its
-                              // answer may already have moved g->result away on another thread
-  g->result.responses.resize(chunks.size());
-  g->remaining = chunks.size();
+  // The record and its control block in one recycled block (common/recycler.h).
+  auto g = std::allocate_shared<Gather>(RecyclingAllocator<Gather>());
+  const size_t n = chunks.size();
+  g->result.ranges = std::move(chunks);
+  g->result.responses = ResponseLists().Take();
+  g->result.responses.resize(n);
+  g->remaining = n;
   g->done = std::move(done);
-  if (chunks.empty()) return g->done(std::move(g->result));
+  if (n == 0) return g->done(std::move(g->result));
   // The whole request is accepted or refused at once, against the gateway's own bound.
   int64_t total = 0;
-  for (const auto& [b, e] : chunks) {
+  for (const auto& [b, e] : g->result.ranges) {
     for (size_t i = b; i < e; ++i) total += static_cast<int64_t>(seqs[i].size());
   }
   if (Status st = replicas->Reserve(total); !st.ok()) return g->done(st);
-  for (size_t c = 0; c < chunks.size(); ++c) {
-    const auto [b, e] = chunks[c];
-    v1::EmbedRequest req;
+  for (size_t c = 0; c < n; ++c) {
+    // Read before chunk c is sent: until the last one is, no answer can complete the request
+    // and move g->result away (after it, the loop reads nothing of g->result).
+    const auto [b, e] = g->result.ranges[c];
+    // A recycled message: its buffers (ids, lengths) are reused from an earlier chunk.
+    std::shared_ptr<v1::EmbedRequest> shared = wire::TakeEmbedRequest();
+    v1::EmbedRequest& req = *shared;
     req.set_protocol_version(1);
     req.set_request_id(request_id);
     *req.mutable_options() = options;
@@ -103,7 +132,7 @@ void EmbedChunks(ReplicaSet* replicas, const std::vector<std::vector<int32_t>>& 
       traceparent = trace::FormatTraceparent(span->context());
     }
     replicas->Embed(
-        std::move(req), tokens,
+        std::move(shared), tokens,
         [g, c, span](StatusOr<v1::EmbedResponse> r) {
           if (span) {
             if (!r.ok()) span->SetError(r.status().ToString());

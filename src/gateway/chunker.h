@@ -25,8 +25,13 @@ struct ChunkLimits {
 std::vector<std::pair<size_t, size_t>> SplitChunks(std::span<const std::vector<int32_t>> seqs,
                                                    const ChunkLimits& limits);
 
-// The responses of every chunk, in order, and the chunks' sequence ranges.
+// The responses of every chunk, in order, and the chunks' sequence ranges. Destroying it gives
+// the responses back for reuse by local replicas (wire/recycled.h).
 struct ChunkedResult {
+  ChunkedResult() = default;
+  ChunkedResult(ChunkedResult&&) = default;
+  ChunkedResult& operator=(ChunkedResult&&) = default;
+  ~ChunkedResult();
   std::vector<std::pair<size_t, size_t>> ranges;
   std::vector<v1::EmbedResponse> responses;
 };

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <limits>
 
+#include "wire/recycled.h"
+
 namespace petal::gateway {
 
 int64_t DefaultMaxHeldTokens() {
@@ -135,11 +137,11 @@ int64_t ReplicaSet::queued_tokens() const {
   return queued_tokens_;
 }
 
-void ReplicaSet::Embed(v1::EmbedRequest request, int64_t tokens, Done done,
+void ReplicaSet::Embed(std::shared_ptr<v1::EmbedRequest> request, int64_t tokens, Done done,
                        std::string traceparent) {
   Chunk c;
   c.traceparent = std::move(traceparent);
-  c.request = std::make_shared<v1::EmbedRequest>(std::move(request));
+  c.request = std::move(request);
   c.tokens = tokens;
   c.deadline = Clock::now() + call_timeout_;
   c.done = std::move(done);
@@ -184,6 +186,9 @@ void ReplicaSet::Finish(Chunk c, StatusOr<v1::EmbedResponse> result) {
       }
     }
   }
+  // The transport has let go of the request by now unless it is still tearing its call down
+  // (then the request is freed, not recycled).
+  wire::RecycleEmbedRequest(std::move(c.request));
   c.done(std::move(result));
 }
 

@@ -90,8 +90,10 @@ class ReplicaSet {
   Status Reserve(int64_t tokens);
   // Queues `request` (`tokens` reserved tokens) for the least-loaded healthy replica with room;
   // `done` runs once (UNAVAILABLE at once if no replica is up). `traceparent` (may be empty) goes
-  // with the call, retries included, as gRPC metadata.
-  void Embed(v1::EmbedRequest request, int64_t tokens, Done done, std::string traceparent = {});
+  // with the call, retries included, as gRPC metadata. The set owns `request` from here (it must
+  // not be changed any more) and recycles it (wire/recycled.h) once the chunk is answered.
+  void Embed(std::shared_ptr<v1::EmbedRequest> request, int64_t tokens, Done done,
+             std::string traceparent = {});
   int64_t held_tokens() const;
   int64_t queued_tokens() const;
   // RetryAfterSeconds for the tokens held now at the recent answer rate.

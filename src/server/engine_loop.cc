@@ -4,8 +4,10 @@
 #include <atomic>
 
 #include "common/log.h"
+#include "common/recycler.h"
 #include "server/engine_loop_internal.h"
 #include "server/row_output.h"
+#include "wire/recycled.h"
 
 namespace petal::server {
 namespace {
@@ -41,8 +43,15 @@ EngineLoop::EngineLoop(Engine* engine, EngineLoopOptions options, ServerMetrics*
 
 EngineLoop::~EngineLoop() { Shutdown(); }
 
+LoopRequest::~LoopRequest() {
+  wire::RecycleIntBuffer(std::move(job.token_ids));
+  wire::RecycleIntBuffer(std::move(job.cu_seqlens));
+  wire::RecycleByteBuffer(std::move(result.data));
+}
+
 StatusOr<RequestHandle> EngineLoop::Submit(EmbedJob job, EmbedCallback done) {
-  auto r = std::make_shared<LoopRequest>();
+  // The record and its control block in one recycled block (common/recycler.h).
+  auto r = std::allocate_shared<LoopRequest>(RecyclingAllocator<LoopRequest>());
   const int n = job.num_seqs(), rows = job.num_rows();
   r->tokens = job.token_ids.size();
   r->unresolved = n;
@@ -237,6 +246,10 @@ void EngineLoop::SchedulerMain() {
     }
     Inflight item;
     item.tokens = plan.num_tokens;
+    if (!spare_entries_.empty()) {  // a collected batch's list, with its capacity
+      item.entries = std::move(spare_entries_.back());
+      spare_entries_.pop_back();
+    }
     item.entries.assign(std::make_move_iterator(pool_.begin()),
                         std::make_move_iterator(pool_.begin() + plan.num_seqs));
     pool_.erase(pool_.begin(), pool_.begin() + plan.num_seqs);
@@ -351,7 +364,9 @@ void EngineLoop::CompletionMain() {
     lock.unlock();
     for (auto& r : finished) Complete(*r, Status::Ok());  // no-op for requests already completed
     finished.clear();
+    item.entries.clear();
     lock.lock();
+    if (spare_entries_.size() < 4) spare_entries_.push_back(std::move(item.entries));
   }
 }
 

@@ -11,6 +11,11 @@
 namespace petal::server {
 
 struct LoopRequest {
+  LoopRequest() = default;
+  LoopRequest(const LoopRequest&) = delete;
+  LoopRequest& operator=(const LoopRequest&) = delete;
+  ~LoopRequest();  // gives the job's ids and the result's rows buffer back (wire/recycled.h)
+
   EmbedJob job;
   EmbedCallback done;
   int64_t tokens = 0;

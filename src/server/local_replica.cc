@@ -8,6 +8,7 @@
 #include "server/request.h"
 #include "server/server_info.h"
 #include "trace/trace.h"
+#include "wire/recycled.h"
 
 namespace petal::server {
 namespace {
@@ -86,49 +87,75 @@ void LocalReplica::EmbedAsync(std::shared_ptr<const v1::EmbedRequest> request_pt
     return;
   }
   if (timeout.count() > 0) job->deadline = Clock::now() + timeout;
-  std::shared_ptr<trace::Span> span = StartEmbedSpan(traceparent, &*job);
-  // `done` is shared between the loop's callback and the refusal path below: Submit either
-  // admits (and the callback runs exactly once later) or refuses without calling it. The
-  // callback names its core by address only: holding it would keep a failed engine alive.
-  auto shared_done = std::make_shared<EmbedDone>(std::move(done));
-  const Core* core_id = core.get();
-  auto admitted = core->loop->Submit(
-      std::move(*job), [this, core_id, shared_done, span, request_id = request.request_id()](
-                           const Status& loop_status, EmbedResult* result) {
-        Status status = loop_status;
-        if (status.ok() && inject_fault_.exchange(false))
-          status = Internal("fault drill: an engine fault was injected (SIGUSR1)");
-        if (!status.ok() && IsEngineFault(status)) {
-          std::shared_ptr<Core> current = CurrentCore();
-          if (current.get() == core_id) OnEngineFault(current, status);
-          status = Unavailable("local replica: engine fault (" + status.message() +
-                               "); the engine is being rebuilt");
-        }
-        if (span) {
-          if (!status.ok()) span->SetError(status.ToString());
-          span->End();
-        }
-        if (!status.ok()) {
-          (*shared_done)(status);
-          return;
-        }
-        v1::EmbedResponse resp;
-        FillResponse(request_id, result, &resp);
-        (*shared_done)(std::move(resp));
-      });
+  // The call's state, from a recycled record: the loop's callback holds only its address (so
+  // the callback fits std::function's inline storage), and the record goes back to the list
+  // when the call is answered.
+  std::unique_ptr<Call> call = calls_.Take();
+  if (!call) call = std::make_unique<Call>();
+  call->core = core.get();
+  call->done = std::move(done);
+  call->span = StartEmbedSpan(traceparent, &*job);
+  call->request_id = request.request_id();
+  // Done with the request: let go of it before the answer can come back on the completion
+  // thread, so the gateway, its last holder then, can recycle it (wire/recycled.h).
+  request_ptr.reset();
+  Call* c = call.get();
+  auto admitted = core->loop->Submit(std::move(*job),
+                                     [this, c](const Status& loop_status, EmbedResult* result) {
+                                       Answer(std::unique_ptr<Call>(c), loop_status, result);
+                                     });
   core.reset();
-  if (!admitted.ok()) {
-    if (admitted.status().code() == StatusCode::kInvalidArgument) {
-      metrics_.requests_invalid.fetch_add(1, std::memory_order_relaxed);
-    } else if (admitted.status().code() != StatusCode::kResourceExhausted) {
-      metrics_.requests_failed.fetch_add(1, std::memory_order_relaxed);
-    }
-    if (span) {
-      span->SetError(admitted.status().ToString());
-      span->End();
-    }
-    (*shared_done)(admitted.status());
+  if (admitted.ok()) {
+    call.release();  // owned by the loop's callback now
+    return;
   }
+  // Refused: Submit did not call the callback.
+  if (admitted.status().code() == StatusCode::kInvalidArgument) {
+    metrics_.requests_invalid.fetch_add(1, std::memory_order_relaxed);
+  } else if (admitted.status().code() != StatusCode::kResourceExhausted) {
+    metrics_.requests_failed.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (call->span) {
+    call->span->SetError(admitted.status().ToString());
+    call->span->End();
+  }
+  EmbedDone refused = std::move(call->done);
+  Recycle(std::move(call));
+  refused(admitted.status());
+}
+
+void LocalReplica::Answer(std::unique_ptr<Call> call, const Status& loop_status,
+                          EmbedResult* result) {
+  Status status = loop_status;
+  if (status.ok() && inject_fault_.exchange(false))
+    status = Internal("fault drill: an engine fault was injected (SIGUSR1)");
+  if (!status.ok() && IsEngineFault(status)) {
+    // The call names its core by address only: holding it would keep a failed engine alive.
+    std::shared_ptr<Core> current = CurrentCore();
+    if (current.get() == call->core) OnEngineFault(current, status);
+    status = Unavailable("local replica: engine fault (" + status.message() +
+                         "); the engine is being rebuilt");
+  }
+  if (call->span) {
+    if (!status.ok()) call->span->SetError(status.ToString());
+    call->span->End();
+  }
+  EmbedDone done = std::move(call->done);
+  if (!status.ok()) {
+    Recycle(std::move(call));
+    return done(status);
+  }
+  // A recycled message: its buffers come back from an answer the gateway has formatted.
+  v1::EmbedResponse resp = wire::TakeEmbedResponse();
+  FillResponse(call->request_id, result, &resp);
+  Recycle(std::move(call));
+  done(std::move(resp));
+}
+
+void LocalReplica::Recycle(std::unique_ptr<Call> call) {
+  call->done = nullptr;
+  call->span.reset();
+  calls_.Give(std::move(call));
 }
 
 void LocalReplica::OnEngineFault(const std::shared_ptr<Core>& core, const Status& why) {

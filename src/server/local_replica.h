@@ -27,9 +27,11 @@
 #include <string>
 #include <thread>
 
+#include "common/recycler.h"
 #include "engine/engine.h"
 #include "server/engine_loop.h"
 #include "server/metrics.h"
+#include "trace/trace.h"
 #include "wire/replica_transport.h"
 
 namespace petal::server {
@@ -81,6 +83,18 @@ class LocalReplica final : public wire::ReplicaTransport {
   void OnEngineFault(const std::shared_ptr<Core>& core, const Status& why);
   void Restart(std::shared_ptr<Core> failed);
 
+  // One Embed call between admission and answer (recycled: calls_).
+  struct Call {
+    const Core* core = nullptr;  // the core it was admitted to, by address only
+    EmbedDone done;
+    std::shared_ptr<trace::Span> span;
+    std::string request_id;
+  };
+  // Answers `call` (on the loop's completion thread, or for a refusal the caller's).
+  void Answer(std::unique_ptr<Call> call, const Status& loop_status, EmbedResult* result);
+  void Recycle(std::unique_ptr<Call> call);
+
+  Recycler<std::unique_ptr<Call>> calls_{{.max_kept = 256}};
   ServerMetrics metrics_;
   const Clock::time_point started_ = Clock::now();
   const EngineLoopOptions options_;

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "wire/messages.h"
+#include "wire/recycled.h"
 #include "wire/sparse_rows.h"
 
 namespace petal::server {
@@ -208,6 +209,9 @@ StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig
     return InvalidArgument("lengths: sum to " + Num(total) + " tokens but token_ids holds " +
                            Num(bytes.size() / 4) + " (" + Num(bytes.size()) + " bytes)");
   }
+  // Recycled buffers (wire/recycled.h); the engine loop gives them back when the job is done.
+  job.token_ids = wire::TakeIntBuffer();
+  job.cu_seqlens = wire::TakeIntBuffer();
   job.token_ids.resize(total);
   std::memcpy(job.token_ids.data(), bytes.data(), bytes.size());  // little-endian host
   job.cu_seqlens.resize(n + 1);
@@ -258,7 +262,9 @@ void FillResponse(const std::string& request_id, EmbedResult* result, v1::EmbedR
     resp->add_shape(static_cast<uint32_t>(result->rows));
     resp->add_shape(static_cast<uint32_t>(wire::ElementsPerRow(result->format)));
     resp->set_dimensions(static_cast<uint32_t>(result->format.dims));
-    resp->set_data(std::move(result->data));
+    // A swap, not a move: a recycled `resp` hands its old buffer to `result`, whose owner
+    // recycles it in turn (the engine loop, wire/recycled.h).
+    resp->mutable_data()->swap(result->data);
   }
   for (float s : result->scales) resp->add_scales(s);
   resp->set_queue_us(static_cast<uint64_t>(result->queue_us));

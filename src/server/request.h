@@ -32,7 +32,8 @@ StatusOr<EmbedJob> JobFromRequest(const v1::EmbedRequest& req, const ModelConfig
 // `job->trace` is set to it so the engine loop records its spans beneath.
 std::shared_ptr<trace::Span> StartEmbedSpan(std::string_view traceparent, EmbedJob* job);
 
-// Fills `resp` from a finished job's result (moves the data out of `result`).
+// Fills `resp` (empty, or with recycled buffers) from a finished job's result: the rows are
+// swapped out of `result`, which gets `resp`'s old data buffer.
 void FillResponse(const std::string& request_id, EmbedResult* result, v1::EmbedResponse* resp);
 
 // Maps a Petal Status code to the gRPC status of the same number.

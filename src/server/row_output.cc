@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "wire/recycled.h"
+
 namespace petal::server {
 
 void SizeResult(int rows, EmbedResult* result) {
@@ -11,6 +13,8 @@ void SizeResult(int rows, EmbedResult* result) {
     result->sparse_rows.resize(static_cast<size_t>(rows));
     return;
   }
+  // A recycled buffer (wire/recycled.h): its owner gives it back when the request is done.
+  if (result->data.capacity() <= std::string().capacity()) result->data = wire::TakeByteBuffer();
   result->data.resize(static_cast<size_t>(rows) * wire::BytesPerRow(result->format));
   if (result->format.dtype == wire::OutputDType::kInt8) result->scales.resize(rows);
 }

@@ -1,0 +1,113 @@
+// Recycler<T>: a bounded free list of objects whose heap buffers are worth keeping between uses
+// (protobuf messages, vectors, strings, shared records). The serving path takes one per request
+// and gives it back when the request is done, so a steady stream of requests reuses the same
+// buffers instead of allocating and freeing them (issue 29: an allocation-free hot path).
+//
+// Contracts:
+// - Take() returns an object that has been through `reset` (or a new one): empty, with whatever
+//   capacity it had. It moves the object out of the list, so T's move must keep buffers (true of
+//   std::vector, std::string, std::shared_ptr and heap-allocated protobuf messages, whose move is
+//   a swap).
+// - Give() resets the object and keeps it, unless the list is full or `bytes` says it holds more
+//   than max_bytes (one huge request must not pin its buffers for good); then it is destroyed.
+// - At most max_kept objects are kept; the list's storage is reserved once, so Give never
+//   allocates.
+//
+// Thread-safety: Take and Give may be called from any thread at once (one mutex, held only to
+// move one object in or out; reset and destruction run outside it).
+#pragma once
+
+#include <cstddef>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+namespace petal {
+
+template <typename T>
+class Recycler {
+ public:
+  struct Policy {
+    size_t max_kept = 64;
+    size_t max_bytes = size_t{1} << 20;
+    void (*reset)(T&) = nullptr;           // empties an object, keeping its buffers
+    size_t (*bytes)(const T&) = nullptr;   // the heap bytes it holds (null: not checked)
+    bool (*reusable)(const T&) = nullptr;  // whether it may be kept at all (null: yes)
+  };
+
+  explicit Recycler(Policy policy) : policy_(policy) { free_.reserve(policy_.max_kept); }
+  Recycler(const Recycler&) = delete;
+  Recycler& operator=(const Recycler&) = delete;
+
+  T Take() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!free_.empty()) {
+        T v = std::move(free_.back());
+        free_.pop_back();
+        return v;
+      }
+    }
+    return T{};
+  }
+
+  // True if `v` was kept (moved from); false if it was not (left to the caller to destroy).
+  bool Give(T&& v) {
+    if (policy_.reusable && !policy_.reusable(v)) return false;
+    if (policy_.bytes && policy_.bytes(v) > policy_.max_bytes) return false;
+    if (policy_.reset) policy_.reset(v);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.size() >= policy_.max_kept) return false;
+    free_.push_back(std::move(v));
+    return true;
+  }
+
+  // Objects kept now (for tests).
+  size_t kept() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return free_.size();
+  }
+
+ private:
+  const Policy policy_;
+  mutable std::mutex mu_;
+  std::vector<T> free_;
+};
+
+// RecyclingAllocator<T>: an allocator for std::allocate_shared whose one-object blocks (the
+// shared record and its control block together) come from a free list per block type, so a
+// steady stream of shared records does not call malloc. At most 1,024 blocks of a type are
+// kept; the list is never destroyed (blocks may be freed by threads still running at exit).
+// Thread-safety: any thread; allocators of one type are interchangeable.
+template <typename T>
+struct RecyclingAllocator {
+  using value_type = T;
+  static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__, "over-aligned type");
+
+  RecyclingAllocator() = default;
+  template <typename U>
+  RecyclingAllocator(const RecyclingAllocator<U>&) noexcept {}  // NOLINT: rebinding
+
+  T* allocate(size_t n) {
+    if (n == 1) {
+      if (void* p = Blocks().Take()) return static_cast<T*>(p);
+    }
+    return static_cast<T*>(::operator new(n * sizeof(T)));
+  }
+  void deallocate(T* p, size_t n) noexcept {
+    if (n == 1 && Blocks().Give(static_cast<void*>(p))) return;
+    ::operator delete(p);
+  }
+  template <typename U>
+  bool operator==(const RecyclingAllocator<U>&) const noexcept {
+    return true;
+  }
+
+ private:
+  static Recycler<void*>& Blocks() {
+    static auto* blocks = new Recycler<void*>({.max_kept = 1024});
+    return *blocks;
+  }
+};
+
+}  // namespace petal

@@ -1,0 +1,97 @@
+#include "wire/recycled.h"
+
+#include <atomic>
+
+#include "common/recycler.h"
+
+namespace petal::wire {
+namespace {
+
+// The lists are never destroyed: objects may come back from threads still running at exit.
+constexpr size_t kMaxKept = 256;
+constexpr size_t kMaxBytes = size_t{4} << 20;
+const size_t kInline = std::string().capacity();  // a string's in-object buffer
+
+void ResetRequest(std::shared_ptr<v1::EmbedRequest>& p) {
+  // Not Clear(): protobuf 3.21's Clear() deletes the options submessage; every field the
+  // gateway sets is emptied here instead, keeping each one's buffer.
+  v1::EmbedRequest& r = *p;
+  r.set_protocol_version(0);
+  r.clear_request_id();  // a string field's clear keeps its buffer
+  r.clear_token_ids();
+  r.clear_token_type_ids();
+  r.clear_lengths();
+  r.clear_span_counts();
+  r.clear_spans();
+  r.set_span_pooling(v1::SpanPooling{});
+  if (r.has_options()) r.mutable_options()->Clear();
+  // Unknown fields are never set here: the gateway builds these messages, nobody parses them.
+}
+size_t RequestBytes(const std::shared_ptr<v1::EmbedRequest>& p) {
+  return p->token_ids().capacity() + p->token_type_ids().capacity() +
+         4 * (static_cast<size_t>(p->lengths().Capacity()) + p->span_counts().Capacity() +
+              p->spans().Capacity());
+}
+bool LastHolder(const std::shared_ptr<v1::EmbedRequest>& p) {
+  // Nobody else can take a new reference to it: a count of 1 means this is the only one, and
+  // the fence orders this thread's reuse after the other holders' last reads (their release
+  // came with the count's decrement).
+  const bool last = p != nullptr && p.use_count() == 1;
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return last;
+}
+
+Recycler<std::shared_ptr<v1::EmbedRequest>>& Requests() {
+  static auto* r = new Recycler<std::shared_ptr<v1::EmbedRequest>>(
+      {kMaxKept, kMaxBytes, &ResetRequest, &RequestBytes, &LastHolder});
+  return *r;
+}
+
+Recycler<v1::EmbedResponse>& Responses() {
+  static auto* r = new Recycler<v1::EmbedResponse>(
+      {kMaxKept, kMaxBytes, [](v1::EmbedResponse& m) { m.Clear(); },
+       [](const v1::EmbedResponse& m) {
+         return m.data().capacity() + m.sparse_indices().capacity() + m.sparse_values().capacity() +
+                4 * static_cast<size_t>(m.scales().Capacity());
+       },
+       nullptr});
+  return *r;
+}
+
+Recycler<std::string>& Bytes() {
+  // Only buffers on the heap are worth keeping (a moved-from string holds none).
+  static auto* r =
+      new Recycler<std::string>({kMaxKept, kMaxBytes, [](std::string& s) { s.clear(); },
+                                 [](const std::string& s) { return s.capacity(); },
+                                 [](const std::string& s) { return s.capacity() > kInline; }});
+  return *r;
+}
+
+Recycler<std::vector<int32_t>>& Ints() {
+  static auto* r = new Recycler<std::vector<int32_t>>(
+      {kMaxKept, kMaxBytes, [](std::vector<int32_t>& v) { v.clear(); },
+       [](const std::vector<int32_t>& v) { return 4 * v.capacity(); },
+       [](const std::vector<int32_t>& v) { return v.capacity() > 0; }});
+  return *r;
+}
+
+}  // namespace
+
+std::shared_ptr<v1::EmbedRequest> TakeEmbedRequest() {
+  std::shared_ptr<v1::EmbedRequest> p = Requests().Take();
+  if (!p) p = std::make_shared<v1::EmbedRequest>();
+  return p;
+}
+void RecycleEmbedRequest(std::shared_ptr<v1::EmbedRequest>&& request) {
+  Requests().Give(std::move(request));
+}
+
+v1::EmbedResponse TakeEmbedResponse() { return Responses().Take(); }
+void RecycleEmbedResponse(v1::EmbedResponse&& response) { Responses().Give(std::move(response)); }
+
+std::string TakeByteBuffer() { return Bytes().Take(); }
+void RecycleByteBuffer(std::string&& buffer) { Bytes().Give(std::move(buffer)); }
+std::vector<int32_t> TakeIntBuffer() { return Ints().Take(); }
+void RecycleIntBuffer(std::vector<int32_t>&& buffer) { Ints().Give(std::move(buffer)); }
+
+}  // namespace petal::wire
