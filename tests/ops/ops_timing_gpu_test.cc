@@ -114,6 +114,21 @@ TEST_F(OpsTimingGpuTest, MemoryBoundOps) {
                return LaunchQkNormRope(p, 0);
              });
   }
+  // Where four heads a warp starts to pay (the kernel picks it from 1,024 rows; docs/kernels.md):
+  // both layouts at the row counts around that threshold, 0.6b heads.
+  for (int rows : {256, 512, 768, 1024, 2048}) {
+    for (int hpw : {1, 4})
+      Report("QkNormRope.table.hpw" + std::to_string(hpw),
+             "T=" + std::to_string(rows) + " H16/8 d128", 2.0 * rows * 24 * 128 * 2, [&] {
+               QkNormRopeParams p;
+               p.qkv = a.get(), p.rows = rows, p.row_stride = 32 * 128, p.num_q_heads = 16;
+               p.num_kv_heads = 8, p.head_dim = 128, p.q_norm_weight = w.get();
+               p.k_norm_weight = w.get(), p.positions = pos.get(), p.theta = 1e6;
+               p.rope_table = rope_table.get(), p.rope_table_rows = t;
+               p.heads_per_warp = hpw;
+               return LaunchQkNormRope(p, 0);
+             });
+  }
   for (int inter : {1536, 3072, 9728}) {
     Report("SiluMul", "T=8192 inter=" + std::to_string(inter), 3 * n * inter * 2, [&] {
       return LaunchSiluMul({a.get(), c.get(), t, inter}, 0);
