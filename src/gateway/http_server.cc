@@ -1,13 +1,22 @@
 // Beast plumbing: one Listener accepting on a strand, one Session per connection reading one
 // request at a time (HTTP/1.1 pipelining is served in order because the next read starts only
 // after the previous response has been written).
+//
+// The per-request path allocates nothing here once a connection is warm: messages use recycled
+// arenas (http_server.h), the session keeps its parser storage, response serializer and the
+// memory of its asynchronous operations (HandlerMemory), and the idle timeout is a timer armed
+// once per idle period rather than per read (beast::basic_stream armed and cancelled one per
+// read, through a type-erased executor that allocated each time).
 #include "gateway/http_server.h"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <future>
 #include <optional>
@@ -20,12 +29,13 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
+using Clock = std::chrono::steady_clock;
 // Each connection's I/O runs on its own strand, named by its concrete type: the type-erased
 // any_io_executor of beast::tcp_stream allocated on every operation for a strand (~19 of the
 // serving process's ~94 allocations per request, bench/results/2026-12-06-session15).
 using Strand = net::strand<net::io_context::executor_type>;
 using Socket = net::basic_stream_socket<tcp, Strand>;
-using Stream = beast::basic_stream<tcp, Strand>;
+using Timer = net::basic_waitable_timer<Clock, net::wait_traits<Clock>, Strand>;
 
 // The replying thread (for an engine's answer: the engine loop's completion thread) starts the
 // answer's write itself rather than handing it to an I/O thread: one thread hand-off fewer per
@@ -36,10 +46,85 @@ const bool kWriteFromReplier = [] {
   return e == nullptr || std::string_view(e) != "0";
 }();
 
+// Memory for one connection's asynchronous operations. Asio allocates every pending operation
+// (a socket read or write, a hand-off to the strand) through its completion handler's associated
+// allocator, and frees it before calling the handler, so a chain of operations reuses one slot.
+// Without this each came from a per-thread one-block cache, which missed whenever the block was
+// freed on another thread or was too small: ~4 mallocs per request. Slots are claimed with an
+// atomic flag because the replying thread may start a write while an I/O thread finishes an
+// operation of the same connection; anything larger or beyond the slots uses the heap.
+class HandlerMemory {
+ public:
+  void* Allocate(size_t bytes) {
+    if (bytes <= kSlotBytes) {
+      for (Slot& s : slots_) {
+        if (!s.used.exchange(true, std::memory_order_acquire)) return s.bytes;
+      }
+    }
+    return ::operator new(bytes);
+  }
+  void Deallocate(void* p) {
+    for (Slot& s : slots_) {
+      if (p == s.bytes) return s.used.store(false, std::memory_order_release);
+    }
+    ::operator delete(p);
+  }
+
+ private:
+  // The largest operation (a body read through Beast's composed operations) took 344 bytes; one
+  // or two are pending at once (an operation and the strand hand-off of another's completion).
+  static constexpr size_t kSlots = 3;
+  static constexpr size_t kSlotBytes = 512;
+  struct Slot {
+    alignas(std::max_align_t) unsigned char bytes[kSlotBytes];
+    std::atomic<bool> used{false};
+  };
+  Slot slots_[kSlots];
+};
+
+template <typename T>
+class HandlerAllocator {
+ public:
+  using value_type = T;
+  explicit HandlerAllocator(HandlerMemory* m) noexcept : memory_(m) {}
+  template <typename U>
+  HandlerAllocator(const HandlerAllocator<U>& o) noexcept : memory_(o.memory_) {}  // NOLINT
+  T* allocate(size_t n) { return static_cast<T*>(memory_->Allocate(n * sizeof(T))); }
+  void deallocate(T* p, size_t) noexcept { memory_->Deallocate(p); }
+  template <typename U>
+  bool operator==(const HandlerAllocator<U>& o) const noexcept {
+    return memory_ == o.memory_;
+  }
+
+ private:
+  template <typename U>
+  friend class HandlerAllocator;
+  HandlerMemory* memory_;
+};
+
+// A completion handler whose operations allocate from a connection's HandlerMemory. It must keep
+// the connection (and so the memory) alive: `f` holds the session's shared_ptr.
+template <typename F>
+class MemoryHandler {
+ public:
+  using allocator_type = HandlerAllocator<char>;
+  MemoryHandler(HandlerMemory* m, F f) : memory_(m), f_(std::move(f)) {}
+  allocator_type get_allocator() const noexcept { return allocator_type(memory_); }
+  template <typename... Args>
+  void operator()(Args&&... args) {
+    f_(std::forward<Args>(args)...);
+  }
+
+ private:
+  HandlerMemory* memory_;
+  F f_;
+};
+
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(Socket socket, std::shared_ptr<Handler> handler, const HttpServerOptions& o)
-      : stream_(std::move(socket)),
+      : socket_(std::move(socket)),
+        timer_(socket_.get_executor()),
         handler_(std::move(handler)),
         body_limit_(o.body_limit),
         idle_timeout_(o.idle_timeout_s) {
@@ -48,17 +133,50 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Run() {
     // Start on the connection's strand so that every handler of this session is serialised.
-    net::dispatch(stream_.get_executor(),
-                  beast::bind_front_handler(&Session::Read, shared_from_this()));
+    net::dispatch(socket_.get_executor(), Bind([self = shared_from_this()] { self->Read(); }));
   }
 
  private:
+  static constexpr Clock::time_point kNever = Clock::time_point::max();
+
+  template <typename F>
+  MemoryHandler<F> Bind(F f) {
+    return MemoryHandler<F>(&memory_, std::move(f));
+  }
+
   void Read() {
-    parser_.emplace();
+    // The request's fields and body share one arena of this thread.
+    const auto alloc = ArenaAllocator<char>::Recycled();
+    parser_.emplace(std::piecewise_construct, std::make_tuple(alloc), std::make_tuple(alloc));
     parser_->body_limit(body_limit_);
-    stream_.expires_after(std::chrono::seconds(idle_timeout_));
-    http::async_read_header(stream_, buffer_, *parser_,
-                            beast::bind_front_handler(&Session::OnHeader, shared_from_this()));
+    StartIdleTimeout();
+    http::async_read_header(socket_, buffer_, *parser_,
+                            Bind([self = shared_from_this()](beast::error_code ec, size_t n) {
+                              self->OnHeader(ec, n);
+                            }));
+  }
+
+  // The idle timeout covers a whole request read (header, 100-continue, body). The timer is not
+  // re-armed per read: it waits for the first deadline, then for the latest one, and closes the
+  // socket only if a read is still pending past it. It holds the session weakly, so that a closed
+  // connection does not live on until it fires, and uses the default handler memory, as it may
+  // complete after the session (and its HandlerMemory) is gone.
+  void StartIdleTimeout() {
+    read_deadline_ = Clock::now() + std::chrono::seconds(idle_timeout_);
+    if (!timer_armed_) ArmTimer();
+  }
+  void ArmTimer() {
+    timer_armed_ = true;
+    timer_.expires_at(read_deadline_);
+    timer_.async_wait([weak = weak_from_this()](beast::error_code ec) {
+      if (auto self = weak.lock()) self->OnTimer(ec);
+    });
+  }
+  void OnTimer(beast::error_code ec) {
+    timer_armed_ = false;
+    if (ec || read_deadline_ == kNever) return;  // no read pending: the next one re-arms it
+    if (Clock::now() < read_deadline_) return ArmTimer();
+    socket_.close(ec);  // the pending read fails and the session ends
   }
 
   // Clients such as curl send `Expect: 100-continue` with large bodies and wait (curl: 1 s) for
@@ -69,7 +187,7 @@ class Session : public std::enable_shared_from_this<Session> {
     const auto expect = req[http::field::expect];
     if (beast::iequals(expect, "100-continue") && !parser_->is_done()) {
       auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
-      http::async_write(stream_, *cont,
+      http::async_write(socket_, *cont,
                         [self = shared_from_this(), cont](beast::error_code wec, size_t) {
                           if (wec) return;
                           self->ReadBody();
@@ -86,11 +204,14 @@ class Session : public std::enable_shared_from_this<Session> {
     if (const auto len = parser_->content_length(); len && *len > 0) {
       buffer_.reserve(buffer_.size() + static_cast<size_t>(std::min<uint64_t>(*len, kMaxReserve)));
     }
-    http::async_read(stream_, buffer_, *parser_,
-                     beast::bind_front_handler(&Session::OnRead, shared_from_this()));
+    http::async_read(
+        socket_, buffer_, *parser_,
+        Bind([self = shared_from_this()](beast::error_code ec, size_t n) { self->OnRead(ec, n); }));
   }
 
   void OnRead(beast::error_code ec, size_t) {
+    // The handler may wait on the servers for a long time; no read timeout while it does.
+    read_deadline_ = kNever;
     if (ec == http::error::end_of_stream) return Close();
     if (ec == http::error::body_limit) {
       HttpResponse res = MakeResponse(
@@ -102,8 +223,6 @@ class Session : public std::enable_shared_from_this<Session> {
       return Write(std::move(res));
     }
     if (ec) return;  // reset, timeout or malformed HTTP: drop the connection
-    // The handler may wait on the servers for a long time; no read timeout while it does.
-    stream_.expires_never();
     HttpRequest req = parser_->release();
     // An idle keep-alive connection does not keep a large request's buffer.
     if (buffer_.capacity() > kKeepBuffer) buffer_.shrink_to_fit();
@@ -116,25 +235,32 @@ class Session : public std::enable_shared_from_this<Session> {
       res.prepare_payload();
       if (kWriteFromReplier) {
         // The session has no operation pending between this read and its answer's write (the
-        // next read starts in OnWrite), so the replying thread may start the write itself: the
-        // socket usually takes the bytes at once, without waking an I/O thread. The write's
-        // completion still runs on the session's strand.
+        // next read starts in OnWrite; the idle timer touches nothing while no read is pending),
+        // so the replying thread may start the write itself: the socket usually takes the bytes
+        // at once, without waking an I/O thread. The write's completion still runs on the
+        // session's strand.
         return self->Write(std::move(res));
       }
-      net::post(self->stream_.get_executor(),
-                [self, res = std::move(res)]() mutable { self->Write(std::move(res)); });
+      net::post(self->socket_.get_executor(), self->Bind([self, res = std::move(res)]() mutable {
+        self->Write(std::move(res));
+      }));
     };
     (*handler_)(std::move(req), std::move(reply));
   }
 
   void Write(HttpResponse res) {
+    // Through a serializer of the session's: writing the message itself would allocate one.
     response_.emplace(std::move(res));
+    serializer_.emplace(*response_);
     const bool close = response_->need_eof();
-    http::async_write(stream_, *response_,
-                      beast::bind_front_handler(&Session::OnWrite, shared_from_this(), close));
+    http::async_write(socket_, *serializer_,
+                      Bind([self = shared_from_this(), close](beast::error_code ec, size_t) {
+                        self->OnWrite(close, ec);
+                      }));
   }
 
-  void OnWrite(bool close, beast::error_code ec, size_t) {
+  void OnWrite(bool close, beast::error_code ec) {
+    serializer_.reset();
     response_.reset();
     if (ec) return;
     if (close) return Close();
@@ -143,16 +269,21 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Close() {
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    socket_.shutdown(tcp::socket::shutdown_send, ec);
   }
 
-  Stream stream_;
+  HandlerMemory memory_;  // first: destroyed last
+  Socket socket_;
+  Timer timer_;
+  bool timer_armed_ = false;                  // on the strand
+  Clock::time_point read_deadline_ = kNever;  // on the strand; kNever while no read is pending
   static constexpr uint64_t kMaxReserve = 8u << 20;  // bytes reserved ahead for one body
   static constexpr size_t kKeepBuffer = 1u << 20;    // larger buffers are released after a read
   static constexpr size_t kFirstBuffer = 16u << 10;
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<http::request_parser<HttpRequestBody, ArenaAllocator<char>>> parser_;
   std::optional<HttpResponse> response_;  // the answer being written (kept for async_write)
+  std::optional<http::response_serializer<http::string_body, HttpFields>> serializer_;
   std::shared_ptr<Handler> handler_;
   size_t body_limit_;
   int idle_timeout_;
@@ -237,7 +368,10 @@ void HttpServer::Stop() {
 HttpServer::~HttpServer() { Stop(); }
 
 HttpResponse MakeResponse(unsigned status, std::string body, const char* content_type) {
-  HttpResponse res{static_cast<http::status>(status), 11};
+  HttpResponse res{std::piecewise_construct, std::make_tuple(),
+                   std::make_tuple(ArenaAllocator<char>::Recycled())};
+  res.result(static_cast<http::status>(status));
+  res.version(11);
   res.set(http::field::server, "petal-gateway");
   res.set(http::field::content_type, content_type);
   res.body() = std::move(body);
