@@ -346,6 +346,7 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions&
 }
 
 void HttpServer::StopAccepting() {
+  if (!listener_) return;  // Start failed before listening (e.g. the port is taken)
   // The acceptor belongs to its strand: close it there, and wait so that no connection is
   // accepted after this returns.
   auto closed = std::make_shared<std::promise<void>>();

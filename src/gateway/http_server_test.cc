@@ -76,6 +76,18 @@ std::unique_ptr<HttpServer> Start(int idle_timeout_s = 60, size_t body_limit = 1
   return s.ok() ? std::move(*s) : nullptr;
 }
 
+TEST(HttpServer, APortInUseIsAClearErrorNotACrash) {
+  auto first = Start();
+  HttpServerOptions o;
+  o.port = first->port();
+  auto second = HttpServer::Start(o, Echo);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(second.status().message().find("cannot listen on 127.0.0.1:" + std::to_string(o.port)),
+            std::string::npos)
+      << second.status().ToString();
+}
+
 TEST(HttpServer, KeepAliveServesManyRequestsOnOneConnection) {
   auto s = Start();
   Client c(s->port());
