@@ -9,6 +9,7 @@
 #include <latch>
 #include <numeric>
 
+#include "common/recycler.h"
 #include "gateway/embed_format.h"
 #include "gateway/gateway.h"
 #include "gateway/json_writer.h"
@@ -185,7 +186,8 @@ void Gateway::Embed(const HttpRequest& req, const ServedModel& m, bool openai, R
     std::vector<std::vector<int32_t>> seqs;
     ServerTiming timing;
   };
-  auto call = std::make_shared<EmbedCall>();
+  // The record and its control block in one recycled block (common/recycler.h).
+  auto call = std::allocate_shared<EmbedCall>(RecyclingAllocator<EmbedCall>());
   std::shared_ptr<EmbedParams> p(call, &call->params);
   const char* field = openai ? "input" : "inputs";
   trace::Span parse = trace::Span::Child("parse", tc);
@@ -247,7 +249,11 @@ void Gateway::Embed(const HttpRequest& req, const ServedModel& m, bool openai, R
             float scale;
             bool int8;  // the server's rows are linear int8
           };
-          std::vector<RowRef> refs;
+          // This thread's list, reused from answer to answer. Named through a reference: the
+          // slices may run on other threads and must read this thread's list, not their own.
+          thread_local std::vector<RowRef> thread_refs;
+          std::vector<RowRef>& refs = thread_refs;
+          refs.clear();
           size_t row_bytes = 0;
           ForEachRow(*r, [&](std::string_view row, float scale, const v1::EmbedResponse& resp) {
             refs.push_back({row, scale, resp.dtype() == v1::DTYPE_INT8});
@@ -286,7 +292,7 @@ void Gateway::Embed(const HttpRequest& req, const ServedModel& m, bool openai, R
           HttpResponse res = MakeResponse(200, o.Take());
           timing->Add("format", Since(f0));
           timing->Add("gateway", Since(entry));
-          res.set("Server-Timing", timing->value());
+          res.set("Server-Timing", ToBeast(timing->value()));
           reply(std::move(res));
         };
         // A few rows (or an error) are cheaper to format here than the hand-off to a worker.

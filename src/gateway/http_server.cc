@@ -22,6 +22,8 @@
 #include <optional>
 #include <string_view>
 
+#include "wire/recycled.h"
+
 namespace petal::gateway {
 namespace {
 
@@ -264,6 +266,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void OnWrite(bool close, beast::error_code ec) {
     serializer_.reset();
+    // The body's buffer goes back for the next answer's JSON (gateway::JsonOut).
+    wire::RecycleByteBuffer(std::move(response_->body()));
     response_.reset();
     if (ec) return;
     if (close) return Close();

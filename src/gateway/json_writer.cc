@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "wire/recycled.h"
+
 namespace petal::gateway {
 
 JsonOut& JsonOut::Str(std::string_view text) {
@@ -62,6 +64,8 @@ JsonOut& JsonOut::Double(double v) {
   s_.append(buf, r.ptr);
   return *this;
 }
+
+JsonOut::JsonOut(size_t reserve) : s_(wire::TakeByteBuffer()) { s_.reserve(reserve); }
 
 JsonOut& JsonOut::FloatArray(std::span<const float> v) {
   // Written in place: the string grows once to the worst case (a float32's shortest form is at

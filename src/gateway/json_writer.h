@@ -12,7 +12,9 @@ namespace petal::gateway {
 
 class JsonOut {
  public:
-  explicit JsonOut(size_t reserve = 256) { s_.reserve(reserve); }
+  // Starts from a recycled buffer (wire/recycled.h; the HTTP server gives response bodies back
+  // once written), reserved to `reserve` bytes.
+  explicit JsonOut(size_t reserve = 256);
   // Appends raw text (the caller guarantees it is valid JSON in context).
   JsonOut& Raw(std::string_view text) {
     s_.append(text);

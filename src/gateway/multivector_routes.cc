@@ -248,7 +248,7 @@ void Gateway::MaxSimScore(ScoreParams sp, const ServedModel& m, Reply reply) {
               MakeResponse(200, ScoreListJson(std::move(scores), top_k, model, tokens));
           timing->Add("maxsim", Since(s0));
           timing->Add("gateway", Since(t0));
-          res.set("Server-Timing", timing->value());
+          res.set("Server-Timing", ToBeast(timing->value()));
           reply(std::move(res));
         });
       },

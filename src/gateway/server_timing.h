@@ -6,6 +6,8 @@
 // Thread-safety: a value type, used by one thread at a time.
 #pragma once
 
+#include <boost/beast/core/string.hpp>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -18,24 +20,35 @@ namespace petal::gateway {
 
 class ServerTiming {
  public:
-  // Appends `name;dur=<seconds in ms>`.
+  // Appends `name;dur=<seconds in ms>`. The value lives in the object (no allocation) up to
+  // kInline characters, which the embed route's seven phases fit; past that it moves to a string.
   void Add(std::string_view name, double seconds) {
-    char buf[48];
-    std::snprintf(buf, sizeof(buf), ";dur=%.3f", seconds * 1e3);
-    if (value_.empty()) {
-      value_.reserve(kTypical);
+    char entry[80];
+    const int n = std::snprintf(entry, sizeof(entry), "%s%.*s;dur=%.3f", len_ ? ", " : "",
+                                static_cast<int>(std::min<size_t>(name.size(), 48)), name.data(),
+                                seconds * 1e3);
+    const size_t add = std::min<size_t>(static_cast<size_t>(std::max(n, 0)), sizeof(entry) - 1);
+    if (spill_.empty() && len_ + add <= kInline) {
+      std::copy_n(entry, add, inline_ + len_);
     } else {
-      value_ += ", ";
+      if (spill_.empty()) spill_.assign(inline_, len_);
+      spill_.append(entry, add);
     }
-    value_.append(name);
-    value_ += buf;
+    len_ += add;
   }
-  const std::string& value() const { return value_; }
+  std::string_view value() const {
+    return spill_.empty() ? std::string_view(inline_, len_) : std::string_view(spill_);
+  }
 
  private:
-  static constexpr size_t kTypical = 160;  // the embed route's seven phases, one allocation
-  std::string value_;
+  static constexpr size_t kInline = 200;
+  char inline_[kInline];
+  size_t len_ = 0;
+  std::string spill_;  // the whole value once it outgrows inline_
 };
+
+// For Beast's header setters, which take their own string_view type.
+inline boost::beast::string_view ToBeast(std::string_view v) { return {v.data(), v.size()}; }
 
 // Adds the replica phases of a chunked answer: "replica" (the round trip, `replica_s`), then the
 // slowest chunk's "server" and "queue" times as its server reported them.

@@ -145,7 +145,7 @@ void Gateway::EmbedSparseStatic(EmbedParams* p, const ServedModel& m, bool opena
       SparseRowsResponse(rows, openai, p->model.empty() ? m.name() : p->model, tokens);
   ServerTiming timing;
   timing.Add("gateway", Since(t0));
-  res.set("Server-Timing", timing.value());
+  res.set("Server-Timing", ToBeast(timing.value()));
   reply(std::move(res));
 }
 
@@ -212,7 +212,7 @@ void Gateway::EmbedSparse(std::shared_ptr<EmbedParams> p, const ServedModel& m, 
           HttpResponse res = SparseRowsResponse(rows, openai, model, tokens);
           timing->Add("format", Since(f0));
           timing->Add("gateway", Since(t0));
-          res.set("Server-Timing", timing->value());
+          res.set("Server-Timing", ToBeast(timing->value()));
           reply(std::move(res));
         });
       },
