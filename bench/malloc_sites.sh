@@ -4,10 +4,10 @@
 # of 127 words from `petal bench http` while `perf record` samples every libc malloc with a DWARF
 # call graph; then a table of mallocs per request by allocating function and its first two petal
 # callers. Needs root and `perf probe -x /lib/x86_64-linux-gnu/libc.so.6 malloc` once.
-# usage: malloc_count.sh PETAL [MODEL]
-# This folder's copy of ../2026-12-06-session19/malloc_sites.sh with three knobs: CONC clients
-# (default 1), NREQ requests per client (default 1000; the count is divided by CONC * NREQ) and
-# PORT (default 18615; a second server on a busy port would be measured as nothing).
+# usage: bench/malloc_sites.sh PETAL [MODEL]
+# Knobs: CONC clients (default 1), NREQ requests per client (default 1000; the count is divided by
+# CONC * NREQ) and PORT (default 18615; a second server on a busy port would be measured as
+# nothing). Sessions 19 and 20 (bench/results/2026-12-0{6,7}-*) measured with it.
 set -uo pipefail
 P=$1; MODEL=${2:-models/all-MiniLM-L6-v2}; PORT=${PORT:-18615}; N=200
 "$P" serve --model "$MODEL" --fake-engine --server-arg=--fake-vocab-size=30522 \
