@@ -10,9 +10,33 @@
 
 namespace petal::gateway {
 
+namespace {
+
+// Answer lists and chunk plans of formatted requests, kept with their capacity for the next
+// requests. Bounds are in elements (as "bytes"): a list of thousands of chunks is freed.
+template <typename T>
+Recycler<std::vector<T>>* MakeListRecycler() {
+  return new Recycler<std::vector<T>>(
+      {.max_kept = 256,
+       .max_bytes = 4096,
+       .bytes = [](const std::vector<T>& v) { return v.capacity(); },
+       .reusable = [](const std::vector<T>& v) { return v.capacity() > 0; }});
+}
+Recycler<std::vector<v1::EmbedResponse>>& ResponseLists() {
+  static auto* lists = MakeListRecycler<v1::EmbedResponse>();
+  return *lists;
+}
+Recycler<std::vector<std::pair<size_t, size_t>>>& RangeLists() {
+  static auto* lists = MakeListRecycler<std::pair<size_t, size_t>>();
+  return *lists;
+}
+
+}  // namespace
+
 std::vector<std::pair<size_t, size_t>> SplitChunks(std::span<const std::vector<int32_t>> seqs,
                                                    const ChunkLimits& limits) {
-  std::vector<std::pair<size_t, size_t>> out;
+  // A recycled list: the plan ends in ChunkedResult::ranges, whose destructor gives it back.
+  std::vector<std::pair<size_t, size_t>> out = RangeLists().Take();
   size_t begin = 0;
   int64_t tokens = 0;
   for (size_t i = 0; i < seqs.size(); ++i) {
@@ -30,24 +54,12 @@ std::vector<std::pair<size_t, size_t>> SplitChunks(std::span<const std::vector<i
   return out;
 }
 
-namespace {
-
-// Answer lists of formatted requests, kept with their capacity for the next requests.
-Recycler<std::vector<v1::EmbedResponse>>& ResponseLists() {
-  static auto* lists = new Recycler<std::vector<v1::EmbedResponse>>(
-      {.max_kept = 256,
-       .max_bytes = 4096,  // slots, counted as bytes: a list of thousands of chunks is freed
-       .bytes = [](const std::vector<v1::EmbedResponse>& v) { return v.capacity(); },
-       .reusable = [](const std::vector<v1::EmbedResponse>& v) { return v.capacity() > 0; }});
-  return *lists;
-}
-
-}  // namespace
-
 ChunkedResult::~ChunkedResult() {
   for (v1::EmbedResponse& r : responses) wire::RecycleEmbedResponse(std::move(r));
   responses.clear();
   ResponseLists().Give(std::move(responses));
+  ranges.clear();
+  RangeLists().Give(std::move(ranges));
 }
 
 namespace {

@@ -1,8 +1,9 @@
 // Splitting a request's sequences into chunks for the inference servers, and running the chunks
 // on a ReplicaSet in parallel with the answers put back in request order. Chunks are bounded by
 // sequences and by tokens so that one large batch request spreads over replicas and does not
-// monopolise one server's queue. Thread-safety: SplitChunks is pure; EmbedChunks may be called
-// from any thread and calls `done` once, on a gRPC thread (or the caller's, if nothing was sent).
+// monopolise one server's queue. Thread-safety: SplitChunks is a pure function (its list may be a
+// recycled buffer); EmbedChunks may be called from any thread and calls `done` once, on a gRPC
+// thread (or the caller's, if nothing was sent).
 #pragma once
 
 #include <cstdint>
