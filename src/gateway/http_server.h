@@ -37,7 +37,9 @@ using HttpRequestBody =
 using HttpRequest = boost::beast::http::request<HttpRequestBody, HttpFields>;
 // The response body stays a std::string: routes build it and move it in (MakeResponse).
 using HttpResponse = boost::beast::http::response<boost::beast::http::string_body, HttpFields>;
-// Sends the response; call exactly once, from any thread.
+// Sends the response; call exactly once, from any thread, and return from it before the server
+// is destroyed: the replying thread starts the socket write itself and may still be inside it
+// when the client already has the answer (Gateway counts its in-flight requests for this).
 using Reply = std::function<void(HttpResponse)>;
 using Handler = std::function<void(HttpRequest&& request, Reply reply)>;
 

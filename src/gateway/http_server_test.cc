@@ -10,6 +10,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <string>
@@ -22,17 +23,22 @@ namespace net = boost::asio;
 namespace http = boost::beast::http;
 using namespace std::chrono_literals;
 
+// Slow answers still being given (their threads are detached).
+std::atomic<int> g_replying{0};
+
 // Echoes the request's target and body; /slow/N answers after N ms from another thread.
 void Echo(HttpRequest&& req, Reply reply) {
   const std::string target(req.target());
   std::string body = target + " " + std::string(std::string_view(req.body()));
   if (target.starts_with("/slow/")) {
     const int ms = std::stoi(target.substr(6));
+    g_replying.fetch_add(1);
     std::thread([ms, req = std::move(req), body = std::move(body), reply = std::move(reply)] {
       std::this_thread::sleep_for(std::chrono::milliseconds(ms));
       HttpResponse res = MakeResponse(200, body, "text/plain");
       res.set("X-Method", std::string(req.method_string()));  // the request is still valid
       reply(std::move(res));
+      g_replying.fetch_sub(1);
     }).detach();
     return;
   }
@@ -66,14 +72,24 @@ std::string Post(const std::string& target, const std::string& body) {
          body;
 }
 
-std::unique_ptr<HttpServer> Start(int idle_timeout_s = 60, size_t body_limit = 1 << 20) {
+// A server that, as Reply's contract asks, is destroyed only once every reply has returned: the
+// client may read a slow answer while its thread is still inside the socket's write.
+struct TestServer {
+  std::unique_ptr<HttpServer> server;
+  ~TestServer() {
+    while (g_replying.load() != 0) std::this_thread::sleep_for(1ms);
+  }
+  HttpServer* operator->() const { return server.get(); }
+};
+
+TestServer Start(int idle_timeout_s = 60, size_t body_limit = 1 << 20) {
   HttpServerOptions o;
   o.port = 0;
   o.idle_timeout_s = idle_timeout_s;
   o.body_limit = body_limit;
   auto s = HttpServer::Start(o, Echo);
   EXPECT_TRUE(s.ok());
-  return s.ok() ? std::move(*s) : nullptr;
+  return {s.ok() ? std::move(*s) : nullptr};
 }
 
 TEST(HttpServer, APortInUseIsAClearErrorNotACrash) {
