@@ -7,8 +7,6 @@
 #include <fstream>
 #include <limits>
 
-#include "wire/recycled.h"
-
 namespace petal::gateway {
 
 int64_t DefaultMaxHeldTokens() {
@@ -186,9 +184,9 @@ void ReplicaSet::Finish(Chunk c, StatusOr<v1::EmbedResponse> result) {
       }
     }
   }
-  // The transport has let go of the request by now unless it is still tearing its call down
-  // (then the request is freed, not recycled).
-  wire::RecycleEmbedRequest(std::move(c.request));
+  // The request goes back for reuse once its last holder (this chunk, or a transport still
+  // tearing its call down) lets go of it (wire/recycled.h).
+  c.request.reset();
   c.done(std::move(result));
 }
 

@@ -91,7 +91,8 @@ class ReplicaSet {
   // Queues `request` (`tokens` reserved tokens) for the least-loaded healthy replica with room;
   // `done` runs once (UNAVAILABLE at once if no replica is up). `traceparent` (may be empty) goes
   // with the call, retries included, as gRPC metadata. The set owns `request` from here (it must
-  // not be changed any more) and recycles it (wire/recycled.h) once the chunk is answered.
+  // not be changed any more) and lets go of it once the chunk is answered (a request from
+  // wire::TakeEmbedRequest then goes back for reuse).
   void Embed(std::shared_ptr<v1::EmbedRequest> request, int64_t tokens, Done done,
              std::string traceparent = {});
   int64_t held_tokens() const;

@@ -96,8 +96,8 @@ void LocalReplica::EmbedAsync(std::shared_ptr<const v1::EmbedRequest> request_pt
   call->done = std::move(done);
   call->span = StartEmbedSpan(traceparent, &*job);
   call->request_id = request.request_id();
-  // Done with the request: let go of it before the answer can come back on the completion
-  // thread, so the gateway, its last holder then, can recycle it (wire/recycled.h).
+  // Done with the request: let go of it now, so that it goes back for reuse (wire/recycled.h)
+  // as soon as the gateway lets go of it too, whichever thread that happens on.
   request_ptr.reset();
   Call* c = call.get();
   auto admitted = core->loop->Submit(std::move(*job),

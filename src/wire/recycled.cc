@@ -1,7 +1,5 @@
 #include "wire/recycled.h"
 
-#include <atomic>
-
 #include "common/recycler.h"
 
 namespace petal::wire {
@@ -12,7 +10,7 @@ constexpr size_t kMaxKept = 256;
 constexpr size_t kMaxBytes = size_t{4} << 20;
 const size_t kInline = std::string().capacity();  // a string's in-object buffer
 
-void ResetRequest(std::shared_ptr<v1::EmbedRequest>& p) {
+void ResetRequest(std::unique_ptr<v1::EmbedRequest>& p) {
   // Not Clear(): protobuf 3.21's Clear() deletes the options submessage; every field the
   // gateway sets is emptied here instead, keeping each one's buffer.
   v1::EmbedRequest& r = *p;
@@ -27,23 +25,15 @@ void ResetRequest(std::shared_ptr<v1::EmbedRequest>& p) {
   if (r.has_options()) r.mutable_options()->Clear();
   // Unknown fields are never set here: the gateway builds these messages, nobody parses them.
 }
-size_t RequestBytes(const std::shared_ptr<v1::EmbedRequest>& p) {
+size_t RequestBytes(const std::unique_ptr<v1::EmbedRequest>& p) {
   return p->token_ids().capacity() + p->token_type_ids().capacity() +
          4 * (static_cast<size_t>(p->lengths().Capacity()) + p->span_counts().Capacity() +
               p->spans().Capacity());
 }
-bool LastHolder(const std::shared_ptr<v1::EmbedRequest>& p) {
-  // Nobody else can take a new reference to it: a count of 1 means this is the only one, and
-  // the fence orders this thread's reuse after the other holders' last reads (their release
-  // came with the count's decrement).
-  const bool last = p != nullptr && p.use_count() == 1;
-  std::atomic_thread_fence(std::memory_order_acquire);
-  return last;
-}
 
-Recycler<std::shared_ptr<v1::EmbedRequest>>& Requests() {
-  static auto* r = new Recycler<std::shared_ptr<v1::EmbedRequest>>(
-      {kMaxKept, kMaxBytes, &ResetRequest, &RequestBytes, &LastHolder});
+Recycler<std::unique_ptr<v1::EmbedRequest>>& Requests() {
+  static auto* r = new Recycler<std::unique_ptr<v1::EmbedRequest>>(
+      {kMaxKept, kMaxBytes, &ResetRequest, &RequestBytes, nullptr});
   return *r;
 }
 
@@ -78,12 +68,14 @@ Recycler<std::vector<int32_t>>& Ints() {
 }  // namespace
 
 std::shared_ptr<v1::EmbedRequest> TakeEmbedRequest() {
-  std::shared_ptr<v1::EmbedRequest> p = Requests().Take();
-  if (!p) p = std::make_shared<v1::EmbedRequest>();
-  return p;
-}
-void RecycleEmbedRequest(std::shared_ptr<v1::EmbedRequest>&& request) {
-  Requests().Give(std::move(request));
+  std::unique_ptr<v1::EmbedRequest> m = Requests().Take();
+  if (!m) m = std::make_unique<v1::EmbedRequest>();
+  // The last holder's release gives the message back (or frees it when the list is full or it
+  // is too big); the control block comes from a recycled block too.
+  return std::shared_ptr<v1::EmbedRequest>(
+      m.release(),
+      [](v1::EmbedRequest* p) { Requests().Give(std::unique_ptr<v1::EmbedRequest>(p)); },
+      RecyclingAllocator<v1::EmbedRequest>());
 }
 
 v1::EmbedResponse TakeEmbedResponse() { return Responses().Take(); }

@@ -21,12 +21,9 @@
 namespace petal::wire {
 
 // An empty request held by no one else. Its fields keep the buffers of an earlier request: set
-// them with set_/mutable_ and add_ as usual (mutable_options() is kept allocated).
+// them with set_/mutable_ and add_ as usual (mutable_options() is kept allocated). When its last
+// holder lets go, on any thread, it goes back to the list.
 std::shared_ptr<v1::EmbedRequest> TakeEmbedRequest();
-// Keeps `request` for reuse if this is its last holder (a transport that still holds a copy,
-// e.g. a gRPC call being torn down, makes it be freed normally instead). Leaves `request` null
-// or as it was.
-void RecycleEmbedRequest(std::shared_ptr<v1::EmbedRequest>&& request);
 
 // An empty response (Clear()ed: protobuf keeps its strings' and repeated fields' buffers).
 v1::EmbedResponse TakeEmbedResponse();

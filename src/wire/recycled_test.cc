@@ -41,7 +41,7 @@ TEST(Recycled, RequestComesBackEmptyWithItsBuffers) {
   EXPECT_EQ(SetFields(*r).size(),
             static_cast<size_t>(v1::EmbedRequest::descriptor()->field_count()));
   const char* ids = r->token_ids().data();
-  RecycleEmbedRequest(std::move(r));
+  r.reset();  // the last holder: it goes back to the list
   std::shared_ptr<v1::EmbedRequest> again = TakeEmbedRequest();
   ASSERT_NE(again, nullptr);
   EXPECT_EQ(again.use_count(), 1);
@@ -52,16 +52,21 @@ TEST(Recycled, RequestComesBackEmptyWithItsBuffers) {
   EXPECT_GE(again->token_ids().capacity(), 4096u);
 }
 
-TEST(Recycled, RequestHeldElsewhereIsNotReused) {
+TEST(Recycled, RequestHeldElsewhereIsNotReusedUntilItsLastHolderLetsGo) {
   std::shared_ptr<v1::EmbedRequest> r = TakeEmbedRequest();
   FillEveryField(r.get());
   std::shared_ptr<v1::EmbedRequest> other = r;  // e.g. a transport still tearing its call down
-  RecycleEmbedRequest(std::move(r));
+  const v1::EmbedRequest* held = other.get();
+  r.reset();
   // Whatever Take returns now, it is not the request still held, and that one is untouched.
   std::shared_ptr<v1::EmbedRequest> next = TakeEmbedRequest();
-  EXPECT_NE(next.get(), other.get());
+  EXPECT_NE(next.get(), held);
   EXPECT_EQ(other->lengths_size(), 64);
   EXPECT_EQ(other->token_ids().size(), 4096u);
+  other.reset();  // now it goes back, from whichever thread lets go last
+  std::shared_ptr<v1::EmbedRequest> reused = TakeEmbedRequest();
+  EXPECT_EQ(reused.get(), held);
+  EXPECT_EQ(reused->lengths_size(), 0);
 }
 
 TEST(Recycled, ResponseComesBackEmptyWithItsBuffers) {
