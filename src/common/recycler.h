@@ -8,8 +8,9 @@
 //   capacity it had. It moves the object out of the list, so T's move must keep buffers (true of
 //   std::vector, std::string, std::shared_ptr and heap-allocated protobuf messages, whose move is
 //   a swap).
-// - Give() resets the object and keeps it, unless the list is full or `bytes` says it holds more
-//   than max_bytes (one huge request must not pin its buffers for good); then it is destroyed.
+// - Give() resets the object and keeps it, unless the list is full, or `bytes` says it holds more
+//   than max_bytes, or keeping it would take the kept objects past max_total_bytes (a burst of
+//   huge requests must not pin its buffers for good); then it is left to the caller to destroy.
 // - At most max_kept objects are kept; the list's storage is reserved once, so Give never
 //   allocates.
 //
@@ -29,10 +30,11 @@ class Recycler {
  public:
   struct Policy {
     size_t max_kept = 64;
-    size_t max_bytes = size_t{1} << 20;
-    void (*reset)(T&) = nullptr;           // empties an object, keeping its buffers
-    size_t (*bytes)(const T&) = nullptr;   // the heap bytes it holds (null: not checked)
-    bool (*reusable)(const T&) = nullptr;  // whether it may be kept at all (null: yes)
+    size_t max_bytes = size_t{1} << 20;         // per object
+    size_t max_total_bytes = size_t{64} << 20;  // all kept objects together
+    void (*reset)(T&) = nullptr;                // empties an object, keeping its buffers
+    size_t (*bytes)(const T&) = nullptr;        // the heap bytes it holds (null: not checked)
+    bool (*reusable)(const T&) = nullptr;       // whether it may be kept at all (null: yes)
   };
 
   explicit Recycler(Policy policy) : policy_(policy) { free_.reserve(policy_.max_kept); }
@@ -45,6 +47,7 @@ class Recycler {
       if (!free_.empty()) {
         T v = std::move(free_.back());
         free_.pop_back();
+        if (policy_.bytes) total_ -= policy_.bytes(v);
         return v;
       }
     }
@@ -54,11 +57,14 @@ class Recycler {
   // True if `v` was kept (moved from); false if it was not (left to the caller to destroy).
   bool Give(T&& v) {
     if (policy_.reusable && !policy_.reusable(v)) return false;
-    if (policy_.bytes && policy_.bytes(v) > policy_.max_bytes) return false;
     if (policy_.reset) policy_.reset(v);
+    // Counted after the reset, as Take counts it back out.
+    const size_t bytes = policy_.bytes ? policy_.bytes(v) : 0;
+    if (bytes > policy_.max_bytes) return false;
     std::lock_guard<std::mutex> lock(mu_);
-    if (free_.size() >= policy_.max_kept) return false;
+    if (free_.size() >= policy_.max_kept || total_ + bytes > policy_.max_total_bytes) return false;
     free_.push_back(std::move(v));
+    total_ += bytes;
     return true;
   }
 
@@ -72,6 +78,7 @@ class Recycler {
   const Policy policy_;
   mutable std::mutex mu_;
   std::vector<T> free_;
+  size_t total_ = 0;  // policy_.bytes of the kept objects (their reset keeps capacity)
 };
 
 // RecyclingAllocator<T>: an allocator for std::allocate_shared whose one-object blocks (the

@@ -11,9 +11,11 @@ namespace petal {
 namespace {
 
 Recycler<std::vector<int>>::Policy VectorPolicy(size_t max_kept, size_t max_bytes) {
-  return {max_kept, max_bytes, [](std::vector<int>& v) { v.clear(); },
-          [](const std::vector<int>& v) { return v.capacity() * sizeof(int); },
-          [](const std::vector<int>& v) { return v.capacity() > 0; }};
+  return {.max_kept = max_kept,
+          .max_bytes = max_bytes,
+          .reset = [](std::vector<int>& v) { v.clear(); },
+          .bytes = [](const std::vector<int>& v) { return v.capacity() * sizeof(int); },
+          .reusable = [](const std::vector<int>& v) { return v.capacity() > 0; }};
 }
 
 TEST(Recycler, ReusesBuffersAndResets) {
@@ -38,6 +40,17 @@ TEST(Recycler, BoundsCountAndSizeAndSkipsUnusable) {
   small.Give(std::vector<int>(2000));  // 8,000 bytes > max_bytes: freed
   small.Give(std::vector<int>());      // no buffer: not worth a slot
   EXPECT_EQ(small.kept(), 0u);
+}
+
+TEST(Recycler, BoundsTheBytesKeptInAll) {
+  auto policy = VectorPolicy(16, 4096);
+  policy.max_total_bytes = 3 * 4000;
+  Recycler<std::vector<int>> r(policy);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(r.Give(std::vector<int>(1000)), i < 3) << i;
+  EXPECT_EQ(r.kept(), 3u);
+  std::vector<int> v = r.Take();  // room for one more again
+  EXPECT_TRUE(r.Give(std::vector<int>(1000)));
+  EXPECT_FALSE(r.Give(std::vector<int>(1000)));
 }
 
 TEST(Recycler, ConcurrentTakeAndGive) {

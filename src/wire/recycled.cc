@@ -8,6 +8,7 @@ namespace {
 // The lists are never destroyed: objects may come back from threads still running at exit.
 constexpr size_t kMaxKept = 256;
 constexpr size_t kMaxBytes = size_t{4} << 20;
+constexpr size_t kMaxTotalBytes = size_t{64} << 20;
 const size_t kInline = std::string().capacity();  // a string's in-object buffer
 
 void ResetRequest(std::unique_ptr<v1::EmbedRequest>& p) {
@@ -32,36 +33,49 @@ size_t RequestBytes(const std::unique_ptr<v1::EmbedRequest>& p) {
 }
 
 Recycler<std::unique_ptr<v1::EmbedRequest>>& Requests() {
-  static auto* r = new Recycler<std::unique_ptr<v1::EmbedRequest>>(
-      {kMaxKept, kMaxBytes, &ResetRequest, &RequestBytes, nullptr});
+  static auto* r =
+      new Recycler<std::unique_ptr<v1::EmbedRequest>>({.max_kept = kMaxKept,
+                                                       .max_bytes = kMaxBytes,
+                                                       .max_total_bytes = kMaxTotalBytes,
+                                                       .reset = &ResetRequest,
+                                                       .bytes = &RequestBytes});
   return *r;
 }
 
 Recycler<v1::EmbedResponse>& Responses() {
   static auto* r = new Recycler<v1::EmbedResponse>(
-      {kMaxKept, kMaxBytes, [](v1::EmbedResponse& m) { m.Clear(); },
-       [](const v1::EmbedResponse& m) {
-         return m.data().capacity() + m.sparse_indices().capacity() + m.sparse_values().capacity() +
-                4 * static_cast<size_t>(m.scales().Capacity());
-       },
-       nullptr});
+      {.max_kept = kMaxKept,
+       .max_bytes = kMaxBytes,
+       .max_total_bytes = kMaxTotalBytes,
+       .reset = [](v1::EmbedResponse& m) { m.Clear(); },
+       .bytes =
+           [](const v1::EmbedResponse& m) {
+             return m.data().capacity() + m.sparse_indices().capacity() +
+                    m.sparse_values().capacity() + 4 * static_cast<size_t>(m.scales().Capacity());
+           }});
   return *r;
 }
 
 Recycler<std::string>& Bytes() {
   // Only buffers on the heap are worth keeping (a moved-from string holds none).
-  static auto* r =
-      new Recycler<std::string>({kMaxKept, kMaxBytes, [](std::string& s) { s.clear(); },
-                                 [](const std::string& s) { return s.capacity(); },
-                                 [](const std::string& s) { return s.capacity() > kInline; }});
+  static auto* r = new Recycler<std::string>(
+      {.max_kept = kMaxKept,
+       .max_bytes = kMaxBytes,
+       .max_total_bytes = kMaxTotalBytes,
+       .reset = [](std::string& s) { s.clear(); },
+       .bytes = [](const std::string& s) { return s.capacity(); },
+       .reusable = [](const std::string& s) { return s.capacity() > kInline; }});
   return *r;
 }
 
 Recycler<std::vector<int32_t>>& Ints() {
   static auto* r = new Recycler<std::vector<int32_t>>(
-      {kMaxKept, kMaxBytes, [](std::vector<int32_t>& v) { v.clear(); },
-       [](const std::vector<int32_t>& v) { return 4 * v.capacity(); },
-       [](const std::vector<int32_t>& v) { return v.capacity() > 0; }});
+      {.max_kept = kMaxKept,
+       .max_bytes = kMaxBytes,
+       .max_total_bytes = kMaxTotalBytes,
+       .reset = [](std::vector<int32_t>& v) { v.clear(); },
+       .bytes = [](const std::vector<int32_t>& v) { return 4 * v.capacity(); },
+       .reusable = [](const std::vector<int32_t>& v) { return v.capacity() > 0; }});
   return *r;
 }
 

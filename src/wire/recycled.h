@@ -5,8 +5,8 @@
 // local replica allocates none of these. Nothing here is required for correctness: an object
 // that is not given back is simply freed, and Take() makes a new one when none is kept.
 //
-// Each list keeps at most 256 objects of at most 4 MiB each (larger ones are freed: a one-off
-// 100 x 4096 request does not pin its buffers).
+// Each list keeps at most 256 objects of at most 4 MiB each and 64 MiB in all (the rest are
+// freed: a burst of large requests does not pin its buffers).
 //
 // Thread-safety: every function may be called from any thread at once.
 #pragma once
