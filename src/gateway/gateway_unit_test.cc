@@ -151,6 +151,19 @@ TEST(RetryAfter, IsTheBacklogOverTheAnswerRateWithinOneToSixtySeconds) {
   EXPECT_EQ(RetryAfterSeconds(int64_t{1} << 40, 1.0), 60);
 }
 
+TEST(ServerTiming, ALongValueMovesToTheHeapUnchanged) {
+  ServerTiming t;
+  std::string want;
+  for (int i = 0; i < 12; ++i) {  // ~300 characters: past the in-object buffer
+    t.Add("phase" + std::to_string(i), (i + 1) * 1e-3);
+    char entry[64];
+    std::snprintf(entry, sizeof(entry), "%sphase%d;dur=%.3f", i ? ", " : "", i, (i + 1) * 1.0);
+    want += entry;
+  }
+  EXPECT_GT(want.size(), 200u);
+  EXPECT_EQ(t.value(), want);
+}
+
 TEST(ServerTiming, HeaderRoundTripsThroughTheBenchParser) {
   ServerTiming t;
   t.Add("tokenize", 61e-6);
