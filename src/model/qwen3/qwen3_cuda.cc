@@ -132,6 +132,11 @@ Status Qwen3CudaModel::InitFromStore(const WeightStore& store) {
   if (const char* env = std::getenv("PETAL_QK_NORM_IN_ATTENTION"); env && *env) {
     qk_norm_in_attention_ = env[0] != '0';
   }
+  // A/B switch: from how many rows QkNormRope runs four heads a warp (the kernel's own rule when
+  // unset; see docs/kernels.md).
+  if (const char* env = std::getenv("PETAL_QK_ROPE_GROUP_ROWS"); env && *env) {
+    qk_rope_group_rows_ = std::max(0, std::atoi(env));
+  }
   if (config_.score_head == ScoreHead::kLmYesNo) {
     // LM reranker: the LM head's "yes" and "no" rows only (as LoadQwen3Weights reads them).
     const int64_t h = config_.hidden_size;

@@ -160,6 +160,7 @@ Status Qwen3CudaModel::Forward(const DeviceBatch& b, float* pooled, cudaStream_t
   rp.theta = config_.rope_theta;
   rp.rope_table = rope_table_.get();
   rp.rope_table_rows = rope_rows_;
+  if (qk_rope_group_rows_ > 0) rp.heads_per_warp = T >= qk_rope_group_rows_ ? 4 : 1;
 
   const bool fp8 = fp8_enabled() && T >= cap_.fp8_min_tokens;
   // petal calibrate: each fp8 GEMM input's per-token maxima (bf16 path only).

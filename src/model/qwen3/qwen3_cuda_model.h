@@ -124,6 +124,7 @@ class Qwen3CudaModel final : public CudaModel {
   // flash kernel applies it on load) instead of launching QkNormRope. Off by default (measured
   // slower, docs/attention.md); PETAL_QK_NORM_IN_ATTENTION=1 turns it on.
   bool qk_norm_in_attention_ = false;
+  int qk_rope_group_rows_ = 0;  // PETAL_QK_ROPE_GROUP_ROWS; 0: QkNormRope's own threshold
   // FuseGemms' decisions. fused_mlp_ non-empty: gate/up rows are interleaved, and the batches
   // with no fused config take the GEMM and LaunchSiluMulInterleaved.
   std::vector<FusedRung> fused_mlp_, fused_qkv_;
