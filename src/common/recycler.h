@@ -19,7 +19,9 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <mutex>
+#include <new>
 #include <utility>
 #include <vector>
 
@@ -116,5 +118,31 @@ struct RecyclingAllocator {
     return *blocks;
   }
 };
+
+// RecycledPtr<T>: a unique_ptr to one object in a RecyclingAllocator<T> block (MakeRecycled), for
+// a per-request record that has one owner: the block goes back to the free list when it is
+// destroyed, on any thread.
+template <typename T>
+struct RecycledDelete {
+  void operator()(T* p) const noexcept {
+    p->~T();
+    RecyclingAllocator<T>().deallocate(p, 1);
+  }
+};
+template <typename T>
+using RecycledPtr = std::unique_ptr<T, RecycledDelete<T>>;
+
+template <typename T, typename... A>
+RecycledPtr<T> MakeRecycled(A&&... args) {
+  RecyclingAllocator<T> alloc;
+  T* p = alloc.allocate(1);
+  try {
+    ::new (static_cast<void*>(p)) T(std::forward<A>(args)...);
+  } catch (...) {
+    alloc.deallocate(p, 1);
+    throw;
+  }
+  return RecycledPtr<T>(p);
+}
 
 }  // namespace petal

@@ -72,5 +72,26 @@ TEST(Recycler, ConcurrentTakeAndGive) {
   EXPECT_GE(r.kept(), 1u);
 }
 
+TEST(Recycler, MakeRecycledReusesTheBlockOfADestroyedRecord) {
+  struct Record {
+    std::string name;
+    int* destroyed;
+    ~Record() { ++*destroyed; }
+  };
+  int destroyed = 0;
+  const Record* first = nullptr;
+  {
+    RecycledPtr<Record> a = MakeRecycled<Record>(Record{"a", &destroyed});
+    first = a.get();
+    EXPECT_EQ(a->name, "a");
+  }
+  EXPECT_GE(destroyed, 1);
+  const int before = destroyed;
+  RecycledPtr<Record> b = MakeRecycled<Record>(Record{"b", &destroyed});
+  EXPECT_EQ(b.get(), first);  // this type's list had the block back
+  b.reset();
+  EXPECT_EQ(destroyed, before + 2);  // the temporary and the record, once each
+}
+
 }  // namespace
 }  // namespace petal

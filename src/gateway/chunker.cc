@@ -70,14 +70,14 @@ struct Gather {
   ChunkedResult result;
   Status error;
   std::atomic<size_t> remaining{0};
-  std::function<void(StatusOr<ChunkedResult>)> done;
+  ChunksDone done;
 };
 
 }  // namespace
 
 void EmbedChunks(ReplicaSet* replicas, const std::vector<std::vector<int32_t>>& seqs,
                  std::vector<std::pair<size_t, size_t>> chunks, const v1::EmbedOptions& options,
-                 const std::string& request_id, std::function<void(StatusOr<ChunkedResult>)> done,
+                 const std::string& request_id, ChunksDone done,
                  const trace::SpanContext& trace, const std::vector<std::vector<int32_t>>* type_ids,
                  SpanInput spans) {
   // The record and its control block in one recycled block (common/recycler.h).

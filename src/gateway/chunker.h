@@ -7,10 +7,10 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <span>
 #include <vector>
 
+#include "common/unique_function.h"
 #include "gateway/replica_set.h"
 #include "trace/trace.h"
 
@@ -50,9 +50,10 @@ struct SpanInput {
   const std::vector<std::vector<uint32_t>>* spans = nullptr;
   v1::SpanPooling pooling = v1::SPAN_POOLING_MEAN;
 };
+using ChunksDone = UniqueFunction<void(StatusOr<ChunkedResult>)>;  // move-only
 void EmbedChunks(ReplicaSet* replicas, const std::vector<std::vector<int32_t>>& seqs,
                  std::vector<std::pair<size_t, size_t>> chunks, const v1::EmbedOptions& options,
-                 const std::string& request_id, std::function<void(StatusOr<ChunkedResult>)> done,
+                 const std::string& request_id, ChunksDone done,
                  const trace::SpanContext& trace = {},
                  const std::vector<std::vector<int32_t>>* type_ids = nullptr, SpanInput spans = {});
 

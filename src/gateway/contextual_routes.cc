@@ -46,7 +46,7 @@ void WriteCombinedRow(JsonOut* o, const float* row, const wire::OutputFormat& f,
 
 void Gateway::RunSpanPlan(std::shared_ptr<SpanPlan> plan, const ServedModel& m,
                           v1::SpanPooling pooling, const trace::SpanContext& tc,
-                          std::function<void(StatusOr<std::vector<float>>)> done) {
+                          UniqueFunction<void(StatusOr<std::vector<float>>)> done) {
   v1::EmbedOptions so;
   so.set_dtype(v1::DTYPE_FLOAT32);
   so.set_normalize(v1::NORMALIZE_FALSE);  // raw span states: combined before normalising

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <thread>
 
+#include "common/recycler.h"
 #include "gateway/docs_page.h"
 #include "gateway/json_writer.h"
 #include "gateway/model_select.h"
@@ -233,19 +234,31 @@ void Gateway::Handle(HttpRequest&& req, Reply reply) {
     span->SetString("http.route", name);
     span_ctx = span->context();
   }
-  // The model's metrics once Run has picked it (set before the handler runs, read when it
-  // answers); requests that use no model count in the gateway's own.
-  auto metrics = std::make_shared<GatewayMetrics*>(&metrics_);
-  Reply done = [this, name, start, span, metrics, reply = std::move(reply)](HttpResponse res) {
-    (*metrics)->Request(name, res.result_int(),
-                        std::chrono::duration<double>(Clock::now() - start).count());
-    if (span) {
-      span->SetInt("http.response.status_code", res.result_int());
-      if (res.result_int() >= 500) span->SetError(std::string(res.reason()));
-      span->End();
+  // What the answer needs, in one recycled block (no allocation): `done` holds only its address,
+  // so it fits inline in the Reply. `metrics` is the model's once Run has picked it (set before
+  // the handler runs, read when it answers); requests that use no model count in the gateway's.
+  struct Answer {
+    Gateway* gateway;
+    std::string_view name;
+    Clock::time_point start;
+    std::shared_ptr<trace::Span> span;
+    GatewayMetrics* metrics;
+    Reply reply;
+  };
+  RecycledPtr<Answer> answer =
+      MakeRecycled<Answer>(Answer{this, name, start, std::move(span), &metrics_, std::move(reply)});
+  GatewayMetrics** metrics = &answer->metrics;  // lives as long as `done` (until it answers)
+  Reply done = [a = std::move(answer)](HttpResponse res) {
+    a->metrics->Request(a->name, res.result_int(),
+                        std::chrono::duration<double>(Clock::now() - a->start).count());
+    if (a->span) {
+      a->span->SetInt("http.response.status_code", res.result_int());
+      if (res.result_int() >= 500) a->span->SetError(std::string(res.reason()));
+      a->span->End();
     }
-    reply(std::move(res));
-    inflight_--;  // last: the gateway may be destroyed once nothing is in flight
+    a->reply(std::move(res));
+    // Last: the gateway may be destroyed once nothing is in flight.
+    a->gateway->inflight_--;
   };
   // Unknown paths need a key too, so that without one the gateway reveals no routes.
   if (!options_.api_keys.empty() && (!route || route->needs_auth)) {
@@ -278,14 +291,14 @@ void Gateway::Handle(HttpRequest&& req, Reply reply) {
   try {
     if (on_io) {
       // Handlers read the request's span as trace::Current() (null pointer: untraced, no-op).
-      trace::ScopedContext scope(span ? &span_ctx : nullptr);
-      return Run(*route, req, metrics.get(), std::move(done));
+      trace::ScopedContext scope(span_ctx.valid() ? &span_ctx : nullptr);
+      return Run(*route, req, metrics, std::move(done));
     }
     PostWork(
         [this, route, req = std::move(req), span_ctx, metrics, done = std::move(done)]() mutable {
           try {
             trace::ScopedContext scope(span_ctx.valid() ? &span_ctx : nullptr);
-            Run(*route, req, metrics.get(), std::move(done));
+            Run(*route, req, metrics, std::move(done));
           } catch (const std::exception& e) {
             if (done) done(MakeResponse(500, ErrorJson(e.what(), "server_error", "")));
           }

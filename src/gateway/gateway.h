@@ -164,7 +164,7 @@ class Gateway {
   // ([plan->outputs, hidden_size], not normalised), on a worker thread; or the first error.
   void RunSpanPlan(std::shared_ptr<SpanPlan> plan, M m, v1::SpanPooling pooling,
                    const trace::SpanContext& tc,
-                   std::function<void(StatusOr<std::vector<float>>)> done);
+                   UniqueFunction<void(StatusOr<std::vector<float>>)> done);
   // Ranking routes (rerank_routes.cc).
   void TeiRerank(const HttpRequest& req, M m, Reply reply);
   void CohereRerank(const HttpRequest& req, M m, Reply reply);

@@ -2,11 +2,12 @@
 // request at a time (HTTP/1.1 pipelining is served in order because the next read starts only
 // after the previous response has been written).
 //
-// Once a connection is warm, the only allocation here per request is the Reply (see OnRead):
-// messages use recycled arenas (http_server.h), the session keeps its parser, response serializer
-// and the memory of its asynchronous operations (HandlerMemory), and the idle timeout is a timer
-// armed once per idle period rather than per read (beast::basic_stream armed and cancelled it
-// once per read, through a type-erased executor that allocated each time).
+// Once a connection is warm, serving a request allocates nothing here: messages use recycled
+// arenas (http_server.h), the Reply keeps its capture inline (UniqueFunction), the session keeps
+// its parser, response serializer and the memory of its asynchronous operations (HandlerMemory),
+// and the idle timeout is a timer armed once per idle period rather than per read
+// (beast::basic_stream armed and cancelled it once per read, through a type-erased executor that
+// allocated each time).
 #include "gateway/http_server.h"
 
 #include <boost/asio/ip/tcp.hpp>
@@ -231,9 +232,8 @@ class Session : public std::enable_shared_from_this<Session> {
     const unsigned version = req.version();
     const bool keep_alive = req.keep_alive();
     auto self = shared_from_this();
-    // One allocation: std::function keeps only trivially copyable callables inline, and this one
-    // owns the session, so that a handler dropping its Reply closes the connection rather than
-    // leaking it.
+    // Kept inline in the Reply (no allocation). It owns the session, so that a handler dropping
+    // its Reply closes the connection rather than leaking it.
     Reply reply = [self, version, keep_alive](HttpResponse res) {
       res.version(version);
       res.keep_alive(keep_alive);

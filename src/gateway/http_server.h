@@ -8,8 +8,9 @@
 //
 // Allocation: a request's header fields and body, and a response's header fields, live in a
 // RecycledArena (common/recycled_arena.h) taken from the constructing thread's cache, and each
-// connection's asynchronous operations use memory of the connection: serving a small request
-// does not call malloc in this layer (bench/results/2026-12-07-http-allocs).
+// connection's asynchronous operations use memory of the connection, and the Reply keeps its
+// capture inline: serving a small request does not call malloc in this layer
+// (bench/results/2026-12-07-http-allocs; the Reply since session 21).
 #pragma once
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -26,6 +27,7 @@
 
 #include "common/recycled_arena.h"
 #include "common/status.h"
+#include "common/unique_function.h"
 
 namespace petal::gateway {
 
@@ -40,7 +42,8 @@ using HttpResponse = boost::beast::http::response<boost::beast::http::string_bod
 // Sends the response; call exactly once, from any thread, and return from it before the server
 // is destroyed: the replying thread starts the socket write itself and may still be inside it
 // when the client already has the answer (Gateway counts its in-flight requests for this).
-using Reply = std::function<void(HttpResponse)>;
+// Move-only (common/unique_function.h): pass it on with std::move, never copy it.
+using Reply = UniqueFunction<void(HttpResponse)>;
 using Handler = std::function<void(HttpRequest&& request, Reply reply)>;
 
 struct HttpServerOptions {

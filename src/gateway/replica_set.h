@@ -72,7 +72,7 @@ struct ReplicaState {
 
 class ReplicaSet {
  public:
-  using Done = std::function<void(StatusOr<v1::EmbedResponse>)>;
+  using Done = wire::ReplicaTransport::EmbedDone;  // move-only (common/unique_function.h)
 
   // Checks every replica's health once before returning; then every `health_interval`.
   // `call_timeout` is also each request's deadline, counted from when its chunks are queued.

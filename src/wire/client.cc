@@ -89,7 +89,7 @@ std::unique_ptr<PendingCall> EmbedClient::StartEmbed(v1::EmbedRequest request,
 
 void EmbedClient::EmbedAsync(std::shared_ptr<const v1::EmbedRequest> request,
                              std::chrono::milliseconds timeout,
-                             std::function<void(StatusOr<v1::EmbedResponse>)> done,
+                             EmbedDone done,
                              const std::string& traceparent) {
   if (poller_ != nullptr) {
     return poller_->Embed(stub_.get(), std::move(request), timeout, std::move(done), traceparent);
@@ -99,7 +99,7 @@ void EmbedClient::EmbedAsync(std::shared_ptr<const v1::EmbedRequest> request,
     grpc::ClientContext ctx;
     std::shared_ptr<const v1::EmbedRequest> request;
     v1::EmbedResponse response;
-    std::function<void(StatusOr<v1::EmbedResponse>)> done;
+    EmbedDone done;
   };
   auto* call = new Call;
   call->request = std::move(request);

@@ -13,19 +13,20 @@
 #pragma once
 
 #include <chrono>
-#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 
 #include "common/status.h"
+#include "common/unique_function.h"
 #include "petal.pb.h"
 
 namespace petal::wire {
 
 class ReplicaTransport {
  public:
-  using EmbedDone = std::function<void(StatusOr<v1::EmbedResponse>)>;
+  // Move-only, its capture inline when small (common/unique_function.h): no allocation per call.
+  using EmbedDone = UniqueFunction<void(StatusOr<v1::EmbedResponse>)>;
   virtual ~ReplicaTransport() = default;
 
   // Starts one Embed call; `done` runs exactly once, possibly before this returns (a refusal),

@@ -12,7 +12,7 @@ struct ReplyPoller::Call {
   v1::EmbedResponse response;
   grpc::Status status;
   std::unique_ptr<grpc::ClientAsyncResponseReader<v1::EmbedResponse>> rpc;
-  std::function<void(StatusOr<v1::EmbedResponse>)> done;
+  ReplicaTransport::EmbedDone done;
 };
 
 ReplyPoller::ReplyPoller(std::chrono::microseconds spin) : spin_(spin) {
@@ -32,7 +32,7 @@ ReplyPoller::~ReplyPoller() {
 
 void ReplyPoller::Embed(v1::Embedder::Stub* stub, std::shared_ptr<const v1::EmbedRequest> request,
                         std::chrono::milliseconds timeout,
-                        std::function<void(StatusOr<v1::EmbedResponse>)> done,
+                        ReplicaTransport::EmbedDone done,
                         const std::string& traceparent) {
   auto* c = new Call;
   c->request = std::move(request);

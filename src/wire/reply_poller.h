@@ -12,7 +12,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -20,6 +19,7 @@
 
 #include "common/status.h"
 #include "petal.grpc.pb.h"
+#include "wire/replica_transport.h"
 
 namespace petal::wire {
 
@@ -35,7 +35,7 @@ class ReplyPoller {
   // A non-empty `traceparent` is sent as the call's metadata.
   void Embed(v1::Embedder::Stub* stub, std::shared_ptr<const v1::EmbedRequest> request,
              std::chrono::milliseconds timeout,
-             std::function<void(StatusOr<v1::EmbedResponse>)> done, const std::string& traceparent);
+             ReplicaTransport::EmbedDone done, const std::string& traceparent);
 
   // Calls started and not yet answered.
   int inflight() const { return inflight_.load(std::memory_order_relaxed); }
