@@ -191,39 +191,40 @@ void ReplicaSet::Finish(Chunk c, StatusOr<v1::EmbedResponse> result) {
 }
 
 void ReplicaSet::Dispatch() {
-  std::vector<std::pair<Replica*, Chunk>> sends;
-  std::vector<std::pair<Chunk, Status>> failed;
-  {
-    std::lock_guard<std::mutex> lock(flow_mu_);
-    // A chunk with less than this left would most likely time out on the server: it is
-    // answered from the queue instead, which tells the client sooner.
-    const auto margin = std::min<Clock::duration>(call_timeout_ / 4, std::chrono::seconds(1));
-    const auto now = Clock::now() + margin;
-    const bool any_up = AnyUp();
-    while (!queue_.empty()) {
-      Chunk& c = queue_.front();
-      Replica* r = nullptr;
-      if (!any_up) {
-        failed.emplace_back(std::move(c), Unavailable("gateway: no inference server is serving"));
-      } else if (c.deadline <= now) {
-        failed.emplace_back(
-            std::move(c),
-            ResourceExhausted("gateway: the request's deadline passed while it waited for "
-                              "capacity in the gateway; retry later"));
-      } else if ((r = PickLocked(c.tokens)) != nullptr) {
-        r->outstanding += c.tokens;
+  // A chunk with less than this left would most likely time out on the server: it is answered
+  // from the queue instead, which tells the client sooner.
+  const auto margin = std::min<Clock::duration>(call_timeout_ / 4, std::chrono::seconds(1));
+  for (;;) {
+    Chunk c;
+    Replica* r = nullptr;
+    Status failed;
+    {
+      std::lock_guard<std::mutex> lock(flow_mu_);
+      if (queue_.empty()) return;
+      Chunk& head = queue_.front();
+      if (!AnyUp()) {
+        failed = Unavailable("gateway: no inference server is serving");
+      } else if (head.deadline <= Clock::now() + margin) {
+        failed = ResourceExhausted(
+            "gateway: the request's deadline passed while it waited for capacity in the gateway; "
+            "retry later");
+      } else if ((r = PickLocked(head.tokens)) != nullptr) {
+        r->outstanding += head.tokens;
         r->inflight_calls++;
-        c.sent_completions = r->completions;
-        sends.emplace_back(r, std::move(c));
+        head.sent_completions = r->completions;
       } else {
-        break;  // the head waits for room: nothing behind it overtakes it
+        return;  // the head waits for room: nothing behind it overtakes it
       }
-      queued_tokens_ -= queue_.front().tokens;
+      queued_tokens_ -= head.tokens;
+      c = std::move(head);
       queue_.pop_front();
     }
+    if (r == nullptr) {
+      Finish(std::move(c), std::move(failed));
+    } else {
+      Send(r, std::move(c));
+    }
   }
-  for (auto& [c, st] : failed) Finish(std::move(c), st);
-  for (auto& [r, c] : sends) Send(r, std::move(c));
 }
 
 void ReplicaSet::Send(Replica* r, Chunk c) {

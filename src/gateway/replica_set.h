@@ -24,7 +24,6 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -32,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/ring_queue.h"
 #include "common/status.h"
 #include "wire/client.h"
 #include "wire/replica_transport.h"
@@ -145,7 +145,9 @@ class ReplicaSet {
   std::shared_ptr<wire::ReplicaTransport> MakeTransport(const std::string& address);
   // The least-loaded up replica with room for `tokens`; null if none. Needs flow_mu_.
   Replica* PickLocked(int64_t tokens) const;
-  // Sends queued chunks, head first, while replicas have room; answers expired ones.
+  // Sends queued chunks, head first, while replicas have room; answers expired ones. Takes one
+  // chunk at a time off the queue (no list to allocate), and may be re-entered by a call that
+  // completes at once.
   void Dispatch();
   void Send(Replica* r, Chunk c);
   // Releases the chunk's reservation and runs its `done`.
@@ -160,7 +162,7 @@ class ReplicaSet {
   std::chrono::milliseconds call_timeout_;
   FlowOptions flow_;
   mutable std::mutex flow_mu_;
-  std::deque<Chunk> queue_;  // chunks waiting for room, in arrival order
+  RingQueue<Chunk> queue_;  // chunks waiting for room, in arrival order
   int64_t held_tokens_ = 0;  // reserved: queued or in flight
   int64_t queued_tokens_ = 0;
   // Answer-rate estimate: tokens answered since rate_since_, folded into rate_ every ~250 ms.
