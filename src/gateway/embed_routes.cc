@@ -37,6 +37,46 @@ StatusOr<std::string> ScoreJson(const ChunkedResult& r, const std::string& model
   return ScoreListJson(std::move(scores), top_k, model, tokens);
 }
 
+// An embedding request's state from its parse until its answer is formatted. Recycled whole
+// (not only its block), so that its lists keep their capacity: the next request's token ids are
+// encoded into the same buffers (no allocation per request).
+struct EmbedCall {
+  EmbedParams params;
+  std::vector<std::vector<int32_t>> seqs;  // kept at their size, each cleared, between requests
+  ServerTiming timing;
+};
+
+Recycler<std::unique_ptr<EmbedCall>>& EmbedCalls() {
+  using Ptr = std::unique_ptr<EmbedCall>;
+  static auto* calls = new Recycler<Ptr>(
+      {.max_kept = 256,
+       .max_bytes = size_t{1} << 20,
+       .max_total_bytes = size_t{32} << 20,
+       .reset =
+           [](Ptr& c) {
+             c->params = EmbedParams();
+             for (auto& s : c->seqs) s.clear();
+             c->timing = ServerTiming();
+           },
+       .bytes =
+           [](const Ptr& c) {
+             size_t bytes = c->seqs.capacity() * sizeof(c->seqs[0]);
+             for (const auto& s : c->seqs) bytes += s.capacity() * sizeof(int32_t);
+             return bytes;
+           }});
+  return *calls;
+}
+
+// A call from the list (or a new one), shared by the route's stages; the last holder gives it
+// back. The shared record's control block is recycled too.
+std::shared_ptr<EmbedCall> TakeEmbedCall() {
+  std::unique_ptr<EmbedCall> c = EmbedCalls().Take();
+  if (!c) c = std::make_unique<EmbedCall>();
+  return std::shared_ptr<EmbedCall>(
+      c.release(), [](EmbedCall* p) { EmbedCalls().Give(std::unique_ptr<EmbedCall>(p)); },
+      RecyclingAllocator<EmbedCall>());
+}
+
 }  // namespace
 
 std::optional<RequestError> Gateway::ServerOptions(const EmbedParams& p, const ServedModel& m,
@@ -100,24 +140,28 @@ std::optional<RequestError> Gateway::ToSequences(EmbedParams* p, const ServedMod
   eo.max_length = p->truncate ? max_len : 0;
   eo.truncate_left = p->truncate_left;
   const size_t n = p->inputs.texts.size();
+  // Sequences already there keep their buffers (a recycled call's are empty): encoding into them
+  // allocates nothing once they are large enough.
   seqs->resize(n);
-  // Tokenizes texts [begin, end); stops at the first bad one.
+  // Tokenizes texts [begin, end); stops at the first bad one. Each thread encodes with its own
+  // scratch (and prompt buffer), kept from request to request.
   auto run = [&](size_t begin, size_t end) -> std::optional<RequestError> {
+    thread_local EncodeScratch scratch;
+    thread_local std::string prompted;
     for (size_t i = begin; i < end; ++i) {
       if (p->inputs.texts[i].empty()) {
         return RequestError{400, "'" + f + "[" + std::to_string(i) + "]' is an empty string", f};
       }
-      auto ids = prefix.empty() ? m.tokenizer->Encode(p->inputs.texts[i], eo)
-                                : m.tokenizer->Encode(prefix + p->inputs.texts[i], eo);
-      if (!ids.ok()) {
-        return RequestError{400,
-                            "'" + f + "[" + std::to_string(i) + "]': " + ids.status().message(), f};
+      std::string_view text = p->inputs.texts[i];
+      if (!prefix.empty()) text = prompted.assign(prefix).append(text);
+      std::vector<int32_t>& ids = (*seqs)[i];
+      if (Status st = m.tokenizer->EncodeInto(text, eo, &scratch, &ids); !st.ok()) {
+        return RequestError{400, "'" + f + "[" + std::to_string(i) + "]': " + st.message(), f};
       }
-      if (ids->empty()) {
+      if (ids.empty()) {
         return RequestError{400, "'" + f + "[" + std::to_string(i) + "]' has no tokens", f};
       }
-      if (ids->size() > static_cast<size_t>(max_len)) return too_long(i, ids->size());
-      (*seqs)[i] = std::move(ids).value();
+      if (ids.size() > static_cast<size_t>(max_len)) return too_long(i, ids.size());
     }
     return std::nullopt;
   };
@@ -180,14 +224,8 @@ void Gateway::FormatSliced(size_t n, size_t bytes, ItemFn write, JsonOut* out) c
 void Gateway::Embed(const HttpRequest& req, const ServedModel& m, bool openai, Reply reply) {
   const trace::SpanContext tc = trace::Current();  // invalid when the request is not traced
   const auto entry = Clock::now();
-  // The request's state lives until its answer is formatted, in one allocation; `p` shares it.
-  struct EmbedCall {
-    EmbedParams params;
-    std::vector<std::vector<int32_t>> seqs;
-    ServerTiming timing;
-  };
-  // The record and its control block in one recycled block (common/recycler.h).
-  auto call = std::allocate_shared<EmbedCall>(RecyclingAllocator<EmbedCall>());
+  // The request's state lives until its answer is formatted, recycled; `p` shares it.
+  std::shared_ptr<EmbedCall> call = TakeEmbedCall();
   std::shared_ptr<EmbedParams> p(call, &call->params);
   const char* field = openai ? "input" : "inputs";
   trace::Span parse = trace::Span::Child("parse", tc);
