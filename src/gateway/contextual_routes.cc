@@ -200,7 +200,7 @@ void Gateway::EmbedLongInputs(std::shared_ptr<EmbedParams> p, const ServedModel&
       const std::string where = "input[" + std::to_string(i) + "]";
       if (p->inputs.texts[i].empty())
         return reply(ErrorResponse({400, "'" + where + "' is an empty string", "input"}));
-      auto ids = m.tokenizer->Encode(*prompt + p->inputs.texts[i], eo);
+      auto ids = m.tokenizer->Encode(*prompt + std::string(p->inputs.texts[i]), eo);
       if (!ids.ok())
         return reply(ErrorResponse({400, "'" + where + "': " + ids.status().message(), "input"}));
       if (ids->empty())

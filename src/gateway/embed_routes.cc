@@ -54,13 +54,18 @@ Recycler<std::unique_ptr<EmbedCall>>& EmbedCalls() {
        .max_total_bytes = size_t{32} << 20,
        .reset =
            [](Ptr& c) {
+             // The text list keeps its capacity; the parsed body goes back to its list.
+             std::vector<std::string_view> texts = std::move(c->params.inputs.texts);
+             texts.clear();
              c->params = EmbedParams();
+             c->params.inputs.texts = std::move(texts);
              for (auto& s : c->seqs) s.clear();
              c->timing = ServerTiming();
            },
        .bytes =
            [](const Ptr& c) {
-             size_t bytes = c->seqs.capacity() * sizeof(c->seqs[0]);
+             size_t bytes = c->seqs.capacity() * sizeof(c->seqs[0]) +
+                            c->params.inputs.texts.capacity() * sizeof(std::string_view);
              for (const auto& s : c->seqs) bytes += s.capacity() * sizeof(int32_t);
              return bytes;
            }});
@@ -370,8 +375,9 @@ void Gateway::Score(const HttpRequest& req, const ServedModel& m, Reply reply) {
   // The query and the documents are tokenized separately so that errors name the right field
   // and index, then embedded as one request (the query is row 0).
   EmbedParams query, docs;
-  query.inputs.texts.push_back(std::move(sp.query));
-  docs.inputs.texts = std::move(sp.documents);
+  // Views of sp's strings, which outlive their use here.
+  query.inputs.texts.push_back(sp.query);
+  docs.inputs.texts.assign(sp.documents.begin(), sp.documents.end());
   auto seqs = std::make_shared<std::vector<std::vector<int32_t>>>();
   std::vector<std::vector<int32_t>> doc_seqs;
   const auto t0 = Clock::now();

@@ -72,7 +72,8 @@ class Gateway;
 struct SpanPlan;  // span_plan.h
 
 // The total size of `texts` in bytes: the work estimate Gateway::RunSliced slices by.
-inline size_t TextBytes(const std::vector<std::string>& texts) {
+template <typename Texts>  // std::string or std::string_view items
+size_t TextBytes(const Texts& texts) {
   size_t bytes = 0;
   for (const auto& t : texts) bytes += t.size();
   return bytes;

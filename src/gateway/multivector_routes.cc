@@ -80,11 +80,12 @@ std::optional<RequestError> Gateway::ToTokenSequences(EmbedParams* p, const Serv
   seqs->resize(n);
   auto run = [&](size_t begin, size_t end) -> std::optional<RequestError> {
     for (size_t i = begin; i < end; ++i) {
-      const std::string& text = p->inputs.texts[i];
+      const std::string_view text = p->inputs.texts[i];
       if (text.empty()) {
         return RequestError{400, "'" + f + "[" + std::to_string(i) + "]' is an empty string", f};
       }
-      auto ids = m.tokenizer->Encode(prompt.empty() ? text : prompt + text, eo);
+      auto ids = prompt.empty() ? m.tokenizer->Encode(text, eo)
+                                : m.tokenizer->Encode(prompt + std::string(text), eo);
       if (!ids.ok()) {
         return RequestError{400,
                             "'" + f + "[" + std::to_string(i) + "]': " + ids.status().message(), f};
@@ -163,8 +164,9 @@ void Gateway::TeiEmbedAll(const HttpRequest& req, const ServedModel& m, Reply re
 void Gateway::MaxSimScore(ScoreParams sp, const ServedModel& m, Reply reply) {
   if (sp.query.empty()) return reply(ErrorResponse({400, "'query' is an empty string", "query"}));
   EmbedParams query, docs;
-  query.inputs.texts.push_back(std::move(sp.query));
-  docs.inputs.texts = std::move(sp.documents);
+  // Views of sp's strings, which outlive their use here.
+  query.inputs.texts.push_back(sp.query);
+  docs.inputs.texts.assign(sp.documents.begin(), sp.documents.end());
   auto seqs = std::make_shared<Seqs>();
   Seqs doc_seqs;
   const auto t0 = Clock::now();

@@ -20,10 +20,15 @@ RequestError Bad(std::string message, std::string param);
 std::optional<RequestError> CheckCount(size_t n, const std::string& field, size_t max_inputs);
 // Parses `body` into `*doc` with this thread's parser (valid until the next parse on the thread).
 std::optional<RequestError> ParseBody(std::string_view body, simdjson::dom::object* doc);
+// As ParseBody, with a parser from the recycled list that `*hold` then holds: `*doc` and the
+// strings viewed in it are valid as long as `*hold` is.
+std::optional<RequestError> ParseBody(std::string_view body, simdjson::dom::object* doc,
+                                      ParsedBodyHold* hold);
 // A non-negative integer token id that fits int32.
 bool TokenId(simdjson::dom::element e, int32_t* id);
 // `field`: a string, an array of strings, an array of token ids (if allow_ids), or an array of
-// such arrays; at most max_inputs of them (else a 413).
+// such arrays; at most max_inputs of them (else a 413). Texts are appended as views into `e`'s
+// document: the caller keeps it alive (Inputs::body) or copies them before the next parse.
 std::optional<RequestError> ParseInputs(simdjson::dom::element e, const char* field,
                                         size_t max_inputs, bool allow_ids, Inputs* out);
 // Optional fields: absent or null leaves *out as it is.

@@ -115,7 +115,8 @@ std::optional<RequestError> OpenAiOutputFields(const object& doc, Params* out) {
 std::optional<RequestError> ParseOpenAiEmbed(std::string_view body, size_t max_inputs,
                                              EmbedParams* out) {
   object doc;
-  if (auto err = ParseBody(body, &doc)) return err;
+  // The texts view the parsed body: the request's own parser, held with them.
+  if (auto err = ParseBody(body, &doc, &out->inputs.body)) return err;
   element input;
   if (doc.at_key("input").get(input) || input.is_null()) {
     return Bad("'input' is required", "input");
@@ -210,7 +211,8 @@ std::optional<RequestError> ParseContextualEmbed(std::string_view body, Contextu
 std::optional<RequestError> ParseTeiEmbed(std::string_view body, size_t max_inputs,
                                           EmbedParams* out) {
   object doc;
-  if (auto err = ParseBody(body, &doc)) return err;
+  // The texts view the parsed body: the request's own parser, held with them.
+  if (auto err = ParseBody(body, &doc, &out->inputs.body)) return err;
   element input;
   if (doc.at_key("inputs").get(input) || input.is_null()) {
     return Bad("'inputs' is required", "inputs");
@@ -240,7 +242,7 @@ std::optional<RequestError> ParseTokenize(std::string_view body, size_t max_inpu
   Inputs in;
   if (auto err = ParseInputs(input, "inputs", max_inputs, false, &in)) return err;
   out->batch = input.is_array();
-  out->texts = std::move(in.texts);
+  out->texts.assign(in.texts.begin(), in.texts.end());  // copies: the parser is this thread's
   if (auto err = OptBool(doc, "add_special_tokens", &out->add_special_tokens)) return err;
   return std::nullopt;
 }

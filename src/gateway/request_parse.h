@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,11 +24,25 @@ struct RequestError {
 enum class OutputType { kFloat32, kFloat16, kInt8, kUint8, kBinary, kUbinary };
 const char* OutputTypeName(OutputType t);
 
+// A request body parsed by a simdjson parser of its own, taken from a recycled list and given
+// back when its holder lets go (request_json.cc): the strings of the parsed document live as long
+// as the ParsedBodyHold, wherever it moves, without a copy of each.
+struct ParsedBody;
+struct ParsedBodyRelease {
+  void operator()(ParsedBody* b) const noexcept;
+};
+using ParsedBodyHold = std::unique_ptr<ParsedBody, ParsedBodyRelease>;
+
 // The inputs of one request: texts, or pre-tokenized sequences (exactly one is non-empty).
+// Move-only. Parsed from a body (ParseOpenAiEmbed, ParseTeiEmbed), `texts` view the parsed
+// document that `body` holds: valid while this Inputs, or the one it is moved into, lives. A
+// route that fills `texts` itself keeps the viewed strings alive while it uses them; a list moved
+// out of an Inputs must not outlive it (copy the texts into strings instead).
 struct Inputs {
-  std::vector<std::string> texts;
+  std::vector<std::string_view> texts;
   std::vector<std::vector<int32_t>> ids;
   bool pretokenized = false;
+  ParsedBodyHold body;  // what `texts` view; null when they view the route's own strings
   size_t size() const { return pretokenized ? ids.size() : texts.size(); }
 };
 

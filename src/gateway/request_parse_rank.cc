@@ -26,7 +26,7 @@ std::optional<RequestError> ParseScore(std::string_view body, size_t max_inputs,
   }
   Inputs in;
   if (auto err = ParseInputs(docs, "documents", max_inputs, false, &in)) return err;
-  out->documents = std::move(in.texts);
+  out->documents.assign(in.texts.begin(), in.texts.end());  // copies: the parser is this thread's
   if (auto err = OptString(doc, "model", &out->model)) return err;
   element k;
   if (!doc.at_key("top_k").get(k) && !k.is_null()) {

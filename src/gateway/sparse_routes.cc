@@ -109,11 +109,12 @@ void Gateway::EmbedSparseStatic(EmbedParams* p, const ServedModel& m, bool opena
     eo.add_special_tokens = false;  // as SparseStaticEmbedding tokenizes
     seqs.resize(p->inputs.texts.size());
     for (size_t i = 0; i < seqs.size(); ++i) {
-      const std::string& text = p->inputs.texts[i];
+      const std::string_view text = p->inputs.texts[i];
       const std::string at = std::string(field) + "[" + std::to_string(i) + "]";
       if (text.empty())
         return reply(ErrorResponse({400, "'" + at + "' is an empty string", field}));
-      auto ids = m.tokenizer->Encode(prefix->empty() ? text : *prefix + text, eo);
+      auto ids = prefix->empty() ? m.tokenizer->Encode(text, eo)
+                                 : m.tokenizer->Encode(*prefix + std::string(text), eo);
       if (!ids.ok()) {
         return reply(ErrorResponse({400, "'" + at + "': " + ids.status().message(), field}));
       }
