@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -96,6 +97,23 @@ TEST(ParseOpenAi, AcceptsAllInputShapes) {
   EXPECT_EQ(r.inputs.ids.size(), 2u);
   EXPECT_TRUE(r.base64);
   EXPECT_EQ(r.dimensions, 8u);
+}
+
+TEST(ParseOpenAi, TextsStayValidWhileTheParamsHoldTheirBody) {
+  auto p = std::make_unique<EmbedParams>();
+  ASSERT_FALSE(ParseOpenAiEmbed(R"({"input":["caf\u00e9 one","two"]})", 10, p.get()));
+  // Later parses on this thread, of the same and other routes, use other parsers.
+  EmbedParams other;
+  ASSERT_FALSE(ParseTeiEmbed(R"({"inputs":["zzzzzzzzzzzzzzzz","yyyyyyyy"]})", 10, &other));
+  TokenizeParams tp;
+  ASSERT_FALSE(ParseTokenize(R"({"inputs":["xxxxxxxxxxxxxxxxxxxx"]})", 10, &tp));
+  EmbedParams moved = std::move(*p);
+  p.reset();
+  ASSERT_EQ(moved.inputs.texts.size(), 2u);
+  EXPECT_EQ(moved.inputs.texts[0], "caf\xc3\xa9 one");  // unescaped, in the held document
+  EXPECT_EQ(moved.inputs.texts[1], "two");
+  EXPECT_EQ(other.inputs.texts[0], "zzzzzzzzzzzzzzzz");
+  EXPECT_EQ(tp.texts, (std::vector<std::string>{"xxxxxxxxxxxxxxxxxxxx"}));
 }
 
 TEST(ParseOpenAi, ErrorsNameTheField) {
