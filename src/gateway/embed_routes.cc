@@ -9,7 +9,7 @@
 #include <latch>
 #include <numeric>
 
-#include "common/recycler.h"
+#include "gateway/embed_call.h"
 #include "gateway/embed_format.h"
 #include "gateway/gateway.h"
 #include "gateway/json_writer.h"
@@ -35,51 +35,6 @@ StatusOr<std::string> ScoreJson(const ChunkedResult& r, const std::string& model
         d - 1, wire::CosineSimilarity(q.data(), rows[d].data(), static_cast<int>(q.size())));
   }
   return ScoreListJson(std::move(scores), top_k, model, tokens);
-}
-
-// An embedding request's state from its parse until its answer is formatted. Recycled whole
-// (not only its block), so that its lists keep their capacity: the next request's token ids are
-// encoded into the same buffers (no allocation per request).
-struct EmbedCall {
-  EmbedParams params;
-  std::vector<std::vector<int32_t>> seqs;  // kept at their size, each cleared, between requests
-  ServerTiming timing;
-};
-
-Recycler<std::unique_ptr<EmbedCall>>& EmbedCalls() {
-  using Ptr = std::unique_ptr<EmbedCall>;
-  static auto* calls = new Recycler<Ptr>(
-      {.max_kept = 256,
-       .max_bytes = size_t{1} << 20,
-       .max_total_bytes = size_t{32} << 20,
-       .reset =
-           [](Ptr& c) {
-             // The text list keeps its capacity; the parsed body goes back to its list.
-             std::vector<std::string_view> texts = std::move(c->params.inputs.texts);
-             texts.clear();
-             c->params = EmbedParams();
-             c->params.inputs.texts = std::move(texts);
-             for (auto& s : c->seqs) s.clear();
-             c->timing = ServerTiming();
-           },
-       .bytes =
-           [](const Ptr& c) {
-             size_t bytes = c->seqs.capacity() * sizeof(c->seqs[0]) +
-                            c->params.inputs.texts.capacity() * sizeof(std::string_view);
-             for (const auto& s : c->seqs) bytes += s.capacity() * sizeof(int32_t);
-             return bytes;
-           }});
-  return *calls;
-}
-
-// A call from the list (or a new one), shared by the route's stages; the last holder gives it
-// back. The shared record's control block is recycled too.
-std::shared_ptr<EmbedCall> TakeEmbedCall() {
-  std::unique_ptr<EmbedCall> c = EmbedCalls().Take();
-  if (!c) c = std::make_unique<EmbedCall>();
-  return std::shared_ptr<EmbedCall>(
-      c.release(), [](EmbedCall* p) { EmbedCalls().Give(std::unique_ptr<EmbedCall>(p)); },
-      RecyclingAllocator<EmbedCall>());
 }
 
 }  // namespace
