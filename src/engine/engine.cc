@@ -1,12 +1,32 @@
-// Engine helpers shared by every backend: Embed() (Step + Wait) and the sparse form of SPLADE
-// rows (engine.h, Embeddings). Thread-safety: pure functions.
+// Engine helpers shared by every backend: Embed() (Step + Wait), the sparse form of SPLADE rows
+// (engine.h, Embeddings) and the recycled row buffers. Thread-safety: pure functions, but for
+// the row buffers' free list (locked; any thread).
 #include "engine/engine.h"
 
 #include <algorithm>
 
+#include "common/recycler.h"
 #include "kernels/cpu/reference_ops.h"
 
 namespace petal {
+
+namespace {
+
+Recycler<std::vector<float>>& RowBuffers() {
+  // Never destroyed: buffers may come back from threads still running at exit.
+  static auto* buffers = new Recycler<std::vector<float>>(
+      {.max_kept = 8,
+       .max_bytes = size_t{16} << 20,
+       .max_total_bytes = size_t{64} << 20,
+       .reset = [](std::vector<float>& v) { v.clear(); },
+       .bytes = [](const std::vector<float>& v) { return v.capacity() * sizeof(float); }});
+  return *buffers;
+}
+
+}  // namespace
+
+std::vector<float> TakeRowBuffer() { return RowBuffers().Take(); }
+void RecycleRowBuffer(std::vector<float>&& buffer) { RowBuffers().Give(std::move(buffer)); }
 
 StatusOr<Embeddings> Engine::Embed(const Batch& batch) {
   PETAL_ASSIGN_OR_RETURN(auto pending, Step(batch));

@@ -42,6 +42,15 @@ struct Embeddings {
   std::vector<float> DenseRow(int i) const;
 };
 
+// Dense row buffers recycled between batches, so that a warm engine's Step allocates no result
+// storage: an engine fills TakeRowBuffer()'s vector (empty, with the capacity it had) as
+// Embeddings::data, and whoever is done with an Embeddings gives its buffer back with
+// RecycleRowBuffer (the server's engine loop does, once the rows are stored). Both are optional:
+// an Embeddings whose buffer is never given back is simply freed. At most 8 buffers of at most
+// 16 MiB are kept. Thread-safety: any thread.
+std::vector<float> TakeRowBuffer();
+void RecycleRowBuffer(std::vector<float>&& buffer);
+
 class PendingEmbeddings {
  public:
   virtual ~PendingEmbeddings() = default;

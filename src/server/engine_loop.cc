@@ -337,6 +337,7 @@ void EngineLoop::CompletionMain() {
       StoreRows(*out, static_cast<int>(out_row), r.job.first_row(seq), r.job.rows_of(seq),
                 &r.result);
     }
+    if (out.ok()) RecycleRowBuffer(std::move(out->data));  // the rows are stored: keep the buffer
     finished.clear();
     lock.lock();
     for (const Entry& e : item.entries) {

@@ -107,6 +107,7 @@ StatusOr<std::unique_ptr<PendingEmbeddings>> FakeEngine::Step(const Batch& batch
   Embeddings out;
   out.rows = batch.num_rows();
   out.dim = options_.hidden_size;
+  out.data = TakeRowBuffer();  // as the CUDA engine's: the loop gives it back
   out.data.reserve(static_cast<size_t>(out.rows) * out.dim);
   for (int s = 0; s < batch.num_seqs(); ++s)
     rec.first_tokens.push_back(batch.seq_len(s) == 0 ? -1 : batch.token_ids[batch.cu_seqlens[s]]);

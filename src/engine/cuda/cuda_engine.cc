@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "common/recycler.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/score_ops.h"
 #include "model/fp8_scales.h"
@@ -23,6 +24,19 @@ Status CheckCuda(cudaError_t err, const char* what) {
 // The handle returned by Step(): owns a ring slot until the result has been copied out.
 class PendingSlot final : public PendingEmbeddings {
  public:
+  // One handle per Step: its block comes from a free list, not malloc (issue 29).
+  static void* operator new(size_t n) {
+    return n == sizeof(PendingSlot) ? RecyclingAllocator<PendingSlot>().allocate(1)
+                                    : ::operator new(n);
+  }
+  static void operator delete(void* p, size_t n) noexcept {
+    if (n == sizeof(PendingSlot)) {
+      RecyclingAllocator<PendingSlot>().deallocate(static_cast<PendingSlot*>(p), 1);
+    } else {
+      ::operator delete(p);
+    }
+  }
+
   PendingSlot(RingSlot* slot, int rows, int dim, int max_rows, bool sparse)
       : slot_(slot), rows_(rows), dim_(dim), max_rows_(max_rows), sparse_(sparse) {}
   ~PendingSlot() override {
@@ -42,6 +56,7 @@ class PendingSlot final : public PendingEmbeddings {
     if (sparse_) {  // row r's entries start at r * dim in host_sparse (after the counts) / host_out
       e.SetSparseRows(slot_->host_sparse, slot_->host_sparse + max_rows_, slot_->host_out, dim_);
     } else {
+      e.data = TakeRowBuffer();
       e.data.assign(slot_->host_out, slot_->host_out + static_cast<size_t>(rows_) * dim_);
     }
     Release();

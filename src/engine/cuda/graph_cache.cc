@@ -11,7 +11,7 @@ GraphCache::~GraphCache() {
   for (auto& [k, exec] : execs_) cudaGraphExecDestroy(exec);
 }
 
-Status GraphCache::Run(Key key, cudaStream_t stream, const std::function<Status()>& forward) {
+Status GraphCache::Run(Key key, cudaStream_t stream, FunctionRef<Status()> forward) {
   switch (policy_.Next(key)) {
     case GraphPolicy::Action::kEager:
       return forward();
@@ -41,7 +41,7 @@ Status GraphCache::Run(Key key, cudaStream_t stream, const std::function<Status(
 }
 
 Status GraphCache::Capture(cudaGraphExec_t* exec, cudaStream_t stream,
-                           const std::function<Status()>& forward) {
+                           FunctionRef<Status()> forward) {
   const auto t0 = std::chrono::steady_clock::now();
   PETAL_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   Status fs = forward();

@@ -8,10 +8,10 @@
 
 #include <cuda_runtime.h>
 
-#include <functional>
 #include <map>
 #include <string>
 
+#include "common/function_ref.h"
 #include "common/status.h"
 #include "engine/graph_policy.h"
 
@@ -30,14 +30,14 @@ class GraphCache {
 
   // Runs `forward` for `key` on `stream`: eagerly, by capturing it, or by replaying the graph
   // captured earlier, as the policy decides. `forward` must only enqueue work on `stream`.
-  Status Run(Key key, cudaStream_t stream, const std::function<Status()>& forward);
+  Status Run(Key key, cudaStream_t stream, FunctionRef<Status()> forward);
 
   std::map<std::string, double> Stats() const;
 
  private:
   // Captures `forward` into *exec; on failure *exec stays null.
   Status Capture(cudaGraphExec_t* exec, cudaStream_t stream,
-                 const std::function<Status()>& forward);
+                 FunctionRef<Status()> forward);
 
   GraphPolicy policy_;
   std::map<Key, cudaGraphExec_t> execs_;  // exactly the keys the policy holds a graph for
