@@ -9,7 +9,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <atomic>
 #include <filesystem>
+#include <new>
 #include <random>
 #include <sstream>
 
@@ -19,6 +21,23 @@
 #include "engine/cuda/cuda_engine.h"
 #include "model/make_model.h"
 #include "wire/codec.h"
+
+// Host allocations through operator new, counted on a thread while it sets g_count_news (the
+// warm-step test below); every other use of new is untouched.
+namespace {
+thread_local bool g_count_news = false;
+std::atomic<int> g_news{0};
+}  // namespace
+void* operator new(size_t n) {
+  if (g_count_news) g_news.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](size_t n) { return ::operator new(n); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+void operator delete[](void* p, size_t) noexcept { std::free(p); }
 
 namespace petal {
 namespace {
@@ -273,6 +292,43 @@ TEST_F(CudaEngineTest, Fp8RejectsBadOptions) {
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.status().ToString().find("fp8-min-tokens"), std::string::npos)
       << e.status().ToString();
+}
+
+}  // namespace
+}  // namespace petal
+
+namespace petal {
+namespace {
+
+// Issue 29 (an allocation-free hot path): once a bucket's graph is captured and the row buffers
+// go back as the server's engine loop gives them, Step + Wait make no host allocation through
+// operator new (the CUDA runtime's own allocations, if any, are not counted).
+TEST_F(CudaEngineTest, WarmStepsAllocateNothingOnTheHost) {
+  const auto dirs = ModelDirs();
+  ASSERT_FALSE(dirs.empty());
+  CudaEngineOptions opt;
+  opt.max_tokens = 2048;
+  opt.max_seqs = 16;
+  auto gpu = CreateCudaEngine(dirs[0], opt);
+  ASSERT_TRUE(gpu.ok()) << gpu.status().ToString();
+  const Batch a = RandomBatch({20, 3, 30}, (*gpu)->config().vocab_size, 5);
+  auto step = [&]() -> int {  // rows of one Step + Wait, the rows' buffer given back
+    auto h = (*gpu)->Step(a);
+    if (!h.ok()) return -1;
+    auto e = (*h)->Wait();
+    if (!e.ok()) return -1;
+    const int rows = e->rows;
+    RecycleRowBuffer(std::move(e->data));
+    return rows;
+  };
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(step(), 3);  // eager, capture, replays
+  g_news = 0;
+  g_count_news = true;
+  int rows = 0;
+  for (int i = 0; i < 8; ++i) rows += step();
+  g_count_news = false;
+  EXPECT_EQ(rows, 24);
+  EXPECT_EQ(g_news.load(), 0) << "operator new calls in 8 warm steps";
 }
 
 }  // namespace
