@@ -41,4 +41,4 @@ for blk in sys.stdin.read().split("\n\n"):
 print("mallocs per request, sampled stacks: %.1f (%d requests)" % (total / n, n))
 print("| per request | allocating function | first petal callers |\n|---|---|---|")
 for (f, callers), v in c.most_common(40): print("| %.2f | %s | %s |" % (v / n, f, callers))
-' $N
+' $(( ${CONC:-1} * N ))
