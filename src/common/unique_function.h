@@ -65,9 +65,9 @@ class UniqueFunction<R(Args...)> {
   UniqueFunction(std::nullptr_t) noexcept {}  // NOLINT(google-explicit-constructor)
 
   template <typename F, typename D = std::decay_t<F>>
-  requires(!unique_function_internal::IsUniqueFunction<D>::value &&
-           std::is_constructible_v<D, F> && std::is_invocable_r_v<R, D&, Args...>)
-  UniqueFunction(F&& f) {  // NOLINT(google-explicit-constructor): binds like std::function
+  requires(!unique_function_internal::IsUniqueFunction<D>::value && std::is_constructible_v<D, F> &&
+           std::is_invocable_r_v<R, D&, Args...>)
+      UniqueFunction(F&& f) {  // NOLINT(google-explicit-constructor): binds like std::function
     if (unique_function_internal::IsNull(f)) return;
     if constexpr (kStoredInline<D>) {
       ::new (static_cast<void*>(buf_)) D(std::forward<F>(f));
@@ -98,8 +98,7 @@ class UniqueFunction<R(Args...)> {
     return *this;
   }
   template <typename F>
-  requires std::is_constructible_v<UniqueFunction, F>
-  UniqueFunction& operator=(F&& f) {
+  requires std::is_constructible_v<UniqueFunction, F> UniqueFunction& operator=(F&& f) {
     return *this = UniqueFunction(std::forward<F>(f));
   }
   UniqueFunction(const UniqueFunction&) = delete;
@@ -117,8 +116,8 @@ class UniqueFunction<R(Args...)> {
   // Whether a callable of type F is kept inside the object (for tests and static checks).
   template <typename F>
   static constexpr bool kStoredInline =
-      sizeof(F) <= kInlineBytes && alignof(F) <= alignof(std::max_align_t) &&
-      std::is_nothrow_move_constructible_v<F>;
+      sizeof(F) <= kInlineBytes &&
+      alignof(F) <= alignof(std::max_align_t) && std::is_nothrow_move_constructible_v<F>;
 
  private:
   struct Ops {

@@ -77,9 +77,8 @@ struct Gather {
 
 void EmbedChunks(ReplicaSet* replicas, const std::vector<std::vector<int32_t>>& seqs,
                  std::vector<std::pair<size_t, size_t>> chunks, const v1::EmbedOptions& options,
-                 const std::string& request_id, ChunksDone done,
-                 const trace::SpanContext& trace, const std::vector<std::vector<int32_t>>* type_ids,
-                 SpanInput spans) {
+                 const std::string& request_id, ChunksDone done, const trace::SpanContext& trace,
+                 const std::vector<std::vector<int32_t>>* type_ids, SpanInput spans) {
   // The record and its control block in one recycled block (common/recycler.h).
   auto g = std::allocate_shared<Gather>(RecyclingAllocator<Gather>());
   const size_t n = chunks.size();

@@ -162,7 +162,7 @@ class ReplicaSet {
   std::chrono::milliseconds call_timeout_;
   FlowOptions flow_;
   mutable std::mutex flow_mu_;
-  RingQueue<Chunk> queue_;  // chunks waiting for room, in arrival order
+  RingQueue<Chunk> queue_;   // chunks waiting for room, in arrival order
   int64_t held_tokens_ = 0;  // reserved: queued or in flight
   int64_t queued_tokens_ = 0;
   // Answer-rate estimate: tokens answered since rate_since_, folded into rate_ every ~250 ms.

@@ -181,7 +181,7 @@ class EngineLoop {
   std::condition_variable sched_cv_;  // pool non-empty, a batch slot freed, or stopping
   std::condition_variable done_cv_;   // a batch enqueued, or the scheduler finished
   std::deque<Entry> pool_;
-  RingQueue<Inflight> inflight_;  // a deque allocated a block every few batches
+  RingQueue<Inflight> inflight_;                   // a deque allocated a block every few batches
   std::vector<std::vector<Entry>> spare_entries_;  // collected batches' lists, for reuse
   int inflight_count_ = 0;  // batches taken from the pool and not yet collected
   // The engine's time per token (ns, an average over collected batches; 0 until the first) and

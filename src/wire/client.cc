@@ -88,8 +88,7 @@ std::unique_ptr<PendingCall> EmbedClient::StartEmbed(v1::EmbedRequest request,
 }
 
 void EmbedClient::EmbedAsync(std::shared_ptr<const v1::EmbedRequest> request,
-                             std::chrono::milliseconds timeout,
-                             EmbedDone done,
+                             std::chrono::milliseconds timeout, EmbedDone done,
                              const std::string& traceparent) {
   if (poller_ != nullptr) {
     return poller_->Embed(stub_.get(), std::move(request), timeout, std::move(done), traceparent);

@@ -31,8 +31,7 @@ ReplyPoller::~ReplyPoller() {
 }
 
 void ReplyPoller::Embed(v1::Embedder::Stub* stub, std::shared_ptr<const v1::EmbedRequest> request,
-                        std::chrono::milliseconds timeout,
-                        ReplicaTransport::EmbedDone done,
+                        std::chrono::milliseconds timeout, ReplicaTransport::EmbedDone done,
                         const std::string& traceparent) {
   auto* c = new Call;
   c->request = std::move(request);

@@ -34,8 +34,8 @@ class ReplyPoller {
   // Starts `request` on `stub`; `done` gets the answer or the call's status. timeout 0: none.
   // A non-empty `traceparent` is sent as the call's metadata.
   void Embed(v1::Embedder::Stub* stub, std::shared_ptr<const v1::EmbedRequest> request,
-             std::chrono::milliseconds timeout,
-             ReplicaTransport::EmbedDone done, const std::string& traceparent);
+             std::chrono::milliseconds timeout, ReplicaTransport::EmbedDone done,
+             const std::string& traceparent);
 
   // Calls started and not yet answered.
   int inflight() const { return inflight_.load(std::memory_order_relaxed); }

@@ -6,10 +6,10 @@
 // Tolerance: cosine >= 0.999 per embedding (the design brief's 0.1% rule).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <atomic>
 #include <filesystem>
 #include <new>
 #include <random>

@@ -36,8 +36,7 @@ class GraphCache {
 
  private:
   // Captures `forward` into *exec; on failure *exec stays null.
-  Status Capture(cudaGraphExec_t* exec, cudaStream_t stream,
-                 FunctionRef<Status()> forward);
+  Status Capture(cudaGraphExec_t* exec, cudaStream_t stream, FunctionRef<Status()> forward);
 
   GraphPolicy policy_;
   std::map<Key, cudaGraphExec_t> execs_;  // exactly the keys the policy holds a graph for
