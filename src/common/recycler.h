@@ -27,6 +27,22 @@
 
 namespace petal {
 
+// Under ThreadSanitizer nothing is kept (Give returns false, so Take always makes a new object):
+// memory reused without a free and a malloc keeps its earlier accesses in TSan's shadow state,
+// and an object handed on through a library that TSan does not see into (gRPC's completion
+// threads) would then be reported as racing with its next user.
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool kRecyclerKeeps = false;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+inline constexpr bool kRecyclerKeeps = false;
+#else
+inline constexpr bool kRecyclerKeeps = true;
+#endif
+#else
+inline constexpr bool kRecyclerKeeps = true;
+#endif
+
 template <typename T>
 class Recycler {
  public:
@@ -58,6 +74,7 @@ class Recycler {
 
   // True if `v` was kept (moved from); false if it was not (left to the caller to destroy).
   bool Give(T&& v) {
+    if constexpr (!kRecyclerKeeps) return false;
     if (policy_.reusable && !policy_.reusable(v)) return false;
     if (policy_.reset) policy_.reset(v);
     // Counted after the reset, as Take counts it back out.
