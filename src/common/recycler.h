@@ -25,6 +25,14 @@
 #include <utility>
 #include <vector>
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#include <sanitizer/asan_interface.h>
+#endif
+#endif
+
 namespace petal {
 
 // Under ThreadSanitizer nothing is kept (Give returns false, so Take always makes a new object):
@@ -41,6 +49,24 @@ inline constexpr bool kRecyclerKeeps = true;
 #endif
 #else
 inline constexpr bool kRecyclerKeeps = true;
+#endif
+
+// Under AddressSanitizer a block kept by RecyclingAllocator is poisoned while it waits in the free
+// list, so a use after the record was destroyed (a "use after recycle") is reported like a use
+// after free, yet the recycling code itself still runs under ASan.
+#if defined(__SANITIZE_ADDRESS__)
+#define PETAL_RECYCLER_POISONS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PETAL_RECYCLER_POISONS 1
+#endif
+#endif
+#if defined(PETAL_RECYCLER_POISONS)
+inline void RecyclerPoison(const void* p, size_t n) { __asan_poison_memory_region(p, n); }
+inline void RecyclerUnpoison(const void* p, size_t n) { __asan_unpoison_memory_region(p, n); }
+#else
+inline void RecyclerPoison(const void*, size_t) {}
+inline void RecyclerUnpoison(const void*, size_t) {}
 #endif
 
 template <typename T>
@@ -116,12 +142,20 @@ struct RecyclingAllocator {
 
   T* allocate(size_t n) {
     if (n == 1) {
-      if (void* p = Blocks().Take()) return static_cast<T*>(p);
+      if (void* p = Blocks().Take()) {
+        RecyclerUnpoison(p, sizeof(T));
+        return static_cast<T*>(p);
+      }
     }
     return static_cast<T*>(::operator new(n * sizeof(T)));
   }
+  // Poisoned before it is offered: once in the list another thread may take (and unpoison) it.
   void deallocate(T* p, size_t n) noexcept {
-    if (n == 1 && Blocks().Give(static_cast<void*>(p))) return;
+    if (n == 1) {
+      RecyclerPoison(p, sizeof(T));
+      if (Blocks().Give(static_cast<void*>(p))) return;
+      RecyclerUnpoison(p, sizeof(T));
+    }
     ::operator delete(p);
   }
   template <typename U>
