@@ -8,6 +8,7 @@
 #include "cli/gateway_flags.h"
 #include "cli/trace_flags.h"
 #include "common/log.h"
+#include "common/malloc_policy.h"
 #include "gateway/gateway.h"
 #include "gateway/model_select.h"
 
@@ -53,6 +54,7 @@ std::function<int()> SetupGateway(CLI::App* app) {
     sigaddset(&signals, SIGINT);
     sigaddset(&signals, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    Log("info", "malloc", {{"policy", ApplyServingMallocPolicy()}});
     Tracing tracing;  // outlives the gateway
     if (!tracing.Start(*otlp, "petal-gateway")) return 1;
     auto g = gateway::Gateway::Start(*o);

@@ -15,6 +15,7 @@
 #include "cli/model_arg.h"
 #include "cli/trace_flags.h"
 #include "common/log.h"
+#include "common/malloc_policy.h"
 #include "server/fake_engine.h"
 #include "server/server.h"
 #include "wire/client.h"
@@ -125,7 +126,11 @@ int RunServer(const ServerArgs& a) {
        {"max_batch_seqs", std::to_string(so.loop.limits.max_batch_seqs)},
        {"max_queue_tokens", std::to_string(so.loop.max_queue_tokens)},
        {"max_queue_requests", std::to_string(so.loop.max_queue_requests)}});
-  if (engine->backend() == "cpu") Log("info", "cpu engine", {{"detail", engine->Describe()}});
+  if (engine->backend() == "cpu") {
+    Log("info", "cpu engine", {{"detail", engine->Describe()}});
+    NoteCpuEngine();
+  }
+  Log("info", "malloc", {{"policy", ApplyServingMallocPolicy()}});
   (*srv)->AttachEngine(std::move(engine));
 
   int sig = 0;
@@ -342,6 +347,7 @@ StatusOr<std::shared_ptr<server::LocalReplica>> StartLocalReplica(
   PETAL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, BuildEngine(a));
   Log("info", "local replica serving",
       {{"model", a.fake ? "fake" : a.model}, {"backend", engine->backend()}});
+  if (engine->backend() == "cpu") NoteCpuEngine();  // serve's malloc policy (malloc_policy.h)
   // After an engine fault: a new engine from the same flags. A CUDA engine that cannot be built
   // (the fault left a sticky error in the context) is built again after a device reset, when
   // this replica is the device's only user.

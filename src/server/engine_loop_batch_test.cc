@@ -1,6 +1,7 @@
 // The engine loop refills one Batch for every step (engine_loop_batch.cc): a batch with pooling
 // spans must leave nothing behind for the next batch, whose sequences then get their ordinary
-// rows. FakeEngine rows are checked against FakeEngine::Reference.
+// rows. FakeEngine rows are checked against FakeEngine::Reference. Also the FakeEngine's own
+// batch history, which a long-running fake server bounds.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -72,6 +73,22 @@ TEST(EngineLoopBatch, ABatchLeavesNothingBehindForTheNext) {
     ASSERT_TRUE(st.ok()) << st.ToString();
   }
   EXPECT_EQ(engine.batches().size(), 6u);  // each job ran in a batch of its own
+}
+
+// A long-running `petal serve --fake-engine` must not keep every batch it ran.
+TEST(FakeEngine, KeepsABoundedHistoryAndCountsEveryBatch) {
+  FakeEngine engine;
+  const Batch batch = Batch::FromSequences({{1, 2, 3}});
+  const size_t steps = 2 * FakeEngine::kKeptBatches + 10;
+  for (size_t i = 0; i < steps; ++i) {
+    auto pending = engine.Step(batch);
+    ASSERT_TRUE(pending.ok()) << pending.status().ToString();
+    ASSERT_TRUE((*pending)->Wait().ok());
+  }
+  const size_t kept = engine.batches().size();
+  EXPECT_GE(kept, FakeEngine::kKeptBatches);
+  EXPECT_LE(kept, 2 * FakeEngine::kKeptBatches);
+  EXPECT_EQ(engine.Stats().at("batches"), static_cast<double>(steps));
 }
 
 }  // namespace

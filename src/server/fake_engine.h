@@ -59,8 +59,11 @@ class FakeEngine final : public Engine {
   void Release();
   // The next `n` Step() calls fail with INTERNAL.
   void FailNextSteps(int n);
+  // The batches run so far, oldest first; a long-running `petal serve --fake-engine` keeps only
+  // the most recent kKeptBatches to 2 x kKeptBatches of them.
   std::vector<FakeBatchRecord> batches() const;
-  // {"batches": n}, so the server's pass-through of engine counters can be tested.
+  static constexpr size_t kKeptBatches = 4096;
+  // {"batches": n} (every batch run), so the server's pass-through of engine counters can be tested.
   std::map<std::string, double> Stats() const override;
 
   struct Gate {
@@ -76,6 +79,7 @@ class FakeEngine final : public Engine {
   std::chrono::steady_clock::time_point device_free_{};  // when the simulated device goes idle
   mutable std::mutex mu_;
   std::vector<FakeBatchRecord> batches_;
+  size_t batches_run_ = 0;
   int fail_next_ = 0;
   std::shared_ptr<std::atomic<int>> held_ = std::make_shared<std::atomic<int>>(0);  // un-waited
 };
