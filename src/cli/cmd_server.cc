@@ -40,6 +40,7 @@ struct ServerArgs {
   int fake_token_ns = 0;
   int fake_vocab_size = 1000;
   int fake_hidden_size = 32;
+  int fake_max_tokens = 512;
   bool fake_hashed_rows = false;
   std::string otlp_endpoint;
 };
@@ -67,6 +68,7 @@ StatusOr<std::unique_ptr<Engine>> BuildEngine(const ServerArgs& a) {
     fo.per_token = std::chrono::nanoseconds(a.fake_token_ns);
     fo.vocab_size = a.fake_vocab_size;
     fo.hidden_size = a.fake_hidden_size;
+    fo.max_positions = a.fake_max_tokens;
     fo.hashed_rows = a.fake_hashed_rows;
     fo.result_slots = ResultSlotsFor(a.max_inflight);
     return std::unique_ptr<Engine>(std::make_unique<server::FakeEngine>(fo));
@@ -192,6 +194,10 @@ void AddServerFlags(CLI::App* app, ServerArgs* a) {
   app->add_option("--fake-hidden-size", a->fake_hidden_size,
                   "FakeEngine: floats per row (a model's hidden size, to measure formatting)")
       ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  app->add_option("--fake-max-tokens", a->fake_max_tokens,
+                  "FakeEngine: the longest sequence it accepts (its model's context length)")
+      ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   app->add_flag("--fake-hashed-rows", a->fake_hashed_rows,
                 "FakeEngine: rows from a hash of each sequence (no work per token), to measure the "
