@@ -54,7 +54,7 @@ std::function<int()> SetupGateway(CLI::App* app) {
     sigaddset(&signals, SIGINT);
     sigaddset(&signals, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-    Log("info", "malloc", {{"policy", ApplyServingMallocPolicy()}});
+    ApplyServingMallocPolicyAndLog();
     Tracing tracing;  // outlives the gateway
     if (!tracing.Start(*otlp, "petal-gateway")) return 1;
     auto g = gateway::Gateway::Start(*o);

@@ -196,7 +196,7 @@ int RunServe(ServeArgs& a) {
   if (!SharedGpusFit(a, gpus)) return 1;
   Locals locals;
   if (a.transport == "local" && !StartLocals(a, gpus, &locals)) return 1;
-  Log("info", "malloc", {{"policy", ApplyServingMallocPolicy()}});  // after the local engines
+  ApplyServingMallocPolicyAndLog();  // after the local engines
   // Unix sockets live in a folder only this user can enter, removed on the way out.
   std::string socket_dir;
   if (a.transport == "unix") {

@@ -132,7 +132,7 @@ int RunServer(const ServerArgs& a) {
     Log("info", "cpu engine", {{"detail", engine->Describe()}});
     NoteCpuEngine();
   }
-  Log("info", "malloc", {{"policy", ApplyServingMallocPolicy()}});
+  ApplyServingMallocPolicyAndLog();
   (*srv)->AttachEngine(std::move(engine));
 
   int sig = 0;

@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cstdlib>
 
+#include "common/log.h"
+
 namespace petal {
 namespace {
 
@@ -28,13 +30,25 @@ size_t ServingMmapThreshold(const char* petal_env, const char* glibc_env, bool c
 
 void NoteCpuEngine() { cpu_engine.store(true, std::memory_order_relaxed); }
 
-std::string ApplyServingMallocPolicy() {
-  const size_t t = ServingMmapThreshold(std::getenv("PETAL_MMAP_THRESHOLD"),
-                                        std::getenv("MALLOC_MMAP_THRESHOLD_"),
-                                        cpu_engine.load(std::memory_order_relaxed));
-  if (t == 0) return "glibc's default (dynamic) mmap threshold";
-  if (mallopt(M_MMAP_THRESHOLD, static_cast<int>(t)) != 1) return "mallopt(M_MMAP_THRESHOLD) failed";
-  return "mmap threshold " + std::to_string(t) + " bytes";
+MallocPolicyResult ApplyServingMallocPolicy() {
+  const char* petal = std::getenv("PETAL_MMAP_THRESHOLD");
+  const char* glibc = std::getenv("MALLOC_MMAP_THRESHOLD_");
+  const size_t t = ServingMmapThreshold(petal, glibc, cpu_engine.load(std::memory_order_relaxed));
+  if (t == 0 && petal != nullptr && *petal != '\0' && std::string(petal) != "0" &&
+      (glibc == nullptr || *glibc == '\0')) {
+    return {false, "PETAL_MMAP_THRESHOLD=" + std::string(petal) +
+                       " is not a byte count of at most 33554432: glibc's default (dynamic) mmap "
+                       "threshold"};
+  }
+  if (t == 0) return {true, "glibc's default (dynamic) mmap threshold"};
+  if (mallopt(M_MMAP_THRESHOLD, static_cast<int>(t)) != 1)
+    return {false, "mallopt(M_MMAP_THRESHOLD) failed: glibc's default (dynamic) mmap threshold"};
+  return {true, "mmap threshold " + std::to_string(t) + " bytes"};
+}
+
+void ApplyServingMallocPolicyAndLog() {
+  const MallocPolicyResult r = ApplyServingMallocPolicy();
+  Log(r.ok ? "info" : "warn", "malloc", {{"policy", r.line}});
 }
 
 }  // namespace petal

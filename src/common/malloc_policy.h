@@ -21,8 +21,16 @@ size_t ServingMmapThreshold(const char* petal_env, const char* glibc_env, bool c
 // Records that this process runs a CPU engine (the policy is then not applied).
 void NoteCpuEngine();
 
-// Sets the threshold ServingMmapThreshold gives for this process's environment; returns a line
-// for the log saying what was done.
-std::string ApplyServingMallocPolicy();
+// Sets the threshold ServingMmapThreshold gives for this process's environment. `line` says what
+// was done, for the log; `ok` is false when PETAL_MMAP_THRESHOLD was not understood or mallopt
+// refused (log it as a warning).
+struct MallocPolicyResult {
+  bool ok = true;
+  std::string line;
+};
+MallocPolicyResult ApplyServingMallocPolicy();
+
+// ApplyServingMallocPolicy, then one log line (info, or warn when !ok).
+void ApplyServingMallocPolicyAndLog();
 
 }  // namespace petal

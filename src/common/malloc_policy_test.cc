@@ -16,9 +16,9 @@ TEST(MallocPolicy, EnvironmentOverrides) {
   EXPECT_EQ(ServingMmapThreshold("1048576", nullptr, false), size_t{1} << 20);
   EXPECT_EQ(ServingMmapThreshold("1048576", nullptr, true), size_t{1} << 20);  // asked for
   EXPECT_EQ(ServingMmapThreshold("0", nullptr, false), 0u);
-  EXPECT_EQ(ServingMmapThreshold("12x", nullptr, false), 0u);        // junk: leave glibc's
-  EXPECT_EQ(ServingMmapThreshold("67108864", nullptr, false), 0u);   // above glibc's cap
-  EXPECT_EQ(ServingMmapThreshold("1048576", "65536", false), 0u);    // glibc's own variable
+  EXPECT_EQ(ServingMmapThreshold("12x", nullptr, false), 0u);       // junk: leave glibc's
+  EXPECT_EQ(ServingMmapThreshold("67108864", nullptr, false), 0u);  // above glibc's cap
+  EXPECT_EQ(ServingMmapThreshold("1048576", "65536", false), 0u);   // glibc's own variable
   EXPECT_EQ(ServingMmapThreshold(nullptr, "65536", false), 0u);
 }
 

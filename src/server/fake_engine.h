@@ -63,7 +63,8 @@ class FakeEngine final : public Engine {
   // the most recent kKeptBatches to 2 x kKeptBatches of them.
   std::vector<FakeBatchRecord> batches() const;
   static constexpr size_t kKeptBatches = 4096;
-  // {"batches": n} (every batch run), so the server's pass-through of engine counters can be tested.
+  // {"batches": n} (every batch run), so the server's pass-through of engine counters can be
+  // tested.
   std::map<std::string, double> Stats() const override;
 
   struct Gate {
