@@ -12,6 +12,7 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/gemm_cutlass.h"
+#include "kernels/cuda/gemm_wgmma.h"
 #include "op_test_util.h"
 
 namespace petal::cuda::test {
@@ -190,7 +191,7 @@ TEST_F(GemmTuningGpuTest, EveryCandidateIsCorrect) {
     ASSERT_OK(SyncDevice());
     const int n_cand = probe->Stats().per_plan.at(0).candidates;
     EXPECT_GT(n_cand, 0);
-    int split_k = 0, ours = 0, cluster = 0, cutlass = 0;
+    int split_k = 0, ours = 0, cluster = 0, cutlass = 0, wgmma = 0;
     for (int i = 0; i < n_cand; ++i) {
       GemmOptions o = all;
       o.force_candidate = i;
@@ -205,19 +206,26 @@ TEST_F(GemmTuningGpuTest, EveryCandidateIsCorrect) {
       ours += info.algo_id < 0;
       cluster += info.algo_id == -2;
       cutlass += info.algo_id == -3;
+      wgmma += info.algo_id == -4;
       EXPECT_TRUE(pr.Check("candidate " + std::to_string(i) + " " + info.ToString()));
     }
     std::printf(
-        "%s: %d candidates checked, %d with split-K, %d of them ours (%d cluster, %d CUTLASS)\n",
-        pr.Name("").c_str(), n_cand, split_k, ours, cluster, cutlass);
+        "%s: %d candidates checked, %d with split-K, %d of them ours (%d cluster, %d CUTLASS, %d "
+        "wgmma)\n",
+        pr.Name("").c_str(), n_cand, split_k, ours, cluster, cutlass, wgmma);
     if (CutlassGemmAvailable() && !spec.bias && !spec.gelu && spec.m <= kCutlassGemmMaxM) {
       EXPECT_GT(cutlass, 0) << "CUTLASS kernels not among the candidates";
     }
     if (spec.m <= 128) {
-      EXPECT_GT(ours - cluster, 0) << "small-M kernel not among the candidates";
+      EXPECT_GT(ours - cluster - cutlass - wgmma, 0) << "small-M kernel not among the candidates";
     }
     if (spec.m <= 512) {
       EXPECT_GT(cluster, 0) << "cluster kernel not among the candidates";
+    }
+    GemmParams any = pr.Params();
+    if (WgmmaGemmSupported(any, 0, 1) || WgmmaGemmSupported(any, 1, 1) ||
+        WgmmaGemmSupported(any, 4, 1)) {
+      EXPECT_GT(wgmma, 0) << "wgmma kernel not among the candidates";
     }
   }
 }

@@ -14,6 +14,7 @@
 #include "kernels/cuda/gemm_cutlass.h"
 #include "kernels/cuda/gemm_plan.h"
 #include "kernels/cuda/gemm_smallm.h"
+#include "kernels/cuda/gemm_wgmma.h"
 
 namespace petal::cuda {
 
@@ -228,6 +229,8 @@ Status Gemm::Run(const GemmParams& p, cudaStream_t stream) {
     return LaunchSmallMGemm(p, plan->petal_splits, workspace_.get(), stream);
   if (plan->petal_kernel == PetalKernel::kCluster)
     return LaunchClusterGemm(p, plan->petal_config, plan->petal_splits, stream);
+  if (plan->petal_kernel == PetalKernel::kWgmma)
+    return LaunchWgmmaGemm(p, plan->petal_config, plan->petal_splits, stream);
   if (plan->petal_kernel == PetalKernel::kCutlass)
     return LaunchCutlassGemm(p, {plan->petal_config, plan->petal_splits}, workspace_.get(),
                              workspace_.bytes(), stream);
@@ -272,6 +275,7 @@ GemmStats Gemm::Stats() const {
     i.algo_id = plan->petal_kernel == PetalKernel::kSmallM    ? -1
                 : plan->petal_kernel == PetalKernel::kCluster ? -2
                 : plan->petal_kernel == PetalKernel::kCutlass ? -3
+                : plan->petal_kernel == PetalKernel::kWgmma   ? -4
                                                               : AlgoId(a);
     i.tile_id = ours ? plan->petal_config : AlgoConfig<uint32_t>(a, CUBLASLT_ALGO_CONFIG_TILE_ID);
     i.stages_id = AlgoConfig<uint32_t>(a, CUBLASLT_ALGO_CONFIG_STAGES_ID);

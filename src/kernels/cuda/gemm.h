@@ -86,6 +86,9 @@ struct GemmOptions {
   // default: on the H200 it measured slower than cuBLASLt's best at every model shape
   // (bench/results/2026-12-01-latency/gemm_h200-65b9aa6.txt), so timing it only costs tuning time.
   bool cluster_kernel = false;
+  // Also time our TMA + wgmma split-K kernel (M <= 512, sm_90a builds on sm_90; gemm_wgmma.h),
+  // under the same rule. PETAL_GEMM_WGMMA=0 in the environment turns it off.
+  bool wgmma_kernel = true;
   // Also time the CUTLASS Hopper kernels (M <= 1024, no bias/GELU; gemm_cutlass.h), under the
   // same rule, where the binary has them and the GPU is sm_90 (PETAL_GEMM_CUTLASS=0 turns off).
   bool cutlass_kernel = true;
@@ -103,7 +106,7 @@ struct GemmOptions {
 };
 
 // Which of our own kernels a plan uses instead of cuBLASLt.
-enum class PetalKernel { kNone, kSmallM, kCluster, kCutlass };
+enum class PetalKernel { kNone, kSmallM, kCluster, kCutlass, kWgmma };
 
 // What one plan uses, for logs and benchmarks.
 struct GemmPlanInfo {
@@ -115,7 +118,8 @@ struct GemmPlanInfo {
   std::string state;
   // cuBLASLt's configuration; algo_id -1: our small-M kernel, -2: our cluster kernel (tile_id
   // its configuration, gemm_cluster.h), -3: a CUTLASS kernel (tile_id its configuration,
-  // gemm_cutlass.h; split_k 0 = stream-K), split_k their K splits.
+  // gemm_cutlass.h; split_k 0 = stream-K), -4: our wgmma kernel (tile_id its configuration,
+  // gemm_wgmma.h), split_k their K splits.
   int algo_id = -1, tile_id = 0, stages_id = 0, split_k = 1, reduction = 0, swizzle = 0, custom = 0,
       cluster_id = 0;
   int candidates = 0;     // candidates enumerated (0 if not tuned); cuBLASLt may refuse some

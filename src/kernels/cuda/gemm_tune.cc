@@ -18,6 +18,7 @@
 #include "kernels/cuda/gemm_flush.h"
 #include "kernels/cuda/gemm_plan.h"
 #include "kernels/cuda/gemm_smallm.h"
+#include "kernels/cuda/gemm_wgmma.h"
 
 namespace petal::cuda {
 namespace {
@@ -64,6 +65,8 @@ std::string OursName(const Cand& c) {
       return ClusterGemmName(c.config) + "/s" + std::to_string(c.splits);
     case PetalKernel::kCutlass:
       return CutlassGemmName({c.config, c.splits});
+    case PetalKernel::kWgmma:
+      return WgmmaGemmName(c.config) + "/s" + std::to_string(c.splits);
     default:
       return "";
   }
@@ -188,6 +191,15 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
         if (ClusterGemmSupported(t, config, splits))
           cands.push_back({Algo{}, splits, PetalKernel::kCluster, config});
   }
+  if (options_.wgmma_kernel && WgmmaGemmEnabled() && !p.fp8() &&
+      2 * out_bytes + 1024 <= scratch_.bytes()) {
+    int configs[2];
+    WgmmaGemmConfigsFor(p.m, configs);
+    for (int config : configs)
+      for (int splits : {1, 2, 4, 8})
+        if (WgmmaGemmSupported(t, config, splits))
+          cands.push_back({Algo{}, splits, PetalKernel::kWgmma, config});
+  }
   if (options_.cutlass_kernel && !p.fp8() && 2 * out_bytes + 1024 <= scratch_.bytes() &&
       CutlassGemmAvailable()) {
     for (int config = 0; config < CutlassGemmConfigs(); ++config)
@@ -201,6 +213,8 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
         return LaunchSmallMGemm(q, c.splits, workspace_.get(), stream);
       case PetalKernel::kCluster:
         return LaunchClusterGemm(q, c.config, c.splits, stream);
+      case PetalKernel::kWgmma:
+        return LaunchWgmmaGemm(q, c.config, c.splits, stream);
       case PetalKernel::kCutlass:
         return LaunchCutlassGemm(q, {c.config, c.splits}, workspace_.get(), workspace_.bytes(),
                                  stream);

@@ -17,6 +17,7 @@ add_library(petal_kernels_cuda STATIC
   ${CMAKE_CURRENT_LIST_DIR}/gemm_flush.cu
   ${CMAKE_CURRENT_LIST_DIR}/gemm_smallm.cu
   ${CMAKE_CURRENT_LIST_DIR}/gemm_cluster.cu
+  ${CMAKE_CURRENT_LIST_DIR}/gemm_wgmma.cu
   ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass.cc
   ${CMAKE_CURRENT_LIST_DIR}/gemm_fused.cc
   ${CMAKE_CURRENT_LIST_DIR}/fp8_quant.cu)
@@ -35,6 +36,12 @@ foreach(arch IN LISTS CMAKE_CUDA_ARCHITECTURES)
     set(petal_sm90a ON)
   endif()
 endforeach()
+# The wgmma GEMM (gemm_wgmma.h) has a body only in its sm_90a image: the host side offers it only
+# when that image is built.
+if(petal_sm90a)
+  set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/gemm_wgmma.cu PROPERTIES
+                              COMPILE_DEFINITIONS PETAL_HAVE_SM90A=1)
+endif()
 if(PETAL_CUTLASS_INCLUDE AND petal_sm90a)
   # Built with GDC (see below): the pingpong GEMMs and the fused GEMMs (persistent scheduler).
   set(petal_gdc_sources
