@@ -4,6 +4,7 @@
 // when forced, the autotune switch and scratch bound, and bad shapes are refused.
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -180,6 +181,7 @@ TEST_F(GemmTuningGpuTest, EveryCandidateIsCorrect) {
       {512, 1024, 3072, false, false, true},   // 0.6b down at 1 x 512, residual in place
   };
   uint64_t seed = 500;
+  setenv("PETAL_GEMM_WGMMA", "1", 1);  // off by default, still must be right
   for (const Spec& spec : cases) {
     Problem pr(spec);
     ASSERT_OK(pr.Init(seed += 10));

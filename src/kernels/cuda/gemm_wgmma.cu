@@ -302,11 +302,8 @@ Status Launch(const GemmParams& gp, int splits, cudaStream_t stream) {
 int WgmmaGemmConfigs() { return kNumConfigs; }
 
 bool WgmmaGemmEnabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("PETAL_GEMM_WGMMA");
-    return v == nullptr || std::string(v) != "0";
-  }();
-  return on;
+  const char* v = std::getenv("PETAL_GEMM_WGMMA");
+  return v != nullptr && std::string(v) == "1";
 }
 
 std::string WgmmaGemmName(int config) {

@@ -30,7 +30,8 @@ std::string WgmmaGemmName(int config);
 // 128; larger m takes several token tiles), in both feature widths.
 void WgmmaGemmConfigsFor(int m, int out[2]);
 
-// False when PETAL_GEMM_WGMMA=0 is in the environment (read once): the tuner then skips the kernel.
+// True when PETAL_GEMM_WGMMA=1 is in the environment (read at each tuning): only then does the
+// tuner time the kernel. Off by default until it has been measured on a GPU (docs/kernels.md).
 bool WgmmaGemmEnabled();
 
 // Whether the binary has the kernel (built for sm_90a) and the current device runs it (sm_90),
