@@ -31,7 +31,7 @@ std::string WgmmaGemmName(int config);
 void WgmmaGemmConfigsFor(int m, int out[2]);
 
 // True when PETAL_GEMM_WGMMA=1 is in the environment (read at each tuning): only then does the
-// tuner time the kernel. Off by default until it has been measured on a GPU (docs/kernels.md).
+// tuner time the kernel. Off by default: measured slower than cuBLASLt (docs/kernels.md).
 bool WgmmaGemmEnabled();
 
 // Whether the binary has the kernel (built for sm_90a) and the current device runs it (sm_90),
