@@ -88,7 +88,8 @@ struct GemmOptions {
   bool cluster_kernel = false;
   // Also time our TMA + wgmma split-K kernel (M <= 512, sm_90a builds on sm_90; gemm_wgmma.h),
   // under the same rule, when PETAL_GEMM_WGMMA=1 is also in the environment (off by default: on
-  // an H100 it measured slower than cuBLASLt at every 0.6b shape, bench/results/2026-12-07-session23).
+  // an H100 it measured slower than cuBLASLt at every 0.6b shape,
+  // bench/results/2026-12-07-session23).
   bool wgmma_kernel = true;
   // Also time the CUTLASS Hopper kernels (M <= 1024, no bias/GELU; gemm_cutlass.h), under the
   // same rule, where the binary has them and the GPU is sm_90 (PETAL_GEMM_CUTLASS=0 turns off).
