@@ -17,6 +17,7 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/gemm_cluster.h"
+#include "kernels/cuda/gemm_epilogue.cuh"
 #include "kernels/cuda/pdl.cuh"
 
 namespace petal::cuda {
@@ -71,13 +72,6 @@ __device__ __forceinline__ void Mma(float (&d)[4], const uint32_t (&a)[4], uint3
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Gemm's epilogue: acc + bias + c, then GELU (tanh form, as cuBLASLt's) last.
-__device__ __forceinline__ float Epilogue(const Args& p, float x, int tok, int n) {
-  if (p.bias) x += __bfloat162float(p.bias[n]);
-  if (p.c) x += __bfloat162float(p.c[static_cast<size_t>(tok) * p.n + n]);
-  if (p.gelu) x = 0.5f * x * (1.f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
-  return x;
-}
 #endif
 
 template <int WN, int WM, int JB>
@@ -199,7 +193,7 @@ __global__ void __launch_bounds__(32 * WN * WM, 1) ClusterGemmKernel(const Args 
     const float v[4] = {s.x, s.y, s.z, s.w};
     __align__(8) bf16 o[4];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) o[e] = __float2bfloat16(Epilogue(p, v[e], tok, n + e));
+    for (int e = 0; e < 4; ++e) o[e] = __float2bfloat16(GemmEpilogue(p, v[e], tok, n + e));
     *reinterpret_cast<uint2*>(p.out + static_cast<size_t>(tok) * p.n + n) =
         *reinterpret_cast<const uint2*>(o);
   }

@@ -23,6 +23,7 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_info.h"
+#include "kernels/cuda/gemm_epilogue.cuh"
 #include "kernels/cuda/gemm_wgmma.h"
 #include "kernels/cuda/gemm_wgmma_ptx.cuh"
 #include "kernels/cuda/pdl.cuh"
@@ -96,13 +97,6 @@ __device__ __forceinline__ uint64_t Desc(uint32_t saddr) {
 }
 __device__ __forceinline__ void FenceOperand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
 
-// Gemm's epilogue: acc + bias + c, then GELU (tanh form, as cuBLASLt's) last.
-__device__ __forceinline__ float Epilogue(const Args& p, float x, int tok, int n) {
-  if (p.bias) x += __bfloat162float(p.bias[n]);
-  if (p.c) x += __bfloat162float(p.c[static_cast<size_t>(tok) * p.n + n]);
-  if (p.gelu) x = 0.5f * x * (1.f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
-  return x;
-}
 #endif
 
 template <int WG, int MT>
@@ -216,7 +210,7 @@ __global__ void __launch_bounds__(Cfg<WG, MT>::kThreads, 1)
     const float v[4] = {s.x, s.y, s.z, s.w};
     __align__(8) bf16 o[4];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) o[e] = __float2bfloat16(Epilogue(p, v[e], tok, n + e));
+    for (int e = 0; e < 4; ++e) o[e] = __float2bfloat16(GemmEpilogue(p, v[e], tok, n + e));
     *reinterpret_cast<uint2*>(p.out + static_cast<size_t>(tok) * p.n + n) =
         *reinterpret_cast<const uint2*>(o);
   }
