@@ -1,7 +1,8 @@
 // GEMM tuning tests (the rest of gemm_gpu_test.cc's plan; same tolerances): tuning touches neither
 // the caller's output nor its addend, a first use during graph capture falls back to the
 // heuristic plan and tunes later, every tuning candidate (split-K variants included) is correct
-// when forced, the autotune switch and scratch bound, and bad shapes are refused.
+// when forced, chained timing (gemm_chain.h), the autotune switch and scratch bound, and bad shapes
+// are refused.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -229,6 +230,74 @@ TEST_F(GemmTuningGpuTest, EveryCandidateIsCorrect) {
         WgmmaGemmSupported(any, 4, 1)) {
       EXPECT_GT(wgmma, 0) << "wgmma kernel not among the candidates";
     }
+  }
+}
+
+// Chained timing (gemm_chain.h): on a capturable stream every plan is timed as chains and the
+// choice computes the right result, tuning touching neither out nor the in-place addend; on the
+// legacy stream (which cannot capture) tuning falls back to lone launches.
+TEST_F(GemmTuningGpuTest, ChainedTuningChoosesACorrectPlan) {
+  unsetenv("PETAL_GEMM_TUNE_CHAIN");  // it would override the options
+  const Spec cases[] = {
+      {1, 1024, 3072, false, false, true},    // 0.6b down at batch 1, residual in place
+      {128, 4096, 1024, true, false, false},  // 0.6b QKV shape with bias
+      {7, 1536, 384, true, true, false},      // MiniLM up with bias + GELU (small weights)
+      {1, 2560, 9728, false, false, true},    // 4b down (50 MB): see the pool below
+  };
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  uint64_t seed = 700;
+  for (const Spec& spec : cases) {
+    Problem pr(spec);
+    ASSERT_OK(pr.Init(seed += 10));
+    GemmOptions o;
+    o.chain_max_m = 512;
+    o.cluster_kernel = true;                             // our kernels must capture too
+    if (spec.n == 2560) o.chain_pool_bytes = 64u << 20;  // weights over half: no copies
+    ASSERT_OK_AND_ASSIGN(auto gemm, Gemm::Create(o));
+    ASSERT_OK(pr.ResetOut(stream));
+    ASSERT_OK(gemm->Run(pr.Params(), stream));
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    const GemmPlanInfo info = gemm->Stats().per_plan.at(0);
+    EXPECT_EQ(info.state, "tuned");
+    EXPECT_TRUE(info.chained) << info.ToString();
+    EXPECT_GT(info.first_us, 0.f);
+    EXPECT_GT(info.chosen_us, 0.f);
+    EXPECT_TRUE(pr.Check("chained tuning, first use " + info.ToString()));
+    std::printf("%s\n", info.ToString().c_str());
+  }
+  Problem pr(Spec{16, 1024, 2048, false, false, true});
+  ASSERT_OK(pr.Init(800));
+  GemmOptions o;
+  o.chain_max_m = 512;
+  ASSERT_OK_AND_ASSIGN(auto legacy, Gemm::Create(o));
+  ASSERT_OK(pr.ResetOut(0));
+  ASSERT_OK(legacy->Run(pr.Params(), 0));
+  ASSERT_OK(SyncDevice());
+  const GemmPlanInfo info = legacy->Stats().per_plan.at(0);
+  EXPECT_EQ(info.state, "tuned");
+  EXPECT_FALSE(info.chained) << "the legacy stream cannot capture: lone launches expected";
+  EXPECT_TRUE(pr.Check("legacy stream, lone-launch fallback"));
+  cudaStreamDestroy(stream);
+}
+
+// Outputs past the scratch: untuned by default, tuned into a buffer of their own with
+// tune_large_bytes, which leaves the caller's output and in-place addend alone.
+TEST_F(GemmTuningGpuTest, LargeOutputsTunedWhenAllowed) {
+  unsetenv("PETAL_GEMM_TUNE_LARGE_MB");  // it would override the options
+  for (const bool allow : {false, true}) {
+    GemmOptions o;
+    o.tune_scratch_bytes = 1u << 20;  // 1 MiB: the 4 MiB output below is past it
+    o.tune_large_bytes = allow ? 64u << 20 : 0;
+    ASSERT_OK_AND_ASSIGN(auto gemm, Gemm::Create(o));
+    Problem pr(Spec{512, 4096, 1024, false, false, true});
+    ASSERT_OK(pr.Init(900));
+    ASSERT_OK(pr.ResetOut(0));
+    ASSERT_OK(gemm->Run(pr.Params(), 0));  // tunes (or not), then computes once in place
+    ASSERT_OK(SyncDevice());
+    const GemmPlanInfo info = gemm->Stats().per_plan.at(0);
+    EXPECT_EQ(info.state, allow ? "tuned" : "too_large") << info.ToString();
+    EXPECT_TRUE(pr.Check(std::string("large output, ") + (allow ? "tuned" : "untuned")));
   }
 }
 

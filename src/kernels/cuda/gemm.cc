@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <string>
 
+#include "kernels/cuda/gemm_chain.h"
 #include "kernels/cuda/gemm_cluster.h"
 #include "kernels/cuda/gemm_cutlass.h"
 #include "kernels/cuda/gemm_plan.h"
@@ -241,11 +242,11 @@ std::string GemmPlanInfo::ToString() const {
   char buf[400];
   std::snprintf(buf, sizeof(buf),
                 "m=%d n=%d k=%d%s%s%s%s %s algo=%d tile=%d stages=%d splitk=%d red=%d swz=%d "
-                "custom=%d cluster=%d cand=%d first=%.1fus chosen=%.1fus ours=%s %.1fus",
+                "custom=%d cluster=%d cand=%d%s first=%.1fus chosen=%.1fus ours=%s %.1fus",
                 m, n, k, bias ? " +bias" : "", gelu ? " +gelu" : "", c ? " +c" : "",
                 fp8 ? " fp8" : "", state.c_str(), algo_id, tile_id, stages_id, split_k, reduction,
-                swizzle, custom, cluster_id, candidates, first_us, chosen_us,
-                ours.empty() ? "-" : ours.c_str(), ours_us);
+                swizzle, custom, cluster_id, candidates, chained ? " chained" : "", first_us,
+                chosen_us, ours.empty() ? "-" : ours.c_str(), ours_us);
   return buf;
 }
 
@@ -285,6 +286,7 @@ GemmStats Gemm::Stats() const {
     i.custom = AlgoConfig<uint32_t>(a, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION);
     i.cluster_id = AlgoConfig<uint16_t>(a, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID);
     i.candidates = plan->candidates;
+    i.chained = plan->chained;
     i.first_us = plan->first_us, i.chosen_us = plan->chosen_us;
     i.ours_us = plan->ours_us, i.ours = plan->ours;
     s.tuned += plan->state == Plan::State::kTuned;

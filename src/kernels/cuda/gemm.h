@@ -35,6 +35,8 @@
 
 namespace petal::cuda {
 
+class ChainTimer;  // gemm_chain.h
+
 // out = epilogue(a * w^T + c + bias).
 struct GemmParams {
   const __nv_bfloat16* a = nullptr;  // [m, k] row-major activations
@@ -73,10 +75,14 @@ struct GemmOptions {
   size_t workspace_bytes = 32u << 20;  // cuBLAS's advice for Hopper
   bool autotune = true;                // measure candidates once per plan (see the file comment)
   // Private output buffer for tuning, allocated at the first tuning. Problems with
-  // 2*M*N + 512 > this are not tuned (they keep the heuristic's first choice): at such M the GEMM
-  // is compute-bound, where cuBLASLt's heuristic is expected to do well (the benchmark with
-  // --scratch-mb shows what tuning them would add).
+  // 2*M*N + 512 > this are not tuned unless tune_large_bytes allows them (they keep the
+  // heuristic's first choice): at such M the GEMM is compute-bound, where cuBLASLt's heuristic is
+  // expected to do well (the benchmark with --scratch-mb shows what tuning them would add).
   size_t tune_scratch_bytes = 64u << 20;
+  // Problems whose output is past the scratch but within this many bytes are tuned too, their
+  // output going to a buffer allocated for the tuning and freed after it (a failed allocation
+  // leaves the plan untuned). 0 = none (the default); PETAL_GEMM_TUNE_LARGE_MB=N overrides it.
+  size_t tune_large_bytes = 0;
   int max_candidates = 16;  // heuristic results requested
   int split_k_max_m = 256;  // add split-K variants of the top algorithms for M <= this
   // Also time our own small-M tensor-core kernel (M <= 128; gemm_smallm.h). It is used only where
@@ -102,6 +108,14 @@ struct GemmOptions {
   bool cold_l2 = true;
   // A candidate replaces the heuristic's first choice only if its median is lower by this factor.
   float min_gain = 0.03f;
+  // For M <= this, time each candidate as a graph-captured chain of back-to-back launches over
+  // copies of its weights spanning `chain_pool_bytes` (gemm_chain.h) instead of lone launches
+  // after an L2 eviction: the conditions of a captured forward pass, without the ~5 us of event
+  // and ramp-up a lone small-M launch carries. 0 = off (the default); the environment variable
+  // PETAL_GEMM_TUNE_CHAIN=M overrides it. Falls back to lone launches if the pool cannot be
+  // allocated or the heuristic's first choice cannot be captured.
+  int chain_max_m = 0;
+  size_t chain_pool_bytes = 128u << 20;
   // Tests only: choose candidate i (in the order heuristic first, heuristic list, split-K
   // variants, our small-M kernel) instead of the fastest, so every candidate can be checked.
   int force_candidate = -1;
@@ -125,6 +139,7 @@ struct GemmPlanInfo {
   int algo_id = -1, tile_id = 0, stages_id = 0, split_k = 1, reduction = 0, swizzle = 0, custom = 0,
       cluster_id = 0;
   int candidates = 0;     // candidates enumerated (0 if not tuned); cuBLASLt may refuse some
+  bool chained = false;   // timed as graph-captured chains (GemmOptions::chain_max_m)
   float first_us = 0.f;   // median of the heuristic's first choice while tuning
   float chosen_us = 0.f;  // median of the chosen algorithm while tuning
   // The fastest of our own kernels among the candidates (whether chosen or not), for benchmarks:
@@ -194,7 +209,8 @@ class Gemm {
   GemmOptions options_;
   cublasLtHandle_t handle_ = nullptr;
   DeviceBuffer<uint8_t> workspace_;
-  DeviceBuffer<uint8_t> scratch_;  // tuning output (and L2 eviction), allocated at first tuning
+  DeviceBuffer<uint8_t> scratch_;      // tuning output (and L2 eviction), allocated at first tuning
+  std::unique_ptr<ChainTimer> chain_;  // weight copies for chained timing, made at first use
   double tune_ms_ = 0;
   size_t small_m_rejected_ = 0;
   std::map<Key, std::unique_ptr<Plan>> plans_;

@@ -21,6 +21,7 @@ struct Gemm::Plan {
   int petal_config = 0;
   State state = State::kUntuned;
   int candidates = 0;
+  bool chained = false;
   float first_us = 0.f, chosen_us = 0.f, ours_us = 0.f;
   std::string ours;  // see GemmPlanInfo::ours
   ~Plan() {

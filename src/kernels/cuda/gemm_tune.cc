@@ -5,14 +5,19 @@
 // (gemm_cutlass.h; ours are kept only if their output
 // agrees with cuBLASLt's), each timed on the caller's
 // stream with events (warm-up, then the median of timed runs, the L2 evicted before each), the
-// output going to a private scratch with the real output's alignment. All candidates are enqueued
-// first and the stream is synchronised once.
+// output going to a private scratch with the real output's alignment; or, for M <= chain_max_m,
+// as graph-captured chains of launches over copies of the weights (gemm_chain.h). All candidates
+// are enqueued first and the stream is synchronised once.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <vector>
 
+#include "common/env.h"
 #include "kernels/cuda/gemm.h"
+#include "kernels/cuda/gemm_chain.h"
 #include "kernels/cuda/gemm_cluster.h"
 #include "kernels/cuda/gemm_cutlass.h"
 #include "kernels/cuda/gemm_flush.h"
@@ -72,9 +77,97 @@ std::string OursName(const Cand& c) {
   }
 }
 
+// GemmOptions::tune_large_bytes, or PETAL_GEMM_TUNE_LARGE_MB (MiB) when set to a number.
+size_t TuneLargeBytes(size_t option) {
+  const auto mb = EnvNonNegative("PETAL_GEMM_TUNE_LARGE_MB");
+  return mb ? static_cast<size_t>(std::min<long long>(*mb, 1 << 20)) << 20 : option;
+}
+
 float Median(std::vector<float> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+using RunFn = std::function<Status(const Cand&, const GemmParams&)>;
+
+// Times each candidate alone: warm-up, then `timed_runs` launches, each after an L2 eviction
+// (cold_l2) and between two events; med[i] = the median in microseconds (-1: refused).
+Status TimeAlone(const std::vector<Cand>& cands, const RunFn& run, const GemmParams& t,
+                 const GemmOptions& o, DeviceBuffer<uint8_t>& scratch, cudaStream_t stream,
+                 std::vector<float>* med) {
+  const int timed = o.timed_runs;
+  Events events;
+  events.ev.resize(cands.size() * timed * 2, nullptr);
+  for (cudaEvent_t& e : events.ev) PETAL_CUDA_CHECK(cudaEventCreate(&e));
+  uint32_t* sink = reinterpret_cast<uint32_t*>(scratch.get() + scratch.bytes() - 256);
+  const size_t flush_bytes = (scratch.bytes() - 256) & ~size_t{15};
+  std::vector<bool> ok(cands.size(), true);
+  for (size_t i = 0; i < cands.size(); ++i) {
+    for (int r = 0; r < o.warmup_runs && ok[i]; ++r) {
+      const Status s = run(cands[i], t);
+      if (!s.ok() && i == 0) return s;
+      ok[i] = s.ok();
+    }
+    for (int r = 0; r < timed && ok[i]; ++r) {
+      if (o.cold_l2) PETAL_RETURN_IF_ERROR(LaunchL2Flush(scratch.get(), flush_bytes, sink, stream));
+      PETAL_CUDA_CHECK(cudaEventRecord(events.ev[(i * timed + r) * 2], stream));
+      const Status s = run(cands[i], t);
+      PETAL_CUDA_CHECK(cudaEventRecord(events.ev[(i * timed + r) * 2 + 1], stream));
+      if (!s.ok() && i == 0) return s;
+      ok[i] = s.ok();
+    }
+  }
+  PETAL_CUDA_CHECK(cudaStreamSynchronize(stream));
+  PETAL_CUDA_CHECK(cudaGetLastError());
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (!ok[i]) continue;
+    std::vector<float> us(timed);
+    for (int r = 0; r < timed; ++r) {
+      PETAL_CUDA_CHECK(cudaEventElapsedTime(&us[r], events.ev[(i * timed + r) * 2],
+                                            events.ev[(i * timed + r) * 2 + 1]));
+      us[r] *= 1000.f;
+    }
+    (*med)[i] = Median(us);
+  }
+  return Status::Ok();
+}
+
+// Times each candidate as a graph-captured chain (gemm_chain.h). *chained = false (and med
+// untouched) when chains cannot be used for this problem: no memory for the weight copies, or
+// the heuristic's first choice fails to launch or to capture (TimeAlone then decides).
+Status TimeChained(const std::vector<Cand>& cands, const RunFn& run, const GemmParams& t,
+                   const GemmOptions& o, std::unique_ptr<ChainTimer>& chain, cudaStream_t stream,
+                   std::vector<float>* med, bool* chained) {
+  *chained = false;
+  if (chain == nullptr) chain = std::make_unique<ChainTimer>();
+  if (!chain->Prepare(t, o.chain_pool_bytes, stream).ok()) {
+    (void)cudaGetLastError();  // out of memory is not sticky
+    return Status::Ok();
+  }
+  std::vector<int> slot(cands.size(), -1);
+  int slots = 0;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    Status s = Status::Ok();
+    for (int r = 0; r < std::max(o.warmup_runs, 1) && s.ok(); ++r) s = run(cands[i], t);
+    if (!s.ok()) {
+      (void)cudaGetLastError();
+      if (i == 0) break;
+      continue;
+    }
+    auto captured = chain->Enqueue([&](const GemmParams& q) { return run(cands[i], q); }, t,
+                                   o.timed_runs, stream);
+    if (!captured.ok()) return captured.status();
+    if (*captured) slot[i] = slots++;
+    if (slot[0] < 0) break;
+  }
+  PETAL_CUDA_CHECK(cudaStreamSynchronize(stream));
+  PETAL_CUDA_CHECK(cudaGetLastError());
+  PETAL_ASSIGN_OR_RETURN(std::vector<float> us, chain->Collect());
+  if (slot[0] < 0) return Status::Ok();
+  for (size_t i = 0; i < cands.size(); ++i)
+    if (slot[i] >= 0) (*med)[i] = us[slot[i]];
+  *chained = true;
+  return Status::Ok();
 }
 
 }  // namespace
@@ -100,7 +193,10 @@ Status Gemm::MaybeTune(Plan& plan, const Key& key, const GemmParams& p, cudaStre
 
 Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t stream) {
   const size_t out_bytes = static_cast<size_t>(p.m) * p.n * sizeof(__nv_bfloat16);
-  if (out_bytes + 512 > options_.tune_scratch_bytes) {
+  // Outputs past the scratch go to a buffer of their own, freed when tuning ends, if the options
+  // allow one that large (GemmOptions::tune_large_bytes).
+  const bool large = out_bytes + 512 > options_.tune_scratch_bytes;
+  if (large && out_bytes + 512 > TuneLargeBytes(options_.tune_large_bytes)) {
     plan.state = Plan::State::kTooLarge;
     return Status::Ok();
   }
@@ -113,11 +209,21 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
     // Zeroed once so a scratch addend (in-place problems) holds finite values.
     PETAL_CUDA_CHECK(cudaMemsetAsync(scratch_.get(), 0, scratch_.bytes(), stream));
   }
+  DeviceBuffer<uint8_t> large_out;
+  if (large) {
+    if (!large_out.Allocate(out_bytes + 512).ok()) {
+      (void)cudaGetLastError();
+      plan.state = Plan::State::kTooLarge;
+      return Status::Ok();
+    }
+    PETAL_CUDA_CHECK(cudaMemsetAsync(large_out.get(), 0, large_out.bytes(), stream));
+  }
   // The scratch output gets exactly the real output's alignment (the scratch itself is 256-byte
   // aligned), so every candidate runs under the conditions the plan was chosen for. An in-place
   // addend (c == out) is timed in place too, on the scratch: the caller's buffers are only read.
   GemmParams t = p;
-  t.out = reinterpret_cast<__nv_bfloat16*>(scratch_.get() + (key.align_out % 256));
+  t.out = reinterpret_cast<__nv_bfloat16*>((large ? large_out.get() : scratch_.get()) +
+                                           (key.align_out % 256));
   if (p.c == p.out) t.c = t.out;
 
   // Candidates: the current choice first, then the heuristic's list, then split-K variants.
@@ -226,43 +332,11 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
   // Enqueue everything, then synchronise once. A candidate that cuBLASLt refuses at enqueue time
   // (a launch-time check the heuristic did not make) is dropped, except the first, whose failure
   // would fail the real call too.
-  const int timed = options_.timed_runs;
-  Events events;
-  events.ev.resize(cands.size() * timed * 2, nullptr);
-  for (cudaEvent_t& e : events.ev) PETAL_CUDA_CHECK(cudaEventCreate(&e));
-  uint32_t* sink = reinterpret_cast<uint32_t*>(scratch_.get() + scratch_.bytes() - 256);
-  const size_t flush_bytes = (scratch_.bytes() - 256) & ~size_t{15};
-  std::vector<bool> ok(cands.size(), true);
-  for (size_t i = 0; i < cands.size(); ++i) {
-    for (int r = 0; r < options_.warmup_runs && ok[i]; ++r) {
-      const Status s = run(cands[i], t);
-      if (!s.ok() && i == 0) return s;
-      ok[i] = s.ok();
-    }
-    for (int r = 0; r < timed && ok[i]; ++r) {
-      if (options_.cold_l2)
-        PETAL_RETURN_IF_ERROR(LaunchL2Flush(scratch_.get(), flush_bytes, sink, stream));
-      PETAL_CUDA_CHECK(cudaEventRecord(events.ev[(i * timed + r) * 2], stream));
-      const Status s = run(cands[i], t);
-      PETAL_CUDA_CHECK(cudaEventRecord(events.ev[(i * timed + r) * 2 + 1], stream));
-      if (!s.ok() && i == 0) return s;
-      ok[i] = s.ok();
-    }
-  }
-  PETAL_CUDA_CHECK(cudaStreamSynchronize(stream));
-  PETAL_CUDA_CHECK(cudaGetLastError());
-
-  std::vector<float> med(cands.size(), -1.f);  // -1: refused at enqueue
-  for (size_t i = 0; i < cands.size(); ++i) {
-    if (!ok[i]) continue;
-    std::vector<float> us(timed);
-    for (int r = 0; r < timed; ++r) {
-      PETAL_CUDA_CHECK(cudaEventElapsedTime(&us[r], events.ev[(i * timed + r) * 2],
-                                            events.ev[(i * timed + r) * 2 + 1]));
-      us[r] *= 1000.f;
-    }
-    med[i] = Median(us);
-  }
+  std::vector<float> med(cands.size(), -1.f);  // -1: refused at enqueue (or capture)
+  bool chained = false;
+  if (p.m <= ChainTuningMaxM(options_.chain_max_m))
+    PETAL_RETURN_IF_ERROR(TimeChained(cands, run, t, options_, chain_, stream, &med, &chained));
+  if (!chained) PETAL_RETURN_IF_ERROR(TimeAlone(cands, run, t, options_, scratch_, stream, &med));
   // Switching away from the heuristic's choice must pay off by more than timing noise.
   auto pick = [&](bool allow_ours) {
     size_t best = 0;
@@ -310,6 +384,7 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
   plan.petal_config = cands[best].config;
   plan.state = Plan::State::kTuned;
   plan.candidates = static_cast<int>(cands.size());
+  plan.chained = chained;
   plan.first_us = med[0];
   plan.ours_us = 0.f;
   plan.ours.clear();

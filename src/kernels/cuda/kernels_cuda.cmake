@@ -14,6 +14,7 @@ add_library(petal_kernels_cuda STATIC
   ${CMAKE_CURRENT_LIST_DIR}/sparse_compact.cu
   ${CMAKE_CURRENT_LIST_DIR}/gemm.cc
   ${CMAKE_CURRENT_LIST_DIR}/gemm_tune.cc
+  ${CMAKE_CURRENT_LIST_DIR}/gemm_chain.cc
   ${CMAKE_CURRENT_LIST_DIR}/gemm_flush.cu
   ${CMAKE_CURRENT_LIST_DIR}/gemm_smallm.cu
   ${CMAKE_CURRENT_LIST_DIR}/gemm_cluster.cu
