@@ -177,26 +177,7 @@ __global__ void __launch_bounds__(32 * WN * WM, 1) ClusterGemmKernel(const Args 
       }
   cluster.sync();  // every partial of the cluster is written
 
-  // Rank `split` reduces its share of the tile, 4 outputs at a time, summing ranks in order.
-  constexpr int kGroups = MT * BN / 4;
-  const int per = (kGroups + p.splits - 1) / p.splits;
-  const int g0 = split * per, g1 = min(g0 + per, kGroups);
-  for (int gi = g0 + static_cast<int>(threadIdx.x); gi < g1; gi += C::kThreads) {
-    float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (int rk = 0; rk < p.splits; ++rk) {
-      const float4 v = cluster.map_shared_rank(reinterpret_cast<float4*>(part), rk)[gi];
-      s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
-    }
-    const int tl = gi * 4 / BN, nl = gi * 4 % BN;
-    const int tok = m0 + tl, n = n0 + nl;
-    if (tok >= p.m) continue;
-    const float v[4] = {s.x, s.y, s.z, s.w};
-    __align__(8) bf16 o[4];
-#pragma unroll
-    for (int e = 0; e < 4; ++e) o[e] = __float2bfloat16(GemmEpilogue(p, v[e], tok, n + e));
-    *reinterpret_cast<uint2*>(p.out + static_cast<size_t>(tok) * p.n + n) =
-        *reinterpret_cast<const uint2*>(o);
-  }
+  ClusterSplitKStore<BN, BN, C::kThreads>(cluster, part, p, split, m0, n0, MT);
   cluster.sync();  // no CTA leaves while another still reads its shared memory
 #endif
 }

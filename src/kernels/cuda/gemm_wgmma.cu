@@ -194,26 +194,7 @@ __global__ void __launch_bounds__(Cfg<WG, MT>::kThreads, 1)
   asm volatile("griddepcontrol.wait;" ::: "memory");
   cluster.sync();  // every partial of the cluster is written
 
-  // Rank `split` reduces its share of the valid rows, 4 outputs at a time, ranks in order.
-  const int rows = min(MT, p.m - m0);
-  const int groups = rows * (BN / 4), per = (groups + p.splits - 1) / p.splits;
-  const int g1 = min(split * per + per, groups);
-  for (int gi = split * per + static_cast<int>(threadIdx.x); gi < g1; gi += C::kThreads) {
-    const int tl = gi / (BN / 4), nl = (gi % (BN / 4)) * 4;
-    float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (int rk = 0; rk < p.splits; ++rk) {
-      const float4 v =
-          *reinterpret_cast<const float4*>(cluster.map_shared_rank(part, rk) + tl * C::BNP + nl);
-      s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
-    }
-    const int tok = m0 + tl, n = n0 + nl;
-    const float v[4] = {s.x, s.y, s.z, s.w};
-    __align__(8) bf16 o[4];
-#pragma unroll
-    for (int e = 0; e < 4; ++e) o[e] = __float2bfloat16(GemmEpilogue(p, v[e], tok, n + e));
-    *reinterpret_cast<uint2*>(p.out + static_cast<size_t>(tok) * p.n + n) =
-        *reinterpret_cast<const uint2*>(o);
-  }
+  ClusterSplitKStore<BN, C::BNP, C::kThreads>(cluster, part, p, split, m0, n0, MT);
   cluster.sync();  // no CTA leaves while another still reads its shared memory
 #endif
 }
