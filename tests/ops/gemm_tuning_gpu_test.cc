@@ -319,9 +319,11 @@ TEST_F(GemmTuningGpuTest, AutotuneSwitchAndScratchBound) {
   EXPECT_EQ(gemm->Stats().tuned, 1u);
   EXPECT_TRUE(pr.Check("autotune switched on"));
 
-  // A problem whose output exceeds the tuning scratch keeps the heuristic's choice.
+  // A problem whose output exceeds the tuning scratch keeps the heuristic's choice (with large
+  // outputs not allowed; LargeOutputsTunedWhenAllowed covers them).
   GemmOptions small;
   small.tune_scratch_bytes = 1 << 20;
+  small.tune_large_bytes = 0;
   ASSERT_OK_AND_ASSIGN(auto bounded, Gemm::Create(small));
   Problem big(Spec{512, 4096, 1024, false, false, true});
   ASSERT_OK(big.Init(610));

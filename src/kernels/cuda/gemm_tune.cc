@@ -2,12 +2,11 @@
 // results plus split-K variants of the best few for small M (where one wave of output tiles
 // leaves most SMs idle and the problem is streaming the weights) and our small-M kernel
 // (gemm_smallm.h), cluster split-K kernel (gemm_cluster.h) and CUTLASS Hopper kernels
-// (gemm_cutlass.h; ours are kept only if their output
-// agrees with cuBLASLt's), each timed on the caller's
-// stream with events (warm-up, then the median of timed runs, the L2 evicted before each), the
-// output going to a private scratch with the real output's alignment; or, for M <= chain_max_m,
-// as graph-captured chains of launches over copies of the weights (gemm_chain.h). All candidates
-// are enqueued first and the stream is synchronised once.
+// (gemm_cutlass.h; ours are kept only if their output agrees with cuBLASLt's), each timed on the
+// caller's stream with events (warm-up, then the median of timed runs, the L2 evicted before
+// each), the output going to a private scratch with the real output's alignment; or, for M <=
+// chain_max_m, as graph-captured chains of launches over copies of the weights (gemm_chain.h).
+// All candidates are enqueued first and the stream is synchronised once.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -193,8 +192,7 @@ Status Gemm::MaybeTune(Plan& plan, const Key& key, const GemmParams& p, cudaStre
 
 Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t stream) {
   const size_t out_bytes = static_cast<size_t>(p.m) * p.n * sizeof(__nv_bfloat16);
-  // Outputs past the scratch go to a buffer of their own, freed when tuning ends, if the options
-  // allow one that large (GemmOptions::tune_large_bytes).
+  // Outputs past the scratch go to a buffer of their own (GemmOptions::tune_large_bytes).
   const bool large = out_bytes + 512 > options_.tune_scratch_bytes;
   if (large && out_bytes + 512 > TuneLargeBytes(options_.tune_large_bytes)) {
     plan.state = Plan::State::kTooLarge;
@@ -211,7 +209,9 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
   }
   DeviceBuffer<uint8_t> large_out;
   if (large) {
-    if (!large_out.Allocate(out_bytes + 512).ok()) {
+    size_t free_bytes = 0, total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess ||
+        free_bytes < 2 * (out_bytes + 512) || !large_out.Allocate(out_bytes + 512).ok()) {
       (void)cudaGetLastError();
       plan.state = Plan::State::kTooLarge;
       return Status::Ok();
