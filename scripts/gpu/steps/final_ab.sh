@@ -12,7 +12,7 @@ BIN_AB_SHAPES=minilm BIN_AB_ROUNDS="${FINAL_MINILM_ROUNDS:-2}" BIN_AB_TAG=minilm
   timeout 150 bash scripts/gpu/steps/bin_ab.sh || rc=1
 BIN_AB_SHAPES="0.6b 4b" BIN_AB_ROUNDS=1 BIN_AB_SCENARIOS=throughput_100x512 \
   BIN_AB_ARGS="--quantize fp8 --no-fp8-gate" BIN_AB_TAG=fp8 \
-  timeout 220 bash scripts/gpu/steps/bin_ab.sh || rc=1
+  timeout 170 bash scripts/gpu/steps/bin_ab.sh || rc=1
 BIN_AB_SHAPES="0.6b 4b" BIN_AB_ROUNDS=1 BIN_AB_SCENARIOS=latency_1x128,throughput_100x512 \
-  BIN_AB_TAG=defaults timeout 180 bash scripts/gpu/steps/bin_ab.sh || rc=1
+  BIN_AB_TAG=defaults timeout 130 bash scripts/gpu/steps/bin_ab.sh || rc=1
 exit $rc
