@@ -24,7 +24,9 @@ __device__ __forceinline__ float GemmEpilogue(const P& p, float x, int tok, int 
 // contiguous, BN of them used) at `part` in its own shared memory and the cluster synchronised:
 // CTA `split` sums 1/splits of the tile's valid rows over ranks 0, 1, ... in that order
 // (deterministic), 4 features at a time, applies the epilogue and writes bf16 to out[m0 +
-// row, n0 + feature]. The caller synchronises the cluster again before any CTA exits.
+// row, n0 + feature]. The caller synchronises the cluster again before any CTA exits. Defined
+// where cooperative groups have clusters (sm_90 device passes and the host pass).
+#if defined(_CG_HAS_CLUSTER_GROUP)
 template <int BN, int kStride, int kThreads, typename P>
 __device__ __forceinline__ void ClusterSplitKStore(const cooperative_groups::cluster_group& cluster,
                                                    float* part, const P& p, int split, int m0,
@@ -49,5 +51,6 @@ __device__ __forceinline__ void ClusterSplitKStore(const cooperative_groups::clu
         *reinterpret_cast<const uint2*>(o);
   }
 }
+#endif  // _CG_HAS_CLUSTER_GROUP
 
 }  // namespace petal::cuda
