@@ -80,10 +80,11 @@ struct GemmOptions {
   // 32768 on an H100).
   size_t tune_scratch_bytes = 64u << 20;
   // Problems whose output is past the scratch but within this many bytes are tuned too, their
-  // output going to a buffer allocated for the tuning and freed after it, when the device has at
-  // least twice that free (else, or if the allocation fails, the plan stays untuned). 2 GiB
-  // covers the 4b shape's gate/up at 32,768 tokens; on an H100 tuning these plans took 0.6b
-  // 100 x 512 from 955 to 997 emb/s (session 24). 0 = none; PETAL_GEMM_TUNE_LARGE_MB=N overrides.
+  // output going to a buffer allocated for the tuning and freed after it, when the device has
+  // twice that plus 1 GiB free (room for engines sharing the GPU; else, or if the allocation
+  // fails, the plan stays untuned). 2 GiB covers the 4b gate/up at 32,768 tokens; on an H100
+  // tuning these plans took 0.6b 100 x 512 from 955 to 997 emb/s (session 24). 0 = none;
+  // PETAL_GEMM_TUNE_LARGE_MB=N overrides.
   size_t tune_large_bytes = size_t{2} << 30;
   int max_candidates = 16;  // heuristic results requested
   int split_k_max_m = 256;  // add split-K variants of the top algorithms for M <= this

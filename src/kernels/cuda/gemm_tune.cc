@@ -76,8 +76,7 @@ std::string OursName(const Cand& c) {
   }
 }
 
-// GemmOptions::tune_large_bytes, or PETAL_GEMM_TUNE_LARGE_MB (MiB) when set to a number.
-size_t TuneLargeBytes(size_t option) {
+size_t TuneLargeBytes(size_t option) {  // PETAL_GEMM_TUNE_LARGE_MB (MiB) overrides `option`
   const auto mb = EnvNonNegative("PETAL_GEMM_TUNE_LARGE_MB");
   return mb ? static_cast<size_t>(std::min<long long>(*mb, 1 << 20)) << 20 : option;
 }
@@ -211,7 +210,8 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
   if (large) {
     size_t free_bytes = 0, total_bytes = 0;
     if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess ||
-        free_bytes < 2 * (out_bytes + 512) || !large_out.Allocate(out_bytes + 512).ok()) {
+        free_bytes < 2 * (out_bytes + 512) + (size_t{1} << 30) ||
+        !large_out.Allocate(out_bytes + 512).ok()) {
       (void)cudaGetLastError();
       plan.state = Plan::State::kTooLarge;
       return Status::Ok();
