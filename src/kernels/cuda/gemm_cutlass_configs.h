@@ -6,7 +6,7 @@
 
 #include <cstddef>
 
-#include "kernels/cuda/gemm.h"
+#include "kernels/cuda/gemm_params.h"
 
 namespace petal::cuda::cutlass_gemm {
 

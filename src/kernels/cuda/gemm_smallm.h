@@ -12,7 +12,7 @@
 #include <cstddef>
 
 #include "common/status.h"
-#include "kernels/cuda/gemm.h"
+#include "kernels/cuda/gemm_params.h"
 
 namespace petal::cuda {
 

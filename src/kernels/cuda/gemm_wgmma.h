@@ -17,7 +17,7 @@
 #include <string>
 
 #include "common/status.h"
-#include "kernels/cuda/gemm.h"
+#include "kernels/cuda/gemm_params.h"
 
 namespace petal::cuda {
 
