@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU step (issue 32, session 25): where MiniLM 1024 x 128 lost ~5.5% against 2ee956c (session
 # 24: 89.5K against 94.7K emb/s). For this build and the base (.gpu_probe/base/petal.xz):
-#   1. `petal bench engine` throughput_1024x128 with graphs and with --no-graphs (2 rounds,
+#   1. `petal bench engine` throughput_1024x128 with graphs and with --no-graphs (MD_ROUNDS (2) rounds,
 #      alternating builds), and this build with PETAL_ATTN_VARIANTS=0;
 #   2. Nsight Compute kernel durations of one eager 16,384-token forward (the last one of the
 #      run), summed per kernel family, side by side (scripts/gpu/ncu_families.py).
@@ -25,7 +25,7 @@ bench() {  # name bin tag [env...] -- extra flags
   env "$@" "$bin" bench engine "${ARGS[@]}" --seconds 2 --scenarios throughput_1024x128 \
     ${EXTRA:-} --out "$D/$name-$tag.json" | grep -E 'throughput|check' | sed "s/^/$name $tag: /" || rc=1
 }
-for r in 1 2; do
+for r in $(seq 1 "${MD_ROUNDS:-2}"); do
   for b in "${BINS[@]}"; do
     bench "${b%%=*}" "${b#*=}" graphs-r$r PETAL_X=0
     EXTRA=--no-graphs bench "${b%%=*}" "${b#*=}" nographs-r$r PETAL_X=0
