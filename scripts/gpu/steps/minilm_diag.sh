@@ -35,7 +35,7 @@ bench new .gpu_bundle/bin/petal novariants PETAL_ATTN_VARIANTS=0
 if [[ -n "$NCU" ]]; then
   for b in "${BINS[@]}"; do
     name=${b%%=*} bin=${b#*=}
-    timeout 150 "$NCU" --clock-control none --metrics gpu__time_duration.sum --csv \
+    timeout 110 "$NCU" --clock-control none --metrics gpu__time_duration.sum --csv \
       "$bin" bench engine "${ARGS[@]}" --no-graphs --no-check --seconds 0.1 --max-iters 2 \
       --scenarios throughput_1024x128 > "$D/ncu-$name.csv" 2> "$D/ncu-$name.err" ||
       { echo "ncu failed: $name"; tail -3 "$D/ncu-$name.err"; rc=1; }
