@@ -3,17 +3,20 @@
 // launch latency overlaps that kernel's tail (also inside CUDA graphs, where capture records a
 // programmatic edge). Every kernel launched this way MUST call PdlWait() before it touches global
 // memory (reads or writes): the wait returns once the previous kernel has completed and its
-// writes are visible. Right after the wait it releases this kernel's dependents
-// (griddepcontrol.launch_dependents), so the next PDL-launched kernel (ours, or a CUTLASS GEMM,
-// which waits in its load warps) can become resident and run its prologue while this one works;
-// it then waits for this one's completion itself. At most one kernel runs ahead that way. Both
-// are no-ops below sm_90 and when the launches carry no PDL attribute.
+// writes are visible. It is a no-op below sm_90 and when the launch had no PDL attribute. Our
+// kernels do not trigger their dependents early, so the next kernel is released as each CTA exits.
 //
-// History: without the release, PDL measured neutral at batch 1 on the H200 (1 x 128 p50
-// 1.147-1.151 ms with, 1.137-1.145 ms without; bench/results/2026-12-01-latency/), since every
-// cuBLASLt GEMM between our kernels breaks the chain; a release at the very start of every kernel
-// measured 4-8% slower. Session 18's probe measured a kernel boundary inside a graph at ~2.3 us
-// on an H100, ~0.45 us with PDL and an early release (docs/kernels.md).
+// History:
+// - Without an early release, PDL measured neutral at batch 1 on the H200 (1 x 128 p50
+//   1.147-1.151 ms with, 1.137-1.145 ms without; bench/results/2026-12-01-latency/), since every
+//   cuBLASLt GEMM between our kernels breaks the chain; a release at the very start of every
+//   kernel measured 4-8% slower.
+// - Session 18 released dependents right after the wait (griddepcontrol.launch_dependents in
+//   every CTA): ~0.6 us a kernel boundary saved when PETAL_PDL=1 chained a layer, a net 1-2% at
+//   0.6b 1 x 128 with CUTLASS GEMMs, a loss at 1 x 512 and at 4b. But the release is not free
+//   when the launch has no PDL attribute (the default): in kernels of many short CTAs it cost
+//   BERT's LayerNorm 45% (15.3 -> 22.2 us per 16,384-CTA launch, H100, ncu) and MiniLM
+//   1024 x 128 5.5% of its throughput (session 25, bench/results/2026-12-07-session25/). Removed.
 //
 // PDL is off by default. PETAL_PDL=1 in the environment turns it on for the whole process (read
 // once); with PETAL_GEMM_CUTLASS=prefer the GEMMs are CUTLASS kernels that join the chain.
@@ -32,7 +35,6 @@ namespace petal::cuda {
 __device__ __forceinline__ void PdlWait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
 
