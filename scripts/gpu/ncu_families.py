@@ -23,9 +23,12 @@ def last_forward(path, start):
     fam = collections.OrderedDict()
     for r in body[starts[-1]:]:
         v = float(r[vi].replace(",", ""))
-        v = {"nsecond": v / 1000.0, "msecond": v * 1000.0}.get(r[ui], v)  # -> us
+        scale = {"nsecond": 1e-3, "ns": 1e-3, "msecond": 1e3, "ms": 1e3}  # -> us
+        v *= scale.get(r[ui], 1.0)
         name = re.sub(r"^void ", "", r[ki])
-        name = re.sub(r"[<(].*", "", name.replace("(anonymous namespace)::", ""))[:56]
+        for anon in ("(anonymous namespace)::", "<unnamed>::"):
+            name = name.replace(anon, "")
+        name = re.sub(r"[<(].*", "", name)[:56]
         n, t = fam.get(name, (0, 0.0))
         fam[name] = (n + 1, t + v)
     return fam
@@ -45,7 +48,7 @@ def main():
     for n in names:
         cells = [f"{f[n][0]} / {f[n][1]:.1f}" if n in f else "-" for _, f in runs]
         print(f"| {n} | " + " | ".join(cells) + " |")
-    tot = [f"{sum(c for _, c in f.values())} / {sum(t for _, t in f.values()):.1f}" for _, f in runs]
+    tot = [f"{sum(n for n, _ in f.values())} / {sum(t for _, t in f.values()):.1f}" for _, f in runs]
     print("| **total** | " + " | ".join(tot) + " |")
 
 
