@@ -27,7 +27,7 @@ starts = [i for i, r in enumerate(body) if "Embedding" in r[ki]]
 body = body[starts[-1]:] if starts else body
 fam = collections.defaultdict(lambda: [0, 0.0])
 for r in body:
-    v = float(r[vi].replace(",", "")); v = v / 1000.0 if r[ui] == "nsecond" else v  # -> usecond
+    v = float(r[vi].replace(",", "")) * {"nsecond": 1e-3, "ns": 1e-3, "msecond": 1e3, "ms": 1e3}.get(r[ui], 1.0)  # -> us
     name = re.sub(r"[<(].*", "", r[ki])[:60]
     fam[name][0] += 1; fam[name][1] += v
 tot = sum(v for _, v in fam.values())
