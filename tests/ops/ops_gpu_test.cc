@@ -160,43 +160,50 @@ TEST_F(OpsGpuTest, BertEmbedding) {
   }
 }
 
+// Both kernel layouts (ops.h, rows_per_block): one block per row (1) and one warp per row with 2
+// or 8 rows a block; dims past 1024, not a multiple of 8 or unaligned fall back to the first.
+constexpr int kNormLayouts[] = {1, 2, 8};
+
 TEST_F(OpsGpuTest, AddLayerNorm) {
   uint64_t seed = 1000;
   for (int dim : {2, 32, 96, 98, 384, 1000, 1024, 2560}) {
     for (int rows : {1, 3, 77, 1000}) {
-      for (bool with_res : {true, false}) {
-        for (bool in_place : {false, true}) {
-          const size_t n = static_cast<size_t>(rows) * dim;
-          const auto x = RandomBf16(n, seed++, -2.f, 2.f);
-          const auto r = RandomBf16(n, seed++, -2.f, 2.f);
-          const auto gamma = RandomBf16(dim, seed++, 0.5f, 1.5f);
-          const auto beta = RandomBf16(dim, seed++, -0.5f, 0.5f);
-          OpCase c;
-          c.op = "AddLayerNorm";
-          c.shape = Dims(rows, dim) + (with_res ? " +res" : "") + (in_place ? " inplace" : "");
-          // In place the output is the residual when there is one (BERT: h = LN(attn + h)), else
-          // x: the harness's output buffer then starts with that input.
-          c.outputs = {
-              Close("", rows, dim, kNormTol, in_place ? (with_res ? r : x) : std::vector<float>{})};
-          c.gpu = [=](const std::vector<void*>& out) -> Status {
-            bf16* dst = static_cast<bf16*>(out[0]);
-            PETAL_ASSIGN_OR_RETURN(auto d_x, UploadBf16(x));
-            PETAL_ASSIGN_OR_RETURN(auto d_r, UploadBf16(r));
-            PETAL_ASSIGN_OR_RETURN(auto d_gamma, UploadBf16(gamma));
-            PETAL_ASSIGN_OR_RETURN(auto d_beta, UploadBf16(beta));
-            const bf16* xp = in_place && !with_res ? dst : d_x.get();
-            const bf16* rp = with_res ? (in_place ? dst : d_r.get()) : nullptr;
-            PETAL_RETURN_IF_ERROR(LaunchAddLayerNorm(
-                {xp, rp, d_gamma.get(), d_beta.get(), 1e-12f, dst, rows, dim}, 0));
-            return SyncDevice();
-          };
-          c.reference = [=] {
-            std::vector<float> ref(n);
-            cpu::AddLayerNorm(x.data(), with_res ? r.data() : nullptr, gamma.data(), beta.data(),
-                              1e-12f, ref.data(), rows, dim, &RoundBf16);
-            return std::vector<std::vector<float>>{ref};
-          };
-          EXPECT_TRUE(RunOpCase(c));
+      for (int per_block : kNormLayouts) {
+        for (bool with_res : {true, false}) {
+          for (bool in_place : {false, true}) {
+            const size_t n = static_cast<size_t>(rows) * dim;
+            const auto x = RandomBf16(n, seed++, -2.f, 2.f);
+            const auto r = RandomBf16(n, seed++, -2.f, 2.f);
+            const auto gamma = RandomBf16(dim, seed++, 0.5f, 1.5f);
+            const auto beta = RandomBf16(dim, seed++, -0.5f, 0.5f);
+            OpCase c;
+            c.op = "AddLayerNorm";
+            c.shape = Dims(rows, dim) + (with_res ? " +res" : "") + (in_place ? " inplace" : "") +
+                      " rpb" + std::to_string(per_block);
+            // In place the output is the residual when there is one (BERT: h = LN(attn + h)), else
+            // x: the harness's output buffer then starts with that input.
+            c.outputs = {Close("", rows, dim, kNormTol,
+                               in_place ? (with_res ? r : x) : std::vector<float>{})};
+            c.gpu = [=](const std::vector<void*>& out) -> Status {
+              bf16* dst = static_cast<bf16*>(out[0]);
+              PETAL_ASSIGN_OR_RETURN(auto d_x, UploadBf16(x));
+              PETAL_ASSIGN_OR_RETURN(auto d_r, UploadBf16(r));
+              PETAL_ASSIGN_OR_RETURN(auto d_gamma, UploadBf16(gamma));
+              PETAL_ASSIGN_OR_RETURN(auto d_beta, UploadBf16(beta));
+              const bf16* xp = in_place && !with_res ? dst : d_x.get();
+              const bf16* rp = with_res ? (in_place ? dst : d_r.get()) : nullptr;
+              PETAL_RETURN_IF_ERROR(LaunchAddLayerNorm(
+                  {xp, rp, d_gamma.get(), d_beta.get(), 1e-12f, dst, rows, dim, per_block}, 0));
+              return SyncDevice();
+            };
+            c.reference = [=] {
+              std::vector<float> ref(n);
+              cpu::AddLayerNorm(x.data(), with_res ? r.data() : nullptr, gamma.data(), beta.data(),
+                                1e-12f, ref.data(), rows, dim, &RoundBf16);
+              return std::vector<std::vector<float>>{ref};
+            };
+            EXPECT_TRUE(RunOpCase(c));
+          }
         }
       }
     }
@@ -205,42 +212,46 @@ TEST_F(OpsGpuTest, AddLayerNorm) {
 
 TEST_F(OpsGpuTest, AddRmsNorm) {
   uint64_t seed = 2000;
-  for (int dim : {2, 32, 98, 1000, 1024, 2560}) {
+  for (int dim : {2, 32, 98, 384, 1000, 1024, 2560}) {
     for (int rows : {1, 3, 77, 1000}) {
-      for (int variant = 0; variant < 3; ++variant) {  // 0: add, 1: no add, 2: no add in place
-        const bool with_x = variant == 0, in_place = variant == 2;
-        const size_t n = static_cast<size_t>(rows) * dim;
-        const auto x = RandomBf16(n, seed++, -2.f, 2.f);
-        const auto r = RandomBf16(n, seed++, -2.f, 2.f);
-        const auto w = RandomBf16(dim, seed++, 0.5f, 1.5f);
-        OpCase c;
-        c.op = "AddRmsNorm";
-        c.shape = Dims(rows, dim) + (with_x ? " +x" : "") + (in_place ? " inplace" : "");
-        // Output 1 is the residual, read and (with x) written back in place; in place, output 0
-        // is the residual itself, so only that one is declared.
-        if (in_place) {
-          c.outputs = {Close("", rows, dim, kNormTol, r)};
-        } else {
-          c.outputs = {Close("", rows, dim, kNormTol), Close("res", rows, dim, {}, r)};
-          c.outputs[1].exact = true;
+      for (int per_block : kNormLayouts) {
+        for (int variant = 0; variant < 3; ++variant) {  // 0: add, 1: no add, 2: no add in place
+          const bool with_x = variant == 0, in_place = variant == 2;
+          const size_t n = static_cast<size_t>(rows) * dim;
+          const auto x = RandomBf16(n, seed++, -2.f, 2.f);
+          const auto r = RandomBf16(n, seed++, -2.f, 2.f);
+          const auto w = RandomBf16(dim, seed++, 0.5f, 1.5f);
+          OpCase c;
+          c.op = "AddRmsNorm";
+          c.shape = Dims(rows, dim) + (with_x ? " +x" : "") + (in_place ? " inplace" : "") +
+                    " rpb" + std::to_string(per_block);
+          // Output 1 is the residual, read and (with x) written back in place; in place, output 0
+          // is the residual itself, so only that one is declared.
+          if (in_place) {
+            c.outputs = {Close("", rows, dim, kNormTol, r)};
+          } else {
+            c.outputs = {Close("", rows, dim, kNormTol), Close("res", rows, dim, {}, r)};
+            c.outputs[1].exact = true;
+          }
+          c.gpu = [=](const std::vector<void*>& out) -> Status {
+            PETAL_ASSIGN_OR_RETURN(auto d_x, UploadBf16(x));
+            PETAL_ASSIGN_OR_RETURN(auto d_w, UploadBf16(w));
+            bf16* res = static_cast<bf16*>(out[in_place ? 0 : 1]);
+            PETAL_RETURN_IF_ERROR(
+                LaunchAddRmsNorm({with_x ? d_x.get() : nullptr, res, d_w.get(), 1e-6f,
+                                  static_cast<bf16*>(out[0]), rows, dim, per_block},
+                                 0));
+            return SyncDevice();
+          };
+          c.reference = [=] {
+            std::vector<float> res = r, ref(n);
+            cpu::AddRmsNorm(with_x ? x.data() : nullptr, res.data(), w.data(), 1e-6f, ref.data(),
+                            rows, dim, &RoundBf16);
+            if (in_place) return std::vector<std::vector<float>>{ref};
+            return std::vector<std::vector<float>>{ref, res};
+          };
+          EXPECT_TRUE(RunOpCase(c));
         }
-        c.gpu = [=](const std::vector<void*>& out) -> Status {
-          PETAL_ASSIGN_OR_RETURN(auto d_x, UploadBf16(x));
-          PETAL_ASSIGN_OR_RETURN(auto d_w, UploadBf16(w));
-          bf16* res = static_cast<bf16*>(out[in_place ? 0 : 1]);
-          PETAL_RETURN_IF_ERROR(LaunchAddRmsNorm({with_x ? d_x.get() : nullptr, res, d_w.get(),
-                                                  1e-6f, static_cast<bf16*>(out[0]), rows, dim},
-                                                 0));
-          return SyncDevice();
-        };
-        c.reference = [=] {
-          std::vector<float> res = r, ref(n);
-          cpu::AddRmsNorm(with_x ? x.data() : nullptr, res.data(), w.data(), 1e-6f, ref.data(),
-                          rows, dim, &RoundBf16);
-          if (in_place) return std::vector<std::vector<float>>{ref};
-          return std::vector<std::vector<float>>{ref, res};
-        };
-        EXPECT_TRUE(RunOpCase(c));
       }
     }
   }
@@ -254,6 +265,9 @@ TEST_F(OpsGpuTest, AddRmsNormRejectsAliasing) {
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   const Status odd = LaunchAddRmsNorm({nullptr, a.get(), w.get(), 1e-6f, a.get(), 1, 33}, 0);
   EXPECT_EQ(odd.code(), StatusCode::kInvalidArgument);
+  const Status layout = LaunchAddRmsNorm({nullptr, a.get(), w.get(), 1e-6f, a.get(), 2, 32, 3}, 0);
+  EXPECT_EQ(layout.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(layout.message().find("rows_per_block"), std::string::npos) << layout.message();
 }
 
 TEST_F(OpsGpuTest, Conversions) {

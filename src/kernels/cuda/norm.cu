@@ -1,6 +1,11 @@
 // Fused residual-add + LayerNorm / RMSNorm, and the BERT embedding sum + LayerNorm: one block per
 // row, the row staged as fp32 in shared memory so the input is read from device memory once and
-// the variance is computed in a second pass over shared memory (two-pass: no cancellation).
+// the variance is computed in a second pass over shared memory (two-pass: no cancellation). The
+// add-norms also have a warp-per-row layout (rows_per_block 2-8, ops.h): the row in registers,
+// the same two passes over them, statistics by warp shuffles.
+#include <optional>
+
+#include "common/env.h"
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/launch_utils.h"
 #include "kernels/cuda/ops.h"
@@ -80,6 +85,69 @@ __global__ void AddNormKernel(const bf16* a, const bf16* b, bf16* sum_out, const
   NormalizeRow<kVec, kLayerNorm>(row, sum, sumsq, gamma, beta, eps, dim, out + base, scratch);
 }
 
+// One warp per row, blockDim.x / 32 rows a block. Lane l owns the 8-value chunks l, l + 32, ...
+// (kChunks of them, the last ones possibly past dim), loaded once into registers; it writes only
+// what it read, so out, sum_out and the inputs may alias as in AddNormKernel. dim % 8 == 0,
+// dim <= 256 kChunks, pointers 16-byte aligned.
+template <int kChunks, bool kLayerNorm>
+__global__ void __launch_bounds__(256)
+    AddNormWarpKernel(const bf16* a, const bf16* b, bf16* sum_out, const bf16* gamma,
+                      const bf16* beta, float eps, bf16* out, int rows, int dim) {
+  PdlWait();  // see pdl.cuh: before any global memory access
+  const int lane = threadIdx.x & 31;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (row >= rows) return;  // whole warp: no block barrier below
+  const int64_t base = row * dim;
+  float v[kChunks][8];
+  float sum = 0.f, sumsq = 0.f;
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+    const int i = (c * 32 + lane) * 8;
+    if (i >= dim) break;  // later chunks are further out
+    LoadBf16<8>(a + base + i, v[c]);
+    if (b != nullptr) {
+      float w[8];
+      LoadBf16<8>(b + base + i, w);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) v[c][j] = RoundBf16(v[c][j] + w[j]);
+      if (sum_out != nullptr) StoreBf16<8>(sum_out + base + i, v[c]);
+    }
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      sum += v[c][j];
+      sumsq += v[c][j] * v[c][j];
+    }
+  }
+  float mean = 0.f, inv;
+  if constexpr (kLayerNorm) {
+    mean = WarpSum(sum) / dim;
+    float sq = 0.f;
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      if ((c * 32 + lane) * 8 >= dim) break;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) sq += (v[c][j] - mean) * (v[c][j] - mean);
+    }
+    inv = rsqrtf(WarpSum(sq) / dim + eps);
+  } else {
+    inv = rsqrtf(WarpSum(sumsq) / dim + eps);
+  }
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+    const int i = (c * 32 + lane) * 8;
+    if (i >= dim) break;
+    float g[8], be[8], o[8];
+    LoadBf16<8>(gamma + i, g);
+    if constexpr (kLayerNorm) LoadBf16<8>(beta + i, be);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      o[j] = (v[c][j] - mean) * inv * g[j];
+      if constexpr (kLayerNorm) o[j] += be[j];
+    }
+    StoreBf16<8>(out + base + i, o);
+  }
+}
+
 __device__ __forceinline__ int Clamp(int v, int n) { return v < 0 ? 0 : (v >= n ? n - 1 : v); }
 
 template <int kVec>
@@ -115,14 +183,46 @@ Status CheckRowDims(const char* op, int rows, int dim) {
   return Status::Ok();
 }
 
+// rows_per_block 0 -> the process default (ops.h): PETAL_NORM_ROWS_PER_BLOCK, read once.
+int RowsPerBlock(int requested) {
+  static const int process_default = [] {
+    const std::optional<long long> v = EnvNonNegative("PETAL_NORM_ROWS_PER_BLOCK");
+    return v && (*v == 1 || *v == 2 || *v == 4 || *v == 8) ? static_cast<int>(*v) : 1;
+  }();
+  return requested == 0 ? process_default : requested;
+}
+
+template <int kChunks, bool kLayerNorm>
+void LaunchAddNormWarp(int rows_per_block, const bf16* a, const bf16* b, bf16* sum_out,
+                       const bf16* gamma, const bf16* beta, float eps, bf16* out, int rows, int dim,
+                       cudaStream_t stream) {
+  const int blocks = (rows + rows_per_block - 1) / rows_per_block;
+  (void)LaunchPdl(AddNormWarpKernel<kChunks, kLayerNorm>, blocks, 32 * rows_per_block, 0, stream, a,
+                  b, sum_out, gamma, beta, eps, out, rows, dim);
+}
+
 template <bool kLayerNorm>
 Status LaunchAddNorm(const char* op, const bf16* a, const bf16* b, bf16* sum_out, const bf16* gamma,
-                     const bf16* beta, float eps, bf16* out, int rows, int dim,
+                     const bf16* beta, float eps, bf16* out, int rows, int dim, int rows_per_block,
                      cudaStream_t stream) {
   PETAL_RETURN_IF_ERROR(CheckRowDims(op, rows, dim));
+  if (rows_per_block != 0 && rows_per_block != 1 && rows_per_block != 2 && rows_per_block != 4 &&
+      rows_per_block != 8)
+    return BadArg(op, "rows_per_block must be 0 (the default), 1, 2, 4 or 8");
   if (rows == 0) return Status::Ok();
   const int vec = ChooseVec({dim}, {a, b, sum_out, gamma, beta, out});
   if (vec == 0) return BadArg(op, "dim must be even and pointers 4-byte aligned");
+  const int per_block = RowsPerBlock(rows_per_block);
+  if (per_block > 1 && vec == 8 && dim <= 1024) {
+    const int chunks = (dim + 255) / 256;  // 16-byte chunks a lane
+    auto* launch = chunks == 1   ? &LaunchAddNormWarp<1, kLayerNorm>
+                   : chunks == 2 ? &LaunchAddNormWarp<2, kLayerNorm>
+                   : chunks == 3 ? &LaunchAddNormWarp<3, kLayerNorm>
+                                 : &LaunchAddNormWarp<4, kLayerNorm>;
+    launch(per_block, a, b, sum_out, gamma, beta, eps, out, rows, dim, stream);
+    PETAL_CUDA_CHECK_LAUNCH(op);
+    return Status::Ok();
+  }
   const int threads = RowThreads(dim, vec);
   const size_t smem = static_cast<size_t>(dim) * sizeof(float);
   if (vec == 8) {
@@ -141,7 +241,7 @@ Status LaunchAddNorm(const char* op, const bf16* a, const bf16* b, bf16* sum_out
 Status LaunchAddLayerNorm(const AddLayerNormParams& p, cudaStream_t stream) {
   if (!p.x || !p.gamma || !p.beta || !p.out) return BadArg("AddLayerNorm", "null pointer");
   return LaunchAddNorm<true>("AddLayerNorm", p.x, p.residual, nullptr, p.gamma, p.beta, p.eps,
-                             p.out, p.rows, p.dim, stream);
+                             p.out, p.rows, p.dim, p.rows_per_block, stream);
 }
 
 Status LaunchAddRmsNorm(const AddRmsNormParams& p, cudaStream_t stream) {
@@ -149,7 +249,7 @@ Status LaunchAddRmsNorm(const AddRmsNormParams& p, cudaStream_t stream) {
   if (p.x && (p.out == p.residual || p.out == p.x))
     return BadArg("AddRmsNorm", "out must not alias residual or x when x is given");
   return LaunchAddNorm<false>("AddRmsNorm", p.residual, p.x, p.x ? p.residual : nullptr, p.weight,
-                              nullptr, p.eps, p.out, p.rows, p.dim, stream);
+                              nullptr, p.eps, p.out, p.rows, p.dim, p.rows_per_block, stream);
 }
 
 Status LaunchBertEmbedding(const BertEmbeddingParams& p, cudaStream_t stream) {

@@ -86,6 +86,7 @@ struct AddLayerNormParams {
   bf16* out = nullptr;  // [rows, dim]
   int rows = 0;
   int dim = 0;
+  int rows_per_block = 0;  // kernel layout (see "rows_per_block" after LaunchAddRmsNorm)
 };
 Status LaunchAddLayerNorm(const AddLayerNormParams& p, cudaStream_t stream);
 
@@ -101,8 +102,16 @@ struct AddRmsNormParams {
   bf16* out = nullptr;  // [rows, dim]
   int rows = 0;
   int dim = 0;
+  int rows_per_block = 0;  // kernel layout (see "rows_per_block" after LaunchAddRmsNorm)
 };
 Status LaunchAddRmsNorm(const AddRmsNormParams& p, cudaStream_t stream);
+
+// rows_per_block, the norms' kernel layout: 1 = one block per row, the row staged in
+// shared memory (any dim); 2, 4 or 8 = one warp per row and that many rows a block, the row in
+// registers (dim a multiple of 8 up to 1024 with 16-byte aligned pointers, else 1 is used): fewer,
+// longer blocks for rows too short to keep a block busy (BERT-small's 384). 0 = the process
+// default: PETAL_NORM_ROWS_PER_BLOCK when set to one of those values, else 1. Not yet measured on a
+// GPU (session 25), hence not the default.
 
 // ---- Qwen3 q/k norm + rotary, in place on the fused QKV rows -----------------------------------
 // Row layout [q (num_q_heads*head_dim) | k (num_kv_heads*head_dim) | v ...] with row stride
