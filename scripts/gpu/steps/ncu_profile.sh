@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU step: where the time goes, per kernel (Nsight Compute, durations only), for one eager
 # forward pass of the pplx-embed-v1-0.6b shape at 1 x 128 tokens and one at 64 x 512 tokens.
-# Writes $OUT/bench/ncu-<case>.csv (raw) and prints a per-kernel-family summary.
+# Writes $OUT/bench/ncu-<case>.csv (raw) and prints a per-kernel-family summary (ncu_families.py).
 set -euo pipefail
 mkdir -p "$OUT/bench"
 M=/tmp/petal-models/0.6b-bidirectional
@@ -17,22 +17,5 @@ for c in "latency_1x128 flash" "throughput_100x512 cudnn"; do
   timeout 170 "$NCU" --clock-control none --metrics gpu__time_duration.sum --csv \
     "$(command -v petal)" bench engine --model $M --backend cuda --no-graphs --no-check --attention $2 --max-batch-tokens 32768 \
     --max-batch-seqs 64 --seconds 0.1 --max-iters 2 --scenarios $1 > "$OUT/bench/ncu-$1.csv" 2> "$OUT/bench/ncu-$1.err" || echo "ncu failed: $1"
-  python3 - "$OUT/bench/ncu-$1.csv" <<'PY'
-import csv, sys, collections, re
-rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
-if not rows: print("no ncu rows"); sys.exit(0)
-h = rows[0]; ki = h.index("Kernel Name"); vi = h.index("Metric Value"); ui = h.index("Metric Unit")
-body = rows[1:]
-starts = [i for i, r in enumerate(body) if "Embedding" in r[ki]]
-body = body[starts[-1]:] if starts else body
-fam = collections.defaultdict(lambda: [0, 0.0])
-for r in body:
-    v = float(r[vi].replace(",", "")) * {"nsecond": 1e-3, "ns": 1e-3, "msecond": 1e3, "ms": 1e3}.get(r[ui], 1.0)  # -> us
-    name = re.sub(r"[<(].*", "", r[ki])[:60]
-    fam[name][0] += 1; fam[name][1] += v
-tot = sum(v for _, v in fam.values())
-print("%s: %d kernels, %.1f us of kernel time" % (sys.argv[1].split("/")[-1], sum(n for n, _ in fam.values()), tot))
-for k, (n, v) in sorted(fam.items(), key=lambda x: -x[1][1])[:14]:
-    print("  %-60s %4d  %9.1f us  %5.1f%%" % (k, n, v, 100 * v / tot))
-PY
+  python3 "$PETAL_SOURCE_DIR/scripts/gpu/ncu_families.py" --start Embedding "$OUT/bench/ncu-$1.csv"
 done
