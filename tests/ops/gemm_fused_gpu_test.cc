@@ -204,27 +204,6 @@ TEST_F(GemmFusedGpuTest, InterleaveRejectsBadArguments) {
   EXPECT_FALSE(LaunchGemmSwiglu({a.get(), b.get(), b.get(), 4, 8, 16, 99}, 0).ok());
 }
 
-// Median ms of `iters` runs of f after a warm-up, with events.
-template <class F>
-double MedianMs(F f, int iters = 20) {
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  for (int i = 0; i < 3; ++i) (void)f();
-  std::vector<float> ms(iters);
-  for (int i = 0; i < iters; ++i) {
-    cudaEventRecord(start, 0);
-    (void)f();
-    cudaEventRecord(stop, 0);
-    cudaEventSynchronize(stop);
-    cudaEventElapsedTime(&ms[i], start, stop);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(ms.begin(), ms.end());
-  return ms[iters / 2];
-}
-
 TEST_F(GemmFusedGpuTest, TimingFusedVsGemmThenSiluMul) {
   auto gemm_or = Gemm::Create();
   ASSERT_OK(gemm_or.status());
@@ -244,7 +223,7 @@ TEST_F(GemmFusedGpuTest, TimingFusedVsGemmThenSiluMul) {
       cudaMemset(x.get(), 0x3c, static_cast<size_t>(m) * s.k * 2);  // ~0.01: finite, not zero
       cudaMemset(w.get(), 0x3c, static_cast<size_t>(2 * s.inter) * s.k * 2);
       const GemmParams gp{x.get(), w.get(), nullptr, nullptr, gu.get(), m, 2 * s.inter, s.k};
-      const double unfused = MedianMs([&] {
+      const double unfused = MedianLaunchMs([&] {
         (void)gemm.Run(gp, 0);
         return LaunchSiluMulInterleaved({gu.get(), act.get(), m, s.inter}, 0);
       });
@@ -254,7 +233,7 @@ TEST_F(GemmFusedGpuTest, TimingFusedVsGemmThenSiluMul) {
       RecordTiming("GemmThenSiluMul", std::string(s.name) + " m=" + std::to_string(m), unfused,
                    flops / unfused * 1e-9, 0);
       for (int config = 0; config < GemmSwigluConfigs(); ++config) {
-        const double fused = MedianMs([&] {
+        const double fused = MedianLaunchMs([&] {
           return LaunchGemmSwiglu({x.get(), w.get(), act.get(), m, s.inter, s.k, config}, 0);
         });
         RecordTiming("GemmSwiglu", std::string(s.name) + " m=" + std::to_string(m) + " " +
@@ -300,7 +279,7 @@ TEST_F(GemmFusedGpuTest, TimingFusedQkvVsGemmThenQkNormRope) {
       rp.k_norm_weight = norm.get(), rp.positions = pos.get(), rp.rope_table = d_table.get();
       rp.rope_table_rows = 512;
       const GemmParams gp{x.get(), w.get(), nullptr, nullptr, qkv.get(), m, n, s.k};
-      const double unfused = MedianMs([&] {
+      const double unfused = MedianLaunchMs([&] {
         (void)gemm.Run(gp, 0);
         return LaunchQkNormRope(rp, 0);
       });
@@ -315,7 +294,7 @@ TEST_F(GemmFusedGpuTest, TimingFusedQkvVsGemmThenQkNormRope) {
       std::string line = shape + ": cuBLASLt+QkNormRope " + std::to_string(unfused * 1e3) + " us";
       for (int config = 0; config < GemmQkvRopeConfigs(); ++config) {
         fp.config = config;
-        const double fused = MedianMs([&] { return LaunchGemmQkvRope(fp, 0); });
+        const double fused = MedianLaunchMs([&] { return LaunchGemmQkvRope(fp, 0); });
         RecordTiming("GemmQkvRope", shape + " " + GemmQkvRopeConfigName(config), fused,
                      flops / fused * 1e-9, 0);
         line += ", " + GemmQkvRopeConfigName(config) + " " + std::to_string(fused * 1e3) + " us";

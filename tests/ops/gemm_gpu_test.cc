@@ -39,22 +39,7 @@ constexpr int kMs[] = {1, 7, 128, 512, 2000};
 
 // Median milliseconds of `iters` runs, timed with events after a warm-up.
 double TimeMs(Gemm& gemm, const GemmParams& p, int iters = 20) {
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  for (int i = 0; i < 3; ++i) (void)gemm.Run(p, 0);
-  std::vector<float> ms(iters);
-  for (int i = 0; i < iters; ++i) {
-    cudaEventRecord(start, 0);
-    (void)gemm.Run(p, 0);
-    cudaEventRecord(stop, 0);
-    cudaEventSynchronize(stop);
-    cudaEventElapsedTime(&ms[i], start, stop);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(ms.begin(), ms.end());
-  return ms[iters / 2];
+  return MedianLaunchMs([&] { return gemm.Run(p, 0); }, iters);
 }
 
 TEST_F(GemmGpuTest, ModelShapes) {

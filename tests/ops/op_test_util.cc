@@ -256,4 +256,23 @@ void RecordTiming(const std::string& op, const std::string& shape, double ms, do
   Rows().push_back(row);
 }
 
+double MedianLaunchMs(const std::function<Status()>& launch, int iters) {
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  for (int i = 0; i < 3; ++i) (void)launch();
+  std::vector<float> ms(iters);
+  for (float& m : ms) {
+    cudaEventRecord(start, 0);
+    (void)launch();
+    cudaEventRecord(stop, 0);
+    cudaEventSynchronize(stop);
+    cudaEventElapsedTime(&m, start, stop);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
 }  // namespace petal::cuda::test

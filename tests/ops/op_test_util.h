@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -130,5 +131,8 @@ struct Tolerance {
 // Records a timing (GEMM throughput etc.) in the summary, informational only.
 void RecordTiming(const std::string& op, const std::string& shape, double ms, double tflops,
                   double gbps);
+// Median milliseconds of `iters` calls of `launch` on the legacy stream, each timed with events,
+// after three warm-ups. Errors from `launch` are the caller's to check (before or after).
+double MedianLaunchMs(const std::function<Status()>& launch, int iters = 20);
 
 }  // namespace petal::cuda::test

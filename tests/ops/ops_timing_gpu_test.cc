@@ -14,30 +14,11 @@ namespace {
 
 class OpsTimingGpuTest : public GpuTest {};
 
-double MedianMs(const std::function<Status()>& launch) {
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  for (int i = 0; i < 3; ++i) (void)launch();
-  std::vector<float> ms(20);
-  for (float& m : ms) {
-    cudaEventRecord(start, 0);
-    (void)launch();
-    cudaEventRecord(stop, 0);
-    cudaEventSynchronize(stop);
-    cudaEventElapsedTime(&m, start, stop);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
-
 void Report(const std::string& op, const std::string& shape, double bytes,
             const std::function<Status()>& launch) {
   ASSERT_OK(launch());
   ASSERT_OK(SyncDevice());
-  const double ms = MedianMs(launch);
+  const double ms = MedianLaunchMs(launch);
   ASSERT_OK(SyncDevice());
   RecordTiming(op, shape, ms, 0, bytes / ms / 1e6);
 }

@@ -25,15 +25,20 @@ struct Config {
                       gemm_fused::WorkspaceSwiglu##name, gemm_fused::PrepareSwiglu##name}
 #define QKV(name) {"qkv_rope/" #name, gemm_fused::LaunchQkvRope##name, \
                    gemm_fused::WorkspaceQkvRope##name, gemm_fused::PrepareQkvRope##name}
+#define GELU(name) {"bias_gelu/" #name, gemm_fused::LaunchBiasGelu##name, \
+                    gemm_fused::WorkspaceBiasGelu##name, gemm_fused::PrepareBiasGelu##name}
 constexpr Config kSwiglu[] = {SWIGLU(C256x1), SWIGLU(P256x1), SWIGLU(P128x1)};
 constexpr Config kQkv[] = {QKV(C256x1), QKV(C256x2), QKV(P128x1)};
-constexpr int kNumSwiglu = 3, kNumQkv = 3;
+constexpr Config kGelu[] = {GELU(C256x1), GELU(P128x1)};
+constexpr int kNumSwiglu = 3, kNumQkv = 3, kNumGelu = 2;
 #undef SWIGLU
 #undef QKV
+#undef GELU
 #else
 constexpr Config kSwiglu[1] = {{"", nullptr, nullptr, nullptr}};
 constexpr Config* kQkv = kSwiglu;
-constexpr int kNumSwiglu = 0, kNumQkv = 0;
+constexpr Config* kGelu = kSwiglu;
+constexpr int kNumSwiglu = 0, kNumQkv = 0, kNumGelu = 0;
 #endif
 
 gemm_fused::Call BaseCall(cudaStream_t stream) {
@@ -58,12 +63,16 @@ bool GemmSwigluAvailable() { return kNumSwiglu > 0 && CurrentCudaDevice().hopper
 
 int GemmSwigluConfigs() { return kNumSwiglu; }
 int GemmQkvRopeConfigs() { return kNumQkv; }
+int GemmBiasGeluConfigs() { return kNumGelu; }
 
 std::string GemmSwigluConfigName(int config) {
   return config >= 0 && config < kNumSwiglu ? kSwiglu[config].name : "swiglu/?";
 }
 std::string GemmQkvRopeConfigName(int config) {
   return config >= 0 && config < kNumQkv ? kQkv[config].name : "qkv_rope/?";
+}
+std::string GemmBiasGeluConfigName(int config) {
+  return config >= 0 && config < kNumGelu ? kGelu[config].name : "bias_gelu/?";
 }
 
 Status PrepareGemmSwiglu() {
@@ -77,6 +86,7 @@ Status PrepareGemmSwiglu() {
   };
   for (int i = 0; i < kNumSwiglu; ++i) PETAL_RETURN_IF_ERROR(prepare(kSwiglu[i]));
   for (int i = 0; i < kNumQkv; ++i) PETAL_RETURN_IF_ERROR(prepare(kQkv[i]));
+  for (int i = 0; i < kNumGelu; ++i) PETAL_RETURN_IF_ERROR(prepare(kGelu[i]));
   return Status::Ok();
 }
 
@@ -115,6 +125,21 @@ Status LaunchGemmQkvRope(const GemmQkvRopeParams& p, cudaStream_t stream) {
   c.positions = p.positions, c.rope_table = p.rope_table, c.rope_rows = p.rope_table_rows;
   c.num_q_heads = p.num_q_heads, c.num_kv_heads = p.num_kv_heads;
   return Run(kQkv[p.config], c);
+}
+
+Status LaunchGemmBiasGelu(const GemmBiasGeluParams& p, cudaStream_t stream) {
+  if (p.config < 0 || p.config >= kNumGelu)
+    return BadArg("GemmBiasGelu", "configuration " + std::to_string(p.config) + " not compiled in");
+  if (!p.x || !p.w || !p.out) return BadArg("GemmBiasGelu", "null pointer");
+  if (p.m < 0 || p.n <= 0 || p.k <= 0 || p.n % 8 || p.k % 8)
+    return BadArg("GemmBiasGelu", "n and k must be positive multiples of 8");
+  if (!IsAligned(p.x, 16) || !IsAligned(p.w, 16) || !IsAligned(p.out, 16))
+    return BadArg("GemmBiasGelu", "pointers must be 16-byte aligned");
+  if (p.m == 0) return Status::Ok();
+  gemm_fused::Call c = BaseCall(stream);
+  c.x = p.x, c.w = p.w, c.bias = p.bias, c.out = p.out;
+  c.m = p.m, c.n = p.n, c.k = p.k;
+  return Run(kGelu[p.config], c);
 }
 
 }  // namespace petal::cuda

@@ -6,6 +6,8 @@
 //    tokens the [tokens, 2 * inter] product and its re-read are ~0.8 GB per layer of the 0.6b.
 //  - GemmQkvRope, the Qwen3 attention input: qkv = x Wqkv^T + b, then LaunchQkNormRope's q/k
 //    RMSNorm and rotary, for head_dim 128.
+//  - GemmBiasGelu, BERT's FFN input: gelu(x Win^T + b) with the exact (erf) GELU of LaunchGelu,
+//    which cuBLASLt's epilogues do not offer (theirs is the tanh form).
 //
 // Weight layout: the kernel needs each feature's gate and up in adjacent output columns, so the
 // gate/up weight [2 * inter, k] (gate rows, then up rows, as checkpoints store it) is interleaved
@@ -37,7 +39,7 @@ struct GemmSwigluParams {
 };
 
 // Whether this binary has the kernel and the current device runs it (compute capability 9.0).
-bool GemmSwigluAvailable();  // and GemmQkvRope
+bool GemmSwigluAvailable();  // and GemmQkvRope, GemmBiasGelu
 // Tile configurations compiled in (0 without CUTLASS), and their names, e.g. "swiglu/P256x1"
 // (cooperative C or pingpong P, feature tile width, cluster size along tokens).
 int GemmSwigluConfigs();
@@ -71,6 +73,20 @@ struct GemmQkvRopeParams {
   int config = 0;  // < GemmQkvRopeConfigs()
 };
 Status LaunchGemmQkvRope(const GemmQkvRopeParams& p, cudaStream_t stream);
+
+// out = gelu(x w^T + bias), exact GELU (ops.h LaunchGelu). Requires k and n multiples of 8,
+// 16-byte aligned pointers; any m >= 0. Graph-capturable after PrepareGemmSwiglu.
+struct GemmBiasGeluParams {
+  const bf16* x = nullptr;     // [m, k]
+  const bf16* w = nullptr;     // [n, k]
+  const bf16* bias = nullptr;  // [n] or null
+  bf16* out = nullptr;         // [m, n]
+  int m = 0, n = 0, k = 0;
+  int config = 0;  // < GemmBiasGeluConfigs()
+};
+int GemmBiasGeluConfigs();
+std::string GemmBiasGeluConfigName(int config);
+Status LaunchGemmBiasGelu(const GemmBiasGeluParams& p, cudaStream_t stream);
 
 // out rows 2i and 2i + 1 = in rows i and inter + i, for an [2 * inter, k] bf16 matrix. out must
 // not alias in.

@@ -13,10 +13,10 @@ namespace petal::cuda::gemm_fused {
 struct Call {
   const void* x = nullptr;  // bf16 [m, k]
   const void* w = nullptr;  // bf16 [n, k]
-  void* out = nullptr;      // bf16: SwiGLU [m, n / 2]; QKV [m, n]
+  void* out = nullptr;      // bf16: SwiGLU [m, n / 2]; QKV and bias + GELU [m, n]
   int m = 0, n = 0, k = 0;
+  const void* bias = nullptr;  // QKV and bias + GELU: bf16 [n] or null
   // QKV only (gemm_fused.h, GemmQkvRopeParams).
-  const void* bias = nullptr;    // bf16 [n] or null
   const void* q_norm = nullptr;  // bf16 [128] or null (then k_norm too: no norm)
   const void* k_norm = nullptr;
   float eps = 1e-6f;
@@ -46,6 +46,8 @@ PETAL_FUSED_GEMM_DECL(SwigluP128x1)
 PETAL_FUSED_GEMM_DECL(QkvRopeC256x1)  // q/k norm + rotary: whole 128-wide heads per tile
 PETAL_FUSED_GEMM_DECL(QkvRopeC256x2)
 PETAL_FUSED_GEMM_DECL(QkvRopeP128x1)
+PETAL_FUSED_GEMM_DECL(BiasGeluC256x1)  // BERT FFN input: bias + erf GELU
+PETAL_FUSED_GEMM_DECL(BiasGeluP128x1)
 #undef PETAL_FUSED_GEMM_DECL
 
 }  // namespace petal::cuda::gemm_fused

@@ -1,7 +1,8 @@
 // Internal to gemm_fused_*.cu: the epilogues of the fused GEMMs (gemm_fused_kernel.cuh), each
-// applied to one thread's fp32 accumulators in registers, written straight to global memory.
+// applied to one thread's fp32 accumulators in registers, written straight to global memory:
+// SwiGLU (Qwen3 gate/up), q/k norm + rotary (Qwen3 QKV), bias + erf GELU (BERT FFN input).
 //
-// Both rely on the wgmma accumulator layout of a 64 x N warpgroup tile: a thread holds rows
+// All rely on the wgmma accumulator layout of a 64 x N warpgroup tile: a thread holds rows
 // r and r + 8 (r = lane / 4 within its warp's 16 rows) at columns 8 j + 2 (lane % 4) + {0, 1},
 // fragment element e = c + 2 row + 4 j (c the column parity). So element e + 1 is the next column
 // of the same row, e + 4 * (N / 16) is the column N / 2 further, and the four lanes of a quad
@@ -34,6 +35,46 @@ CUTLASS_DEVICE void QuadTranspose(const float (&a)[4], float (&b)[4]) {
     b[1] = src == 1 ? v : b[1];
     b[2] = src == 2 ? v : b[2];
     b[3] = src == 3 ? v : b[3];
+  }
+}
+
+// Stores one thread's kVals values of a 64-row warpgroup tile laid out as the accumulators
+// (element e = c + 2 s + 4 j at row m0 + 8 s, column n_tile + 8 j + 2 (lane % 4) + c) into
+// out [M, N] row-major as bf16, rows and columns past M / N skipped, NaN everywhere if !ok.
+// Blocks are taken two at a time and regrouped across the quad, so each lane stores four
+// consecutive columns (8 bytes) and a quad 32 contiguous bytes of a row: N must be a multiple of
+// 4 and out 8-byte aligned. Every lane of the warp must call it.
+template <int kVals>
+CUTLASS_DEVICE void StoreRowPairs(const float (&v)[kVals], bool ok, cutlass::bfloat16_t* out,
+                                  int M, int N, int m0, int n_tile) {
+  static_assert(kVals % 8 == 0, "whole pairs of 8-column blocks per row slot");
+  const int lane = threadIdx.x & 31, q = lane & 3, base = lane & ~3, t = q >> 1;
+  CUTLASS_PRAGMA_UNROLL
+  for (int s = 0; s < 2; ++s) {
+    const int m = m0 + 8 * s;
+    CUTLASS_PRAGMA_UNROLL
+    for (int g = 0; g < kVals / 8; ++g) {
+      uint32_t p[2];
+      CUTLASS_PRAGMA_UNROLL
+      for (int u = 0; u < 2; ++u) {
+        const int e = 2 * s + 4 * (2 * g + u);
+        __nv_bfloat162 h = ok ? __floats2bfloat162_rn(v[e], v[e + 1])
+                              : __floats2bfloat162_rn(kPoison, kPoison);
+        p[u] = *reinterpret_cast<uint32_t*>(&h);
+      }
+      // Lane q stores columns 16 g + 4 q .. + 3: block u = q / 2, from lanes 2q and 2q + 1
+      // (mod 4).
+      const uint32_t x0 = __shfl_sync(0xffffffffu, p[0], base | ((2 * q) & 3));
+      const uint32_t x1 = __shfl_sync(0xffffffffu, p[1], base | ((2 * q) & 3));
+      const uint32_t y0 = __shfl_sync(0xffffffffu, p[0], base | ((2 * q + 1) & 3));
+      const uint32_t y1 = __shfl_sync(0xffffffffu, p[1], base | ((2 * q + 1) & 3));
+      const int col = n_tile + 16 * g + 4 * q;
+      if (m >= M || col >= N) continue;
+      uint2 packed;
+      packed.x = t ? x1 : x0;
+      packed.y = t ? y1 : y0;
+      *reinterpret_cast<uint2*>(out + static_cast<int64_t>(m) * N + col) = packed;
+    }
   }
 }
 
@@ -209,37 +250,54 @@ struct QkvRopeEpilogue : EpilogueBase<QkvRopeEpilogue> {
         v[e + 32] = b * cs.x + a * cs.y;
       }
     }
-    // Stores: lane q holds, per row slot s and block j, the pair at columns 8 j + 2 q (+1).
-    // Blocks are taken two at a time and regrouped across the quad, so each lane stores four
-    // consecutive columns (8 bytes) and a quad 32 contiguous bytes of a row.
-    const int lane = threadIdx.x & 31, base = lane & ~3, t = q >> 1;
+    StoreRowPairs<kVals>(v, ok, params.out, M, N, m0, n_tile);
+  }
+
+  Params params;
+};
+
+// BERT's FFN input: out = gelu(acc + bias) with the exact (erf) GELU of LaunchGelu, one bf16
+// rounding (the unfused path rounds the GEMM's output first). Any tile width; N a multiple of 8.
+struct BiasGeluEpilogue : EpilogueBase<BiasGeluEpilogue> {
+  struct Arguments {
+    cutlass::bfloat16_t* out = nullptr;  // [M, N]
+    const __nv_bfloat16* bias = nullptr;  // [N] or null
+  };
+  using Params = Arguments;
+  static Arguments FromCall(const Call& c) {
+    return {static_cast<cutlass::bfloat16_t*>(c.out), static_cast<const __nv_bfloat16*>(c.bias)};
+  }
+  template <class ProblemShape>
+  static bool can_implement(ProblemShape const& shape, Arguments const& a) {
+    return a.out != nullptr && cute::get<1>(shape) % 8 == 0;
+  }
+  CUTLASS_HOST_DEVICE explicit BiasGeluEpilogue(Params const& p) : params(p) {}
+
+  template <class ProblemShapeMNKL, class BlockShapeMNK, class BlockCoordMNKL, class FrgEngine,
+            class FrgLayout, class TiledMma, class ResidueMNK>
+  CUTLASS_DEVICE void operator()(ProblemShapeMNKL shape, BlockShapeMNK blk, BlockCoordMNKL coord,
+                                 cute::Tensor<FrgEngine, FrgLayout> const& acc, TiledMma mma,
+                                 ResidueMNK, int thread_idx, char*) {
+    using namespace cute;
+    constexpr int kTileN = decltype(size<1>(blk))::value;
+    constexpr int kVals = decltype(size(acc))::value;
+    static_assert(kVals == kTileN / 2, "a 64-row warpgroup tile: two rows x N / 4 per thread");
+    const int M = get<0>(shape), N = get<1>(shape);
+    const int q = threadIdx.x & 3;
+    const int n_tile = get<1>(coord) * kTileN;
+    Tensor tc = ThreadCoords(shape, blk, coord, mma, thread_idx);
+    const int m0 = get<0>(tc(0));
+    bool ok = true;
+    float v[kVals];
     CUTLASS_PRAGMA_UNROLL
-    for (int s = 0; s < 2; ++s) {
-      const int m = m0 + 8 * s;
-      CUTLASS_PRAGMA_UNROLL
-      for (int g = 0; g < kVals / 8; ++g) {
-        uint32_t p[2];
-        CUTLASS_PRAGMA_UNROLL
-        for (int u = 0; u < 2; ++u) {
-          const int e = 2 * s + 4 * (2 * g + u);
-          __nv_bfloat162 h = ok ? __floats2bfloat162_rn(v[e], v[e + 1])
-                                : __floats2bfloat162_rn(kPoison, kPoison);
-          p[u] = *reinterpret_cast<uint32_t*>(&h);
-        }
-        // Lane q stores columns 16 g + 4 q .. + 3: block u = q / 2, from lanes 2q and 2q + 1
-        // (mod 4).
-        const uint32_t x0 = __shfl_sync(0xffffffffu, p[0], base | ((2 * q) & 3));
-        const uint32_t x1 = __shfl_sync(0xffffffffu, p[1], base | ((2 * q) & 3));
-        const uint32_t y0 = __shfl_sync(0xffffffffu, p[0], base | ((2 * q + 1) & 3));
-        const uint32_t y1 = __shfl_sync(0xffffffffu, p[1], base | ((2 * q + 1) & 3));
-        const int col = n_tile + 16 * g + 4 * q;
-        if (m >= M || col >= N) continue;
-        uint2 packed;
-        packed.x = t ? x1 : x0;
-        packed.y = t ? y1 : y0;
-        *reinterpret_cast<uint2*>(params.out + static_cast<int64_t>(m) * N + col) = packed;
-      }
+    for (int e = 0; e < kVals; ++e) {
+      const int j = e >> 2, s = (e >> 1) & 1, n = n_tile + 8 * j + 2 * q + (e & 1);
+      float x = acc(e);
+      if (params.bias != nullptr && n < N) x += __bfloat162float(params.bias[n]);
+      v[e] = 0.5f * x * (1.f + erff(x * 0.70710678118654752f));
+      ok &= get<0>(tc(e)) == m0 + 8 * s && get<1>(tc(e)) == n;
     }
+    StoreRowPairs<kVals>(v, ok, params.out, M, N, m0, n_tile);
   }
 
   Params params;

@@ -53,7 +53,9 @@ if(PETAL_CUTLASS_INCLUDE AND petal_sm90a)
     ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_swiglu_p128x1.cu
     ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_qkv_rope_c256x1.cu
     ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_qkv_rope_c256x2.cu
-    ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_qkv_rope_p128x1.cu)
+    ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_qkv_rope_p128x1.cu
+    ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_bias_gelu_c256x1.cu
+    ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_bias_gelu_p128x1.cu)
   add_library(petal_gemm_cutlass STATIC
     ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass_t64.cu
     ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass_t128.cu

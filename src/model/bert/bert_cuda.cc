@@ -1,7 +1,9 @@
 // BERT-family encoders on the GPU: the forward pass of bert.cc in bf16 with cuBLASLt GEMMs
 // and Petal's kernels. Post-LN: h = LN(h + attn(h)); h = LN(h + ffn(h)). The residual add is
-// folded into the output GEMMs (their addend), and exact (erf) GELU runs as its own kernel
-// because cuBLASLt's GELU epilogue is the tanh approximation. Cross-encoders end in their
+// folded into the output GEMMs (their addend). Exact (erf) GELU runs as its own kernel after the
+// FFN-input GEMM (cuBLASLt's GELU epilogue is the tanh approximation), or inside that GEMM's
+// epilogue (GemmBiasGelu, kernels/cuda/gemm_fused.h) for the batch sizes PETAL_FUSED_GELU asks
+// (fused_ladder.h: unset = PETAL_FUSED_GEMMS, else off; "auto"; N). Cross-encoders end in their
 // classification head (LaunchDenseRows on the pooled first token) instead of the pooled vector;
 // multi-vector (ColBERT) models end in their Dense projection on every token (GEMMs) and a
 // per-token L2 normalisation to fp32 (LaunchNormalizeRows), one row per token, and their query
@@ -15,11 +17,13 @@
 #include "engine/cuda/cuda_model.h"
 #include "engine/cuda/device_weights.h"
 #include "kernels/cuda/gemm.h"
+#include "kernels/cuda/gemm_fused.h"
 #include "kernels/cuda/ops.h"
 #include "kernels/cuda/score_ops.h"
 #include "model/bert/bert.h"
 #include "model/bert/bert_arch.h"
 #include "model/bert/bert_splade_cuda.h"
+#include "model/fused_ladder.h"
 #include "model/multivector.h"
 
 namespace petal::cuda {
@@ -35,7 +39,37 @@ class BertCudaModel final : public CudaModel {
   const ModelConfig& config() const override { return config_; }
   size_t DeviceBytes() const override { return bytes_; }
   std::map<std::string, double> Stats() const override { return KernelStats(*gemm_, attention_); }
-  std::string Describe() const override { return DescribeKernels(*gemm_, attention_); }
+  std::string Describe() const override {
+    std::string s = DescribeKernels(*gemm_, attention_);
+    if (!fused_gelu_.empty())
+      s += "\nbf16 FFN input + bias + GELU: " + DescribeRungs(fused_gelu_, GemmBiasGeluConfigName) +
+           " (" + fused_gelu_table_ + ")";
+    return s;
+  }
+
+  // Decides, per batch size, whether the FFN input GEMM takes its bias and GELU in the fused
+  // kernel (PETAL_FUSED_GELU; see the file comment). Call once after Init, outside capture.
+  Status FuseGelu() {
+    const int H = config_.hidden_size, I = config_.intermediate_size, T = cap_.max_tokens;
+    const int mode = FusedModeFromEnv("PETAL_FUSED_GELU", FusedModeFromEnv("PETAL_FUSED_GEMMS", 0));
+    if (mode == 0 || !GemmSwigluAvailable() || H % 8 || I % 8 || layers_.empty() || T < 1)
+      return Status::Ok();
+    PETAL_RETURN_IF_ERROR(PrepareGemmSwiglu());
+    PETAL_CUDA_CHECK(cudaMemset(x_.get(), 0x3c, x_.bytes()));  // finite, non-zero; overwritten
+    const BertLayerDev& L0 = layers_[0];
+    PETAL_ASSIGN_OR_RETURN(
+        fused_gelu_,
+        TuneFusedLadder(
+            T, GemmBiasGeluConfigs(), std::max(mode, 0),
+            [&](int m) { return UnfusedFfnIn(L0, m, nullptr); },
+            [&](int m, int config) {
+              return LaunchGemmBiasGelu(
+                  {x_.get(), L0.in_w.get(), L0.in_b.get(), inter_.get(), m, I, H, config}, nullptr);
+            },
+            &fused_gelu_table_));
+    PETAL_CUDA_CHECK(cudaDeviceSynchronize());
+    return Status::Ok();
+  }
 
   // Multi-vector models: the Dense modules (bf16) and their bf16 outputs, [max_tokens, out] each.
   Status InitProjection(const TokenProjection& proj) {
@@ -168,10 +202,12 @@ class BertCudaModel final : public CudaModel {
       PETAL_RETURN_IF_ERROR(LaunchAddLayerNorm(
           {tmp_.get(), nullptr, L.ln1_g.get(), L.ln1_b.get(), config_.norm_eps, x_.get(), T, H},
           stream));
-      PETAL_RETURN_IF_ERROR(gemm_->Run(
-          {x_.get(), L.in_w.get(), L.in_b.get(), nullptr, inter_.get(), T, I, H}, stream));
-      PETAL_RETURN_IF_ERROR(
-          LaunchGelu({inter_.get(), inter_.get(), static_cast<int64_t>(T) * I}, stream));
+      if (const int gc = FusedConfigFor(fused_gelu_, T); gc >= 0) {
+        PETAL_RETURN_IF_ERROR(LaunchGemmBiasGelu(
+            {x_.get(), L.in_w.get(), L.in_b.get(), inter_.get(), T, I, H, gc}, stream));
+      } else {
+        PETAL_RETURN_IF_ERROR(UnfusedFfnIn(L, T, stream));
+      }
       PETAL_RETURN_IF_ERROR(gemm_->Run(
           {inter_.get(), L.out_w.get(), L.out_b.get(), x_.get(), tmp_.get(), T, H, I}, stream));
       PETAL_RETURN_IF_ERROR(LaunchAddLayerNorm(
@@ -184,6 +220,14 @@ class BertCudaModel final : public CudaModel {
   }
 
  private:
+  // inter = gelu(x in_w^T + in_b): cuBLASLt with its bias epilogue, then the exact GELU.
+  Status UnfusedFfnIn(const BertLayerDev& L, int T, cudaStream_t stream) {
+    const int H = config_.hidden_size, I = config_.intermediate_size;
+    PETAL_RETURN_IF_ERROR(gemm_->Run(
+        {x_.get(), L.in_w.get(), L.in_b.get(), nullptr, inter_.get(), T, I, H}, stream));
+    return LaunchGelu({inter_.get(), inter_.get(), static_cast<int64_t>(T) * I}, stream);
+  }
+
   Status Pool(const DeviceBatch& b, const bf16* hidden, float* pooled, cudaStream_t stream) {
     if (b.num_spans_host > 0) {  // late chunking / windows: one row per pooling span
       return LaunchPoolSpans(
@@ -264,6 +308,8 @@ class BertCudaModel final : public CudaModel {
   AttentionRunner attention_;
   std::unique_ptr<Gemm> gemm_;
   std::unique_ptr<SpladeHead> splade_;  // sparse models only
+  std::vector<FusedRung> fused_gelu_;     // empty: never fused
+  std::string fused_gelu_table_;
 };
 
 }  // namespace
@@ -277,6 +323,7 @@ StatusOr<std::unique_ptr<CudaModel>> CreateBertCudaModel(const ModelConfig& conf
     PETAL_ASSIGN_OR_RETURN(TokenProjection proj, TokenProjection::Load(config));
     PETAL_RETURN_IF_ERROR(m->InitProjection(proj));
   }
+  PETAL_RETURN_IF_ERROR(m->FuseGelu());
   return std::unique_ptr<CudaModel>(std::move(m));
 }
 

@@ -17,20 +17,11 @@
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/gemm_fused.h"
 #include "kernels/cuda/ops.h"
+#include "model/fused_ladder.h"
 #include "model/qwen3/qwen3.h"
 #include "model/qwen3/qwen3_arch.h"
 
 namespace petal::cuda {
-
-// One size of the fused-GEMM decision ladder (qwen3_cuda_fused.cc): batches of up to max_tokens
-// (and more than the previous rung's) take fused configuration `config`, or the unfused pair (-1).
-struct FusedRung {
-  int max_tokens = 0;
-  int config = -1;
-};
-int FusedConfigFor(const std::vector<FusedRung>& rungs, int tokens);
-std::string DescribeRungs(const std::vector<FusedRung>& rungs,
-                          const std::function<std::string(int)>& name);
 
 struct Qwen3LayerDev {
   DeviceBuffer<bf16> in_norm, qkv, qkv_b, q_norm, k_norm, o, o_b, post_norm, gate_up, down;
