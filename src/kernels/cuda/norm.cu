@@ -183,13 +183,19 @@ Status CheckRowDims(const char* op, int rows, int dim) {
   return Status::Ok();
 }
 
-// rows_per_block 0 -> the process default (ops.h): PETAL_NORM_ROWS_PER_BLOCK, read once.
-int RowsPerBlock(int requested) {
+// Rows no wider than this take the warp-per-row layout by default (ops.h, "rows_per_block").
+constexpr int kWarpRowsMaxDim = 512;
+
+// rows_per_block 0 -> the process default (ops.h): PETAL_NORM_ROWS_PER_BLOCK (read once), else
+// by width.
+int RowsPerBlock(int requested, int dim) {
   static const int process_default = [] {
     const std::optional<long long> v = EnvNonNegative("PETAL_NORM_ROWS_PER_BLOCK");
-    return v && (*v == 1 || *v == 2 || *v == 4 || *v == 8) ? static_cast<int>(*v) : 1;
+    return v && (*v == 1 || *v == 2 || *v == 4 || *v == 8) ? static_cast<int>(*v) : 0;
   }();
-  return requested == 0 ? process_default : requested;
+  if (requested != 0) return requested;
+  if (process_default != 0) return process_default;
+  return dim <= kWarpRowsMaxDim ? 4 : 1;
 }
 
 template <int kChunks, bool kLayerNorm>
@@ -212,7 +218,7 @@ Status LaunchAddNorm(const char* op, const bf16* a, const bf16* b, bf16* sum_out
   if (rows == 0) return Status::Ok();
   const int vec = ChooseVec({dim}, {a, b, sum_out, gamma, beta, out});
   if (vec == 0) return BadArg(op, "dim must be even and pointers 4-byte aligned");
-  const int per_block = RowsPerBlock(rows_per_block);
+  const int per_block = RowsPerBlock(rows_per_block, dim);
   if (per_block > 1 && vec == 8 && dim <= 1024) {
     const int chunks = (dim + 255) / 256;  // 16-byte chunks a lane
     auto* launch = chunks == 1   ? &LaunchAddNormWarp<1, kLayerNorm>
