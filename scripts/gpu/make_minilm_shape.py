@@ -3,9 +3,11 @@
 12 heads, intermediate 1536, vocabulary 30522; mean pooling, L2 normalisation, 256 tokens), for
 timing the CPU engine where the real checkpoint (90 MB) cannot be carried, e.g. the GPU machine's
 own CPU in the step `local_path` (LP_BACKEND=cpu). Only numpy is needed; the tokenizer is copied
-from --tokenizer (a tokenizer.json, e.g. models/all-MiniLM-L6-v2/tokenizer.json).
+from --tokenizer (a tokenizer.json, e.g. models/all-MiniLM-L6-v2/tokenizer.json). With --base, the
+BERT-base layout instead (hidden 768, 12 layers, 12 heads, intermediate 3072; e.g. bge-base,
+e5-base), same vocabulary.
 
-usage: make_minilm_shape.py OUT_DIR --tokenizer PATH/tokenizer.json [--seed 1]
+usage: make_minilm_shape.py OUT_DIR --tokenizer PATH/tokenizer.json [--seed 1] [--base]
 """
 import argparse
 import json
@@ -66,7 +68,11 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--tokenizer", required=True)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--base", action="store_true", help="the BERT-base layout")
     a = ap.parse_args()
+    if a.base:
+        global H, LAYERS, FFN
+        H, LAYERS, FFN = 768, 12, 3072
     os.makedirs(os.path.join(a.out, "1_Pooling"), exist_ok=True)
     write_safetensors(os.path.join(a.out, "model.safetensors"), tensors(np.random.default_rng(a.seed)))
     shutil.copy(a.tokenizer, os.path.join(a.out, "tokenizer.json"))

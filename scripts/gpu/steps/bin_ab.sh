@@ -5,7 +5,8 @@
 # Env: BIN_AB_BINS (space-separated NAME=PATH; default "new=.gpu_bundle/bin/petal
 # base=.gpu_probe/base/petal"; a missing binary is skipped with a line saying so), BIN_AB_SHAPES
 # (default "0.6b 4b"; "minilm" is the all-MiniLM-L6-v2 layout with random weights, made by
-# scripts/gpu/make_minilm_shape.py from models/all-MiniLM-L6-v2/tokenizer.json, which must be carried),
+# scripts/gpu/make_minilm_shape.py from models/all-MiniLM-L6-v2/tokenizer.json, which must be carried;
+# "bertbase" the same at BERT-base's size),
 # BIN_AB_ROUNDS (default 2), BIN_AB_SCENARIOS (replaces the per-shape list),
 # BIN_AB_ARGS (extra `petal bench engine` flags, e.g. "--quantize fp8 --no-fp8-gate"), BIN_AB_TAG
 # (suffix of the results folder). The models are made by the first binary.
@@ -25,9 +26,10 @@ rc=0
 for shape in ${BIN_AB_SHAPES:-0.6b 4b}; do
   M=/tmp/petal-models/$shape-bidirectional
   sc=latency_1x128,latency_1x512,latency_1x4096,throughput_100x512
-  if [[ $shape == minilm ]]; then
+  if [[ $shape == minilm || $shape == bertbase ]]; then
     [[ -f $M/model.safetensors ]] || python3 scripts/gpu/make_minilm_shape.py $M \
-      --tokenizer models/all-MiniLM-L6-v2/tokenizer.json >/dev/null || { rc=1; continue; }
+      --tokenizer models/all-MiniLM-L6-v2/tokenizer.json $([[ $shape == bertbase ]] && echo --base) \
+      >/dev/null || { rc=1; continue; }
     sc=latency_1x128,throughput_1024x128
   else
     [[ -f $M/model.safetensors ]] ||
