@@ -104,7 +104,9 @@ TEST_F(OpsGpuTest, BertEmbedding) {
   uint64_t seed = 100;
   for (int dim : {32, 98, 384, 1024}) {
     for (const auto& lens : RaggedCases()) {
-      for (bool with_types : {true, false}) {
+      for (int variant = 0; variant < 4; ++variant) {
+        const bool with_types = variant % 2 == 0;
+        const int layout = variant < 2 ? 1 : 4;  // block / warp per row (ops.h, rows_per_block)
         const auto cu = CuSeqlens(lens);
         const int rows = cu.back() + 3, num_seqs = static_cast<int>(lens.size());
         const auto word = RandomBf16(static_cast<size_t>(vocab) * dim, seed++);
@@ -116,7 +118,8 @@ TEST_F(OpsGpuTest, BertEmbedding) {
         const auto tt = RandomInts(rows, seed++, 0, types);
         OpCase c;
         c.op = "BertEmbedding";
-        c.shape = Describe(lens) + " dim=" + std::to_string(dim) + (with_types ? " types" : "");
+        c.shape = Describe(lens) + " dim=" + std::to_string(dim) + (with_types ? " types" : "") +
+                  " rows_per_block=" + std::to_string(layout);
         c.outputs = {Close("", rows, dim, kNormTol)};
         c.gpu = [=](const std::vector<void*>& out) -> Status {
           PETAL_ASSIGN_OR_RETURN(auto d_cu, UploadInts(cu));
@@ -141,6 +144,7 @@ TEST_F(OpsGpuTest, BertEmbedding) {
           p.vocab = vocab, p.max_positions = max_pos, p.num_types = types;
           p.gamma = d_gamma.get(), p.beta = d_beta.get(), p.eps = 1e-12f;
           p.out = static_cast<bf16*>(out[0]), p.rows = rows, p.dim = dim;
+          p.rows_per_block = layout;
           PETAL_RETURN_IF_ERROR(LaunchBertEmbedding(p, 0));
           return SyncDevice();
         };
@@ -268,6 +272,22 @@ TEST_F(OpsGpuTest, AddRmsNormRejectsAliasing) {
   const Status layout = LaunchAddRmsNorm({nullptr, a.get(), w.get(), 1e-6f, a.get(), 2, 32, 3}, 0);
   EXPECT_EQ(layout.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(layout.message().find("rows_per_block"), std::string::npos) << layout.message();
+}
+
+TEST_F(OpsGpuTest, BertEmbeddingRejectsBadLayout) {
+  DeviceBuffer<bf16> t;
+  DeviceBuffer<int32_t> ids;
+  ASSERT_OK(t.Allocate(64));
+  ASSERT_OK(ids.Allocate(2));
+  BertEmbeddingParams p;
+  p.ids = p.positions = ids.get();
+  p.word = p.pos = p.type = p.gamma = p.beta = t.get();
+  p.out = t.get();
+  p.vocab = p.max_positions = p.num_types = 1;
+  p.rows = 2, p.dim = 32, p.rows_per_block = 3;
+  const Status st = LaunchBertEmbedding(p, 0);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("rows_per_block"), std::string::npos) << st.message();
 }
 
 TEST_F(OpsGpuTest, Conversions) {

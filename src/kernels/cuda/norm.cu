@@ -1,8 +1,8 @@
 // Fused residual-add + LayerNorm / RMSNorm, and the BERT embedding sum + LayerNorm: one block per
 // row, the row staged as fp32 in shared memory so the input is read from device memory once and
-// the variance is computed in a second pass over shared memory (two-pass: no cancellation). The
-// add-norms also have a warp-per-row layout (rows_per_block 2-8, ops.h): the row in registers,
-// the same two passes over them, statistics by warp shuffles.
+// the variance is computed in a second pass over shared memory (two-pass: no cancellation). All
+// three also have a warp-per-row layout (rows_per_block 2-8, ops.h): the row in registers, the
+// same two passes over them, statistics by warp shuffles.
 #include <optional>
 
 #include "common/env.h"
@@ -85,6 +85,44 @@ __global__ void AddNormKernel(const bf16* a, const bf16* b, bf16* sum_out, const
   NormalizeRow<kVec, kLayerNorm>(row, sum, sumsq, gamma, beta, eps, dim, out + base, scratch);
 }
 
+// The warp-per-row layout's second half: lane l holds the row's 8-value chunks l, l + 32, ...
+// in v (chunks past dim unused), with its share of the row's sum and sum of squares; writes
+// out[0, dim) = norm(row) for the chunks it holds. Every lane of the warp must call it.
+template <int kChunks, bool kLayerNorm>
+__device__ __forceinline__ void NormalizeWarpRow(const float (&v)[kChunks][8], float sum,
+                                                 float sumsq, const bf16* gamma, const bf16* beta,
+                                                 float eps, int dim, bf16* out) {
+  const int lane = threadIdx.x & 31;
+  float mean = 0.f, inv;
+  if constexpr (kLayerNorm) {
+    mean = WarpSum(sum) / dim;
+    float sq = 0.f;
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      if ((c * 32 + lane) * 8 >= dim) break;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) sq += (v[c][j] - mean) * (v[c][j] - mean);
+    }
+    inv = rsqrtf(WarpSum(sq) / dim + eps);
+  } else {
+    inv = rsqrtf(WarpSum(sumsq) / dim + eps);
+  }
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+    const int i = (c * 32 + lane) * 8;
+    if (i >= dim) break;
+    float g[8], be[8], o[8];
+    LoadBf16<8>(gamma + i, g);
+    if constexpr (kLayerNorm) LoadBf16<8>(beta + i, be);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      o[j] = (v[c][j] - mean) * inv * g[j];
+      if constexpr (kLayerNorm) o[j] += be[j];
+    }
+    StoreBf16<8>(out + i, o);
+  }
+}
+
 // One warp per row, blockDim.x / 32 rows a block. Lane l owns the 8-value chunks l, l + 32, ...
 // (kChunks of them, the last ones possibly past dim), loaded once into registers; it writes only
 // what it read, so out, sum_out and the inputs may alias as in AddNormKernel. dim % 8 == 0,
@@ -118,34 +156,7 @@ __global__ void __launch_bounds__(256)
       sumsq += v[c][j] * v[c][j];
     }
   }
-  float mean = 0.f, inv;
-  if constexpr (kLayerNorm) {
-    mean = WarpSum(sum) / dim;
-    float sq = 0.f;
-#pragma unroll
-    for (int c = 0; c < kChunks; ++c) {
-      if ((c * 32 + lane) * 8 >= dim) break;
-#pragma unroll
-      for (int j = 0; j < 8; ++j) sq += (v[c][j] - mean) * (v[c][j] - mean);
-    }
-    inv = rsqrtf(WarpSum(sq) / dim + eps);
-  } else {
-    inv = rsqrtf(WarpSum(sumsq) / dim + eps);
-  }
-#pragma unroll
-  for (int c = 0; c < kChunks; ++c) {
-    const int i = (c * 32 + lane) * 8;
-    if (i >= dim) break;
-    float g[8], be[8], o[8];
-    LoadBf16<8>(gamma + i, g);
-    if constexpr (kLayerNorm) LoadBf16<8>(beta + i, be);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      o[j] = (v[c][j] - mean) * inv * g[j];
-      if constexpr (kLayerNorm) o[j] += be[j];
-    }
-    StoreBf16<8>(out + base + i, o);
-  }
+  NormalizeWarpRow<kChunks, kLayerNorm>(v, sum, sumsq, gamma, beta, eps, dim, out + base);
 }
 
 __device__ __forceinline__ int Clamp(int v, int n) { return v < 0 ? 0 : (v >= n ? n - 1 : v); }
@@ -176,6 +187,37 @@ __global__ void BertEmbeddingKernel(BertEmbeddingParams p) {
   NormalizeRow<kVec, true>(row, sum, 0.f, p.gamma, p.beta, p.eps, p.dim, p.out + t * dim, scratch);
 }
 
+// The warp-per-row layout of BertEmbeddingKernel (as AddNormWarpKernel): dim % 8 == 0,
+// dim <= 256 kChunks, tables, gamma, beta and out 16-byte aligned.
+template <int kChunks>
+__global__ void __launch_bounds__(256) BertEmbeddingWarpKernel(BertEmbeddingParams p) {
+  PdlWait();  // see pdl.cuh: before any global memory access
+  const int lane = threadIdx.x & 31;
+  const int t = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (t >= p.rows) return;  // whole warp: no block barrier below
+  const int64_t dim = p.dim;
+  const bf16* w = p.word + Clamp(p.ids[t], p.vocab) * dim;
+  const bf16* ps = p.pos + Clamp(p.positions[t] + p.position_offset, p.max_positions) * dim;
+  const bf16* ty = p.type + (p.type_ids ? Clamp(p.type_ids[t], p.num_types) : 0) * dim;
+  float v[kChunks][8];
+  float sum = 0.f;
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+    const int i = (c * 32 + lane) * 8;
+    if (i >= p.dim) break;
+    float b[8], e[8];
+    LoadBf16<8>(w + i, v[c]);
+    LoadBf16<8>(ps + i, b);
+    LoadBf16<8>(ty + i, e);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      v[c][j] = v[c][j] + b[j] + e[j];  // BertEmbeddingKernel's order
+      sum += v[c][j];
+    }
+  }
+  NormalizeWarpRow<kChunks, true>(v, sum, 0.f, p.gamma, p.beta, p.eps, p.dim, p.out + t * dim);
+}
+
 Status CheckRowDims(const char* op, int rows, int dim) {
   if (rows < 0 || dim <= 0 || dim > kMaxNormDim)
     return BadArg(op, "need rows >= 0 and 0 < dim <= 12288, got rows=" + std::to_string(rows) +
@@ -198,6 +240,8 @@ int RowsPerBlock(int requested, int dim) {
   return dim <= kWarpRowsMaxDim ? 4 : 1;
 }
 
+bool ValidRowsPerBlock(int r) { return r == 0 || r == 1 || r == 2 || r == 4 || r == 8; }
+
 template <int kChunks, bool kLayerNorm>
 void LaunchAddNormWarp(int rows_per_block, const bf16* a, const bf16* b, bf16* sum_out,
                        const bf16* gamma, const bf16* beta, float eps, bf16* out, int rows, int dim,
@@ -212,8 +256,7 @@ Status LaunchAddNorm(const char* op, const bf16* a, const bf16* b, bf16* sum_out
                      const bf16* beta, float eps, bf16* out, int rows, int dim, int rows_per_block,
                      cudaStream_t stream) {
   PETAL_RETURN_IF_ERROR(CheckRowDims(op, rows, dim));
-  if (rows_per_block != 0 && rows_per_block != 1 && rows_per_block != 2 && rows_per_block != 4 &&
-      rows_per_block != 8)
+  if (!ValidRowsPerBlock(rows_per_block))
     return BadArg(op, "rows_per_block must be 0 (the default), 1, 2, 4 or 8");
   if (rows == 0) return Status::Ok();
   const int vec = ChooseVec({dim}, {a, b, sum_out, gamma, beta, out});
@@ -266,8 +309,21 @@ Status LaunchBertEmbedding(const BertEmbeddingParams& p, cudaStream_t stream) {
     return BadArg(op, "empty embedding table");
   PETAL_RETURN_IF_ERROR(CheckRowDims(op, p.rows, p.dim));
   if (p.rows == 0) return Status::Ok();
+  if (!ValidRowsPerBlock(p.rows_per_block))
+    return BadArg(op, "rows_per_block must be 0 (the default), 1, 2, 4 or 8");
   const int vec = ChooseVec({p.dim}, {p.word, p.pos, p.type, p.gamma, p.beta, p.out});
   if (vec == 0) return BadArg(op, "dim must be even and pointers 4-byte aligned");
+  const int per_block = RowsPerBlock(p.rows_per_block, p.dim);
+  if (per_block > 1 && vec == 8 && p.dim <= 1024) {
+    const int chunks = (p.dim + 255) / 256, blocks = (p.rows + per_block - 1) / per_block;
+    auto* kernel = chunks == 1   ? &BertEmbeddingWarpKernel<1>
+                   : chunks == 2 ? &BertEmbeddingWarpKernel<2>
+                   : chunks == 3 ? &BertEmbeddingWarpKernel<3>
+                                 : &BertEmbeddingWarpKernel<4>;
+    (void)LaunchPdl(kernel, blocks, 32 * per_block, 0, stream, p);
+    PETAL_CUDA_CHECK_LAUNCH(op);
+    return Status::Ok();
+  }
   const int threads = RowThreads(p.dim, vec);
   const size_t smem = static_cast<size_t>(p.dim) * sizeof(float);
   if (vec == 8) {

@@ -70,6 +70,7 @@ struct BertEmbeddingParams {
   bf16* out = nullptr;  // [rows, dim]
   int rows = 0;
   int dim = 0;
+  int rows_per_block = 0;  // kernel layout (see "rows_per_block" after LaunchAddRmsNorm)
 };
 Status LaunchBertEmbedding(const BertEmbeddingParams& p, cudaStream_t stream);
 
@@ -106,7 +107,7 @@ struct AddRmsNormParams {
 };
 Status LaunchAddRmsNorm(const AddRmsNormParams& p, cudaStream_t stream);
 
-// rows_per_block, the norms' kernel layout: 1 = one block per row, the row staged in
+// rows_per_block, the norms' (and BertEmbedding's) kernel layout: 1 = one block per row, the row staged in
 // shared memory (any dim); 2, 4 or 8 = one warp per row and that many rows a block, the row in
 // registers (dim a multiple of 8 up to 1024 with 16-byte aligned pointers, else 1 is used): fewer,
 // longer blocks for rows too short to keep a block busy. 0 = the process default:
