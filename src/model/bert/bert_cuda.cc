@@ -1,9 +1,14 @@
 // BERT-family encoders on the GPU: the forward pass of bert.cc in bf16 with cuBLASLt GEMMs
 // and Petal's kernels. Post-LN: h = LN(h + attn(h)); h = LN(h + ffn(h)). The residual add is
-// folded into the output GEMMs (their addend). Exact (erf) GELU runs as its own kernel after the
-// FFN-input GEMM (cuBLASLt's GELU epilogue is the tanh approximation), or inside that GEMM's
-// epilogue (GemmBiasGelu, kernels/cuda/gemm_fused.h) for the batch sizes PETAL_FUSED_GELU asks
-// (fused_ladder.h: unset = PETAL_FUSED_GEMMS, else off; "auto"; N). Cross-encoders end in their
+// folded into the output GEMMs (their addend). The FFN's GELU (PETAL_BERT_GELU):
+//  - "tanh" (the default): the tanh form, inside the FFN-input GEMM (cuBLASLt's GELU + bias
+//    epilogue), as TEI computes BERT's "gelu". It differs from the checkpoints' exact (erf) GELU
+//    by at most 4.7e-4 absolute (at x = -2.7); layouts_gpu_test holds the embeddings to the HF
+//    fp32 / bf16 goldens.
+//  - "erf": the exact form, as a separate kernel after the GEMM, or inside its epilogue
+//    (GemmBiasGelu, kernels/cuda/gemm_fused.h) for the batch sizes PETAL_FUSED_GELU asks
+//    (fused_ladder.h: unset = PETAL_FUSED_GEMMS, else off; "auto"; N).
+// The CPU engine always computes the exact form. Cross-encoders end in their
 // classification head (LaunchDenseRows on the pooled first token) instead of the pooled vector;
 // multi-vector (ColBERT) models end in their Dense projection on every token (GEMMs) and a
 // per-token L2 normalisation to fp32 (LaunchNormalizeRows), one row per token, and their query
@@ -12,6 +17,8 @@
 // bert_splade_cuda.h).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 
 #include "engine/cuda/attention_runner.h"
 #include "engine/cuda/cuda_model.h"
@@ -41,15 +48,24 @@ class BertCudaModel final : public CudaModel {
   std::map<std::string, double> Stats() const override { return KernelStats(*gemm_, attention_); }
   std::string Describe() const override {
     std::string s = DescribeKernels(*gemm_, attention_);
+    s += gelu_tanh_ ? "\nFFN GELU: tanh form in the cuBLASLt epilogue (PETAL_BERT_GELU=tanh)"
+                    : "\nFFN GELU: exact (erf) form (PETAL_BERT_GELU=erf)";
     if (!fused_gelu_.empty())
       s += "\nbf16 FFN input + bias + GELU: " + DescribeRungs(fused_gelu_, GemmBiasGeluConfigName) +
            " (" + fused_gelu_table_ + ")";
     return s;
   }
 
-  // Decides, per batch size, whether the FFN input GEMM takes its bias and GELU in the fused
-  // kernel (PETAL_FUSED_GELU; see the file comment). Call once after Init, outside capture.
+  // Picks the FFN's GELU form (PETAL_BERT_GELU) and, for the exact form, per batch size whether
+  // the FFN input GEMM takes its bias and GELU in the fused kernel (PETAL_FUSED_GELU; see the
+  // file comment). Call once after Init, outside capture.
   Status FuseGelu() {
+    const char* gelu = std::getenv("PETAL_BERT_GELU");
+    if (gelu != nullptr && std::strcmp(gelu, "erf") != 0 && std::strcmp(gelu, "tanh") != 0)
+      return InvalidArgument(std::string("PETAL_BERT_GELU must be 'erf' or 'tanh', got '") + gelu +
+                             "'");
+    gelu_tanh_ = gelu == nullptr || std::strcmp(gelu, "tanh") == 0;
+    if (gelu_tanh_) return Status::Ok();
     const int H = config_.hidden_size, I = config_.intermediate_size, T = cap_.max_tokens;
     const int mode = FusedModeFromEnv("PETAL_FUSED_GELU", FusedModeFromEnv("PETAL_FUSED_GEMMS", 0));
     if (mode == 0 || !GemmSwigluAvailable() || H % 8 || I % 8 || layers_.empty() || T < 1)
@@ -220,11 +236,14 @@ class BertCudaModel final : public CudaModel {
   }
 
  private:
-  // inter = gelu(x in_w^T + in_b): cuBLASLt with its bias epilogue, then the exact GELU.
+  // inter = gelu(x in_w^T + in_b): cuBLASLt with its GELU + bias epilogue (tanh form), or with
+  // its bias epilogue followed by the exact GELU kernel.
   Status UnfusedFfnIn(const BertLayerDev& L, int T, cudaStream_t stream) {
     const int H = config_.hidden_size, I = config_.intermediate_size;
     PETAL_RETURN_IF_ERROR(gemm_->Run(
-        {x_.get(), L.in_w.get(), L.in_b.get(), nullptr, inter_.get(), T, I, H}, stream));
+        {x_.get(), L.in_w.get(), L.in_b.get(), nullptr, inter_.get(), T, I, H, gelu_tanh_},
+        stream));
+    if (gelu_tanh_) return Status::Ok();
     return LaunchGelu({inter_.get(), inter_.get(), static_cast<int64_t>(T) * I}, stream);
   }
 
@@ -308,6 +327,7 @@ class BertCudaModel final : public CudaModel {
   AttentionRunner attention_;
   std::unique_ptr<Gemm> gemm_;
   std::unique_ptr<SpladeHead> splade_;  // sparse models only
+  bool gelu_tanh_ = false;                // FuseGelu: PETAL_BERT_GELU
   std::vector<FusedRung> fused_gelu_;     // empty: never fused
   std::string fused_gelu_table_;
 };

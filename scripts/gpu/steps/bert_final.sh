@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# GPU step (issue 32, session 26): BERT as this build ships it: the warp-per-row BertEmbedding
+# and the FFN's GELU in cuBLASLt's epilogue (tanh form, PETAL_BERT_GELU). First the embedding
+# and norm op cases, then the BERT-family GPU tests at default settings against their committed
+# goldens (layouts: HF fp32 / bf16; rerank, classify, colbert, sparse), then bin_ab with four
+# sides: this build (`new`), this build with PETAL_BERT_GELU=erf (`erf`), 02e17e2 (`s26a`,
+# .gpu_probe/s26a/petal.xz: call 2's build) and 2ee956c (`base`); MiniLM over two rounds,
+# BERT-base over one.
+# Bundle: PETAL_BUNDLE_ONLY="petal ops_gpu_test layouts_gpu_test rerank_gpu_test
+# classify_gpu_test colbert_gpu_test sparse_gpu_test". Carry `.gpu_bundle`, `.gpu_probe/base`,
+# `.gpu_probe/s26a` and models/all-MiniLM-L6-v2/tokenizer.json. ~5 min.
+# Results: $OUT/bert_final/{ops,<test>}.txt, $OUT/bin_ab-bert-{minilm,base}/.
+set -uo pipefail
+D="$OUT/bert_final"
+mkdir -p "$D"
+rc=0
+timeout 120 .gpu_bundle/bin/ops_gpu_test \
+  --gtest_filter='OpsGpuTest.BertEmbedding*:OpsGpuTest.Add*Norm*' > "$D/ops.txt" 2>&1 || rc=1
+grep -E '^\[  (PASSED|FAILED) |FAILED' "$D/ops.txt" | head -20
+for t in layouts rerank classify colbert sparse; do
+  timeout 120 .gpu_bundle/bin/${t}_gpu_test > "$D/$t.txt" 2>&1 || rc=1
+  echo "-- ${t}_gpu_test"
+  grep -E 'worst cosine|^\[  (PASSED|FAILED) |FAILED' "$D/$t.txt" | head -12
+done
+for b in base s26a; do
+  [[ -x .gpu_probe/$b/petal ]] || { xz -dk .gpu_probe/$b/petal.xz && chmod +x .gpu_probe/$b/petal; }
+done
+printf '#!/bin/sh\nPETAL_BERT_GELU=erf exec %s "$@"\n' "$PWD/.gpu_bundle/bin/petal" > /tmp/petal-erf
+chmod +x /tmp/petal-erf
+sides="new=.gpu_bundle/bin/petal erf=/tmp/petal-erf s26a=.gpu_probe/s26a/petal"
+sides+=" base=.gpu_probe/base/petal"
+BIN_AB_BINS="$sides" BIN_AB_SHAPES=minilm BIN_AB_ROUNDS=2 BIN_AB_TAG=bert-minilm \
+  timeout 200 bash scripts/gpu/steps/bin_ab.sh || rc=1
+BIN_AB_BINS="$sides" BIN_AB_SHAPES=bertbase BIN_AB_ROUNDS=1 BIN_AB_TAG=bert-base \
+  BIN_AB_SCENARIOS=latency_1x128,throughput_1024x128 timeout 150 bash scripts/gpu/steps/bin_ab.sh ||
+  rc=1
+exit $rc
