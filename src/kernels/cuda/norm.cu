@@ -313,7 +313,8 @@ Status LaunchBertEmbedding(const BertEmbeddingParams& p, cudaStream_t stream) {
     return BadArg(op, "rows_per_block must be 0 (the default), 1, 2, 4 or 8");
   const int vec = ChooseVec({p.dim}, {p.word, p.pos, p.type, p.gamma, p.beta, p.out});
   if (vec == 0) return BadArg(op, "dim must be even and pointers 4-byte aligned");
-  const int per_block = RowsPerBlock(p.rows_per_block, p.dim);
+  // Not yet measured on a GPU (session 26): one block a row unless asked.
+  const int per_block = p.rows_per_block != 0 ? p.rows_per_block : RowsPerBlock(0, kMaxNormDim);
   if (per_block > 1 && vec == 8 && p.dim <= 1024) {
     const int chunks = (p.dim + 255) / 256, blocks = (p.rows + per_block - 1) / per_block;
     auto* kernel = chunks == 1   ? &BertEmbeddingWarpKernel<1>
