@@ -32,10 +32,11 @@ std::shared_future<Status> Run(EngineLoop& loop, EmbedJob job) {
 
 // Batch sizes (sequences) after: one 100-token request alone (the loop learns the time per
 // token), then one that starts a batch of its own, then four more, 5 ms apart, while it runs
-// (each simulated batch takes 40 ms).
+// (each simulated batch takes 200 ms: the four arrive well inside the hold window even when a
+// sanitizer slows every submission; at 40 ms a TSan run once saw the last one miss it).
 std::vector<int> BatchSizes(double lead_us) {
   FakeEngineOptions fo;
-  fo.per_batch = 40ms;
+  fo.per_batch = 200ms;
   FakeEngine engine(fo);
   ServerMetrics metrics;
   EngineLoopOptions lo;
