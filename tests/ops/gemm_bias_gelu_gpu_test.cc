@@ -121,8 +121,8 @@ TEST_F(GemmBiasGeluGpuTest, TimingFusedVsGemmThenGelu) {
       std::string line = shape + ": cuBLASLt+Gelu " + std::to_string(unfused * 1e3) + " us";
       for (int config = 0; config < GemmBiasGeluConfigs(); ++config) {
         const double fused = MedianLaunchMs([&] {
-          return LaunchGemmBiasGelu(
-              {x.get(), w.get(), bias.get(), out.get(), m, s.n, s.k, config}, 0);
+          return LaunchGemmBiasGelu({x.get(), w.get(), bias.get(), out.get(), m, s.n, s.k, config},
+                                    0);
         });
         RecordTiming("GemmBiasGelu", shape + " " + GemmBiasGeluConfigName(config), fused,
                      flops / fused * 1e-9, 0);

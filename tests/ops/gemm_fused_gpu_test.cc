@@ -47,8 +47,8 @@ void RunFused(int m, int inter, int k, int config, uint64_t seed) {
   const auto w = RandomBf16(static_cast<size_t>(2 * inter) * k, seed + 1, -0.1f, 0.1f);
   OpCase c;
   c.op = "GemmSwiglu";
-  c.shape = "m=" + std::to_string(m) + " inter=" + std::to_string(inter) + " k=" +
-            std::to_string(k) + " " + GemmSwigluConfigName(config);
+  c.shape = "m=" + std::to_string(m) + " inter=" + std::to_string(inter) +
+            " k=" + std::to_string(k) + " " + GemmSwigluConfigName(config);
   OpOutput o;
   o.rows = m, o.cols = inter, o.tol = kTol;
   c.outputs = {o};
@@ -62,9 +62,7 @@ void RunFused(int m, int inter, int k, int config, uint64_t seed) {
         {d_x.get(), d_wi.get(), static_cast<bf16*>(out[0]), m, inter, k, config}, 0));
     return SyncDevice();
   };
-  c.reference = [=] {
-    return std::vector<std::vector<float>>{Reference(x, w, m, inter, k)};
-  };
+  c.reference = [=] { return std::vector<std::vector<float>>{Reference(x, w, m, inter, k)}; };
   EXPECT_TRUE(RunOpCase(c));
 }
 
@@ -166,8 +164,7 @@ void RunQkvRope(const QkvCase& c, const std::vector<int>& lens, uint64_t seed, i
     std::vector<float> ref(static_cast<size_t>(rows) * n);
     cpu::Gemm(x.data(), w.data(), c.bias ? bias.data() : nullptr, ref.data(), rows, n, c.k);
     cpu::QkNormRope(ref.data(), rows, n, c.hq, c.hkv, 128, c.norm ? qw.data() : nullptr,
-                    c.norm ? kw.data() : nullptr, 1e-6f, c.rope ? positions.data() : nullptr,
-                    1e6);
+                    c.norm ? kw.data() : nullptr, 1e-6f, c.rope ? positions.data() : nullptr, 1e6);
     return std::vector<std::vector<float>>{ref};
   };
   EXPECT_TRUE(RunOpCase(oc));
@@ -236,9 +233,10 @@ TEST_F(GemmFusedGpuTest, TimingFusedVsGemmThenSiluMul) {
         const double fused = MedianLaunchMs([&] {
           return LaunchGemmSwiglu({x.get(), w.get(), act.get(), m, s.inter, s.k, config}, 0);
         });
-        RecordTiming("GemmSwiglu", std::string(s.name) + " m=" + std::to_string(m) + " " +
-                                       GemmSwigluConfigName(config),
-                     fused, flops / fused * 1e-9, 0);
+        RecordTiming(
+            "GemmSwiglu",
+            std::string(s.name) + " m=" + std::to_string(m) + " " + GemmSwigluConfigName(config),
+            fused, flops / fused * 1e-9, 0);
         line += ", " + GemmSwigluConfigName(config) + " " + std::to_string(fused * 1e3) + " us";
       }
       std::printf("%s\n", line.c_str());

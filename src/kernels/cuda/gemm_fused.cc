@@ -21,12 +21,21 @@ struct Config {
 };
 
 #ifdef PETAL_HAVE_CUTLASS
-#define SWIGLU(name) {"swiglu/" #name, gemm_fused::LaunchSwiglu##name, \
-                      gemm_fused::WorkspaceSwiglu##name, gemm_fused::PrepareSwiglu##name}
-#define QKV(name) {"qkv_rope/" #name, gemm_fused::LaunchQkvRope##name, \
-                   gemm_fused::WorkspaceQkvRope##name, gemm_fused::PrepareQkvRope##name}
-#define GELU(name) {"bias_gelu/" #name, gemm_fused::LaunchBiasGelu##name, \
-                    gemm_fused::WorkspaceBiasGelu##name, gemm_fused::PrepareBiasGelu##name}
+#define SWIGLU(name)                                                                    \
+  {                                                                                     \
+    "swiglu/" #name, gemm_fused::LaunchSwiglu##name, gemm_fused::WorkspaceSwiglu##name, \
+        gemm_fused::PrepareSwiglu##name                                                 \
+  }
+#define QKV(name)                                                                           \
+  {                                                                                         \
+    "qkv_rope/" #name, gemm_fused::LaunchQkvRope##name, gemm_fused::WorkspaceQkvRope##name, \
+        gemm_fused::PrepareQkvRope##name                                                    \
+  }
+#define GELU(name)                                                                             \
+  {                                                                                            \
+    "bias_gelu/" #name, gemm_fused::LaunchBiasGelu##name, gemm_fused::WorkspaceBiasGelu##name, \
+        gemm_fused::PrepareBiasGelu##name                                                      \
+  }
 constexpr Config kSwiglu[] = {SWIGLU(C256x1), SWIGLU(P256x1), SWIGLU(P128x1)};
 constexpr Config kQkv[] = {QKV(C256x1), QKV(C256x2), QKV(P128x1)};
 constexpr Config kGelu[] = {GELU(C256x1), GELU(P128x1)};

@@ -15,8 +15,8 @@
 // interleaves uses LaunchSiluMulInterleaved after a plain GEMM for the batches it does not fuse.
 //
 // Numerics: the unfused ops' functions over the unrounded fp32 GEMM result (the unfused path
-// rounds the GEMM's output to bf16 first), one rounding to bf16. Built only with the CUTLASS headers and
-// an sm_90a target (kernels_cuda.cmake); otherwise GemmSwigluAvailable() is false.
+// rounds the GEMM's output to bf16 first), one rounding to bf16. Built only with the CUTLASS
+// headers and an sm_90a target (kernels_cuda.cmake); otherwise GemmSwigluAvailable() is false.
 // Thread-safety: launchers are stateless apart from a once-per-kernel attribute set (done on the
 // first call, which must not be inside graph capture: PrepareGemmSwiglu).
 #pragma once
@@ -58,8 +58,8 @@ Status LaunchGemmSwiglu(const GemmSwigluParams& p, cudaStream_t stream);
 // heads | v heads] of 128, norm weights per q / k head (both null: no norm), rotary from the
 // table (RopeTable) at positions clamped to its rows (positions null: no rotary).
 struct GemmQkvRopeParams {
-  const bf16* x = nullptr;  // [m, k]
-  const bf16* w = nullptr;  // [(num_q_heads + 2 num_kv_heads) * 128, k]
+  const bf16* x = nullptr;     // [m, k]
+  const bf16* w = nullptr;     // [(num_q_heads + 2 num_kv_heads) * 128, k]
   const bf16* bias = nullptr;  // [n] or null
   bf16* out = nullptr;         // [m, n]
   int m = 0, k = 0;

@@ -26,16 +26,17 @@ struct Call {
   int num_q_heads = 0, num_kv_heads = 0;
   int device = 0, sm_count = 0;
   cudaStream_t stream = nullptr;
-  // Launch with the PDL attribute (PETAL_PDL=1; the kernels are built with GDC, kernels_cuda.cmake).
+  // Launch with the PDL attribute (PETAL_PDL=1; the kernels are built with GDC,
+  // kernels_cuda.cmake).
   bool pdl = false;
 };
 
 // Per instantiation: Launch returns null on success, else what failed; Workspace the bytes a
 // call needs (the kernels run without one; checked); Prepare sets the kernel's shared-memory
 // attribute (once; outside graph capture) and returns false if that failed.
-#define PETAL_FUSED_GEMM_DECL(name)          \
-  const char* Launch##name(const Call& c);   \
-  size_t Workspace##name(const Call& c);     \
+#define PETAL_FUSED_GEMM_DECL(name)        \
+  const char* Launch##name(const Call& c); \
+  size_t Workspace##name(const Call& c);   \
   bool Prepare##name();
 // Names: op, cooperative (C, 128-token tiles) or pingpong (P, 64), feature tile width, cluster.
 // The set is what won somewhere on the H200 (docs/kernels.md, "Fused GEMMs"); each costs ~40 s of

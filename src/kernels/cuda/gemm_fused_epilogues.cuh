@@ -45,8 +45,8 @@ CUTLASS_DEVICE void QuadTranspose(const float (&a)[4], float (&b)[4]) {
 // consecutive columns (8 bytes) and a quad 32 contiguous bytes of a row: N must be a multiple of
 // 4 and out 8-byte aligned. Every lane of the warp must call it.
 template <int kVals>
-CUTLASS_DEVICE void StoreRowPairs(const float (&v)[kVals], bool ok, cutlass::bfloat16_t* out,
-                                  int M, int N, int m0, int n_tile) {
+CUTLASS_DEVICE void StoreRowPairs(const float (&v)[kVals], bool ok, cutlass::bfloat16_t* out, int M,
+                                  int N, int m0, int n_tile) {
   static_assert(kVals % 8 == 0, "whole pairs of 8-column blocks per row slot");
   const int lane = threadIdx.x & 31, q = lane & 3, base = lane & ~3, t = q >> 1;
   CUTLASS_PRAGMA_UNROLL
@@ -58,8 +58,8 @@ CUTLASS_DEVICE void StoreRowPairs(const float (&v)[kVals], bool ok, cutlass::bfl
       CUTLASS_PRAGMA_UNROLL
       for (int u = 0; u < 2; ++u) {
         const int e = 2 * s + 4 * (2 * g + u);
-        __nv_bfloat162 h = ok ? __floats2bfloat162_rn(v[e], v[e + 1])
-                              : __floats2bfloat162_rn(kPoison, kPoison);
+        __nv_bfloat162 h =
+            ok ? __floats2bfloat162_rn(v[e], v[e + 1]) : __floats2bfloat162_rn(kPoison, kPoison);
         p[u] = *reinterpret_cast<uint32_t*>(&h);
       }
       // Lane q stores columns 16 g + 4 q .. + 3: block u = q / 2, from lanes 2q and 2q + 1
@@ -114,7 +114,8 @@ struct SwigluEpilogue : EpilogueBase<SwigluEpilogue> {
     for (int e = 0; e < kVals; e += 2) {
       const int s = (e >> 1) & 1, j = e >> 2;
       ok &= get<0>(tc(e)) == m0 + 8 * s && get<0>(tc(e + 1)) == m0 + 8 * s &&
-            get<1>(tc(e)) == n0 + 8 * j + 2 * (threadIdx.x & 3) && get<1>(tc(e + 1)) == get<1>(tc(e)) + 1;
+            get<1>(tc(e)) == n0 + 8 * j + 2 * (threadIdx.x & 3) &&
+            get<1>(tc(e + 1)) == get<1>(tc(e)) + 1;
     }
     const int q = threadIdx.x & 3;
     CUTLASS_PRAGMA_UNROLL
@@ -217,13 +218,12 @@ struct QkvRopeEpilogue : EpilogueBase<QkvRopeEpilogue> {
     }
     if (params.q_norm != nullptr) {
       CUTLASS_PRAGMA_UNROLL
-      for (int s = 0; s < 2; ++s)
-        CUTLASS_PRAGMA_UNROLL
-        for (int h = 0; h < kHeads; ++h) {  // the quad's four lanes hold the row's 128 columns
-          ss[s][h] += __shfl_xor_sync(0xffffffffu, ss[s][h], 1);
-          ss[s][h] += __shfl_xor_sync(0xffffffffu, ss[s][h], 2);
-          ss[s][h] = rsqrtf(ss[s][h] / kHeadDim + params.eps);
-        }
+      for (int s = 0; s < 2; ++s) CUTLASS_PRAGMA_UNROLL
+      for (int h = 0; h < kHeads; ++h) {  // the quad's four lanes hold the row's 128 columns
+        ss[s][h] += __shfl_xor_sync(0xffffffffu, ss[s][h], 1);
+        ss[s][h] += __shfl_xor_sync(0xffffffffu, ss[s][h], 2);
+        ss[s][h] = rsqrtf(ss[s][h] / kHeadDim + params.eps);
+      }
       CUTLASS_PRAGMA_UNROLL
       for (int e = 0; e < kVals; ++e) {
         const int j = e >> 2, head = n_tile / kHeadDim + j / 16;
@@ -260,7 +260,7 @@ struct QkvRopeEpilogue : EpilogueBase<QkvRopeEpilogue> {
 // rounding (the unfused path rounds the GEMM's output first). Any tile width; N a multiple of 8.
 struct BiasGeluEpilogue : EpilogueBase<BiasGeluEpilogue> {
   struct Arguments {
-    cutlass::bfloat16_t* out = nullptr;  // [M, N]
+    cutlass::bfloat16_t* out = nullptr;   // [M, N]
     const __nv_bfloat16* bias = nullptr;  // [N] or null
   };
   using Params = Arguments;

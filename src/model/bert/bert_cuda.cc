@@ -328,8 +328,8 @@ class BertCudaModel final : public CudaModel {
   AttentionRunner attention_;
   std::unique_ptr<Gemm> gemm_;
   std::unique_ptr<SpladeHead> splade_;  // sparse models only
-  bool gelu_tanh_ = false;                // FuseGelu: PETAL_BERT_GELU
-  std::vector<FusedRung> fused_gelu_;     // empty: never fused
+  bool gelu_tanh_ = false;              // FuseGelu: PETAL_BERT_GELU
+  std::vector<FusedRung> fused_gelu_;   // empty: never fused
   std::string fused_gelu_table_;
 };
 

@@ -38,22 +38,23 @@ Status Qwen3CudaModel::FuseGemms() {
     rp.theta = config_.rope_theta, rp.rope_table = rope_table_.get();
     rp.rope_table_rows = rope_rows_;
     rp.q_norm_weight = L0.q_norm.get(), rp.k_norm_weight = L0.k_norm.get();
-    PETAL_ASSIGN_OR_RETURN(
-        fused_qkv_, TuneFusedLadder(T, GemmQkvRopeConfigs(), std::max(qkv, 0),
-                       [&](int m) -> Status {
-                         PETAL_RETURN_IF_ERROR(gemm_->Run({x_.get(), L0.qkv.get(), L0.qkv_b.get(),
-                                                           nullptr, qkv_.get(), m, rp.row_stride, H},
-                                                          nullptr));
-                         QkNormRopeParams r = rp;
-                         r.rows = m;
-                         return LaunchQkNormRope(r, nullptr);
-                       },
-                       [&](int m, int config) {
-                         GemmQkvRopeParams p = FusedQkv(L0, rp, m);
-                         p.config = config;
-                         return LaunchGemmQkvRope(p, nullptr);
-                       },
-                       &fused_qkv_table_));
+    PETAL_ASSIGN_OR_RETURN(fused_qkv_, TuneFusedLadder(
+                                           T, GemmQkvRopeConfigs(), std::max(qkv, 0),
+                                           [&](int m) -> Status {
+                                             PETAL_RETURN_IF_ERROR(gemm_->Run(
+                                                 {x_.get(), L0.qkv.get(), L0.qkv_b.get(), nullptr,
+                                                  qkv_.get(), m, rp.row_stride, H},
+                                                 nullptr));
+                                             QkNormRopeParams r = rp;
+                                             r.rows = m;
+                                             return LaunchQkNormRope(r, nullptr);
+                                           },
+                                           [&](int m, int config) {
+                                             GemmQkvRopeParams p = FusedQkv(L0, rp, m);
+                                             p.config = config;
+                                             return LaunchGemmQkvRope(p, nullptr);
+                                           },
+                                           &fused_qkv_table_));
   }
   if (mlp != 0) {
     // Layer 0's gate/up rows interleaved into a scratch copy for the timing; every layer's are
@@ -62,18 +63,20 @@ Status Qwen3CudaModel::FuseGemms() {
     PETAL_RETURN_IF_ERROR(scratch.Allocate(static_cast<size_t>(2 * I) * H));
     PETAL_RETURN_IF_ERROR(LaunchInterleaveGateUp({L0.gate_up.get(), scratch.get(), I, H}, nullptr));
     PETAL_ASSIGN_OR_RETURN(
-        std::vector<FusedRung> rungs, TuneFusedLadder(T, GemmSwigluConfigs(), std::max(mlp, 0),
-                       [&](int m) -> Status {
-                         PETAL_RETURN_IF_ERROR(gemm_->Run({x_.get(), L0.gate_up.get(), nullptr,
-                                                           nullptr, gate_up_.get(), m, 2 * I, H},
-                                                          nullptr));
-                         return LaunchSiluMul({gate_up_.get(), act_.get(), m, I}, nullptr);
-                       },
-                       [&](int m, int config) {
-                         return LaunchGemmSwiglu(
-                             {x_.get(), scratch.get(), act_.get(), m, I, H, config}, nullptr);
-                       },
-                       &fused_mlp_table_));
+        std::vector<FusedRung> rungs,
+        TuneFusedLadder(
+            T, GemmSwigluConfigs(), std::max(mlp, 0),
+            [&](int m) -> Status {
+              PETAL_RETURN_IF_ERROR(gemm_->Run(
+                  {x_.get(), L0.gate_up.get(), nullptr, nullptr, gate_up_.get(), m, 2 * I, H},
+                  nullptr));
+              return LaunchSiluMul({gate_up_.get(), act_.get(), m, I}, nullptr);
+            },
+            [&](int m, int config) {
+              return LaunchGemmSwiglu({x_.get(), scratch.get(), act_.get(), m, I, H, config},
+                                      nullptr);
+            },
+            &fused_mlp_table_));
     if (std::any_of(rungs.begin(), rungs.end(), [](const FusedRung& r) { return r.config >= 0; })) {
       for (Qwen3LayerDev& L : layers_) {
         PETAL_RETURN_IF_ERROR(
