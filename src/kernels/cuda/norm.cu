@@ -308,9 +308,9 @@ Status LaunchBertEmbedding(const BertEmbeddingParams& p, cudaStream_t stream) {
   if (p.vocab <= 0 || p.max_positions <= 0 || p.num_types <= 0)
     return BadArg(op, "empty embedding table");
   PETAL_RETURN_IF_ERROR(CheckRowDims(op, p.rows, p.dim));
-  if (p.rows == 0) return Status::Ok();
   if (!ValidRowsPerBlock(p.rows_per_block))
     return BadArg(op, "rows_per_block must be 0 (the default), 1, 2, 4 or 8");
+  if (p.rows == 0) return Status::Ok();
   const int vec = ChooseVec({p.dim}, {p.word, p.pos, p.type, p.gamma, p.beta, p.out});
   if (vec == 0) return BadArg(op, "dim must be even and pointers 4-byte aligned");
   // Not yet measured on a GPU (session 26): one block a row unless asked.
