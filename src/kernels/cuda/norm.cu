@@ -313,8 +313,7 @@ Status LaunchBertEmbedding(const BertEmbeddingParams& p, cudaStream_t stream) {
   if (p.rows == 0) return Status::Ok();
   const int vec = ChooseVec({p.dim}, {p.word, p.pos, p.type, p.gamma, p.beta, p.out});
   if (vec == 0) return BadArg(op, "dim must be even and pointers 4-byte aligned");
-  // Not yet measured on a GPU (session 26): one block a row unless asked.
-  const int per_block = p.rows_per_block != 0 ? p.rows_per_block : RowsPerBlock(0, kMaxNormDim);
+  const int per_block = RowsPerBlock(p.rows_per_block, p.dim);
   if (per_block > 1 && vec == 8 && p.dim <= 1024) {
     const int chunks = (p.dim + 255) / 256, blocks = (p.rows + per_block - 1) / per_block;
     auto* kernel = chunks == 1   ? &BertEmbeddingWarpKernel<1>
