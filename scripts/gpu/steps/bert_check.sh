@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GPU step (issue 32, session 27): the BERT family at the new CUDA defaults (the FFN's GELU in its
 # tanh form inside cuBLASLt's epilogue; the warp-per-row BertEmbedding up to 512 wide).
+#   0. The fused GEMMs' op cases (QKV + rope, bias + GELU: their epilogues' shared fragment load).
 #   1. The BERT-family GPU tests bert_final could not carry: classify, colbert and sparse (their
 #      committed goldens: HF / sentence-transformers fp32), and layouts again.
 #   2. Nsight Compute kernel durations of one eager MiniLM-L6 16,384-token forward, summed per
@@ -13,6 +14,10 @@ set -uo pipefail
 D="$OUT/bert_check"
 mkdir -p "$D"
 rc=0
+# The fused GEMMs' op cases (their epilogues now share BiasedFragment), timing cases left out.
+timeout 200 .gpu_bundle/bin/ops_gpu_test \
+  --gtest_filter='GemmFusedGpuTest.*:GemmBiasGeluGpuTest.*:-*Timing*' > "$D/ops.txt" 2>&1 || rc=1
+grep -E '^\[  (PASSED|FAILED) |FAILED' "$D/ops.txt" | head -12
 for t in classify colbert sparse layouts; do
   [[ -x .gpu_bundle/bin/${t}_gpu_test ]] || { echo "-- ${t}_gpu_test: not in the bundle"; rc=1; continue; }
   timeout 150 .gpu_bundle/bin/${t}_gpu_test > "$D/$t.txt" 2>&1 || rc=1

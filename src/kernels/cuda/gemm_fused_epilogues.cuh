@@ -38,6 +38,25 @@ CUTLASS_DEVICE void QuadTranspose(const float (&a)[4], float (&b)[4]) {
   }
 }
 
+// v[e] = acc(e) + bias[column] (bias optional, columns past N get none) for one thread's kVals
+// accumulators of a 64-row warpgroup tile, in the layout StoreRowPairs stores. Returns whether
+// every element sits at the coordinate that layout assumes (tc: ThreadCoords).
+template <int kVals, class Acc, class Coords>
+CUTLASS_DEVICE bool BiasedFragment(Acc const& acc, Coords const& tc, const __nv_bfloat16* bias,
+                                   int N, int m0, int n_tile, float (&v)[kVals]) {
+  const int q = threadIdx.x & 3;
+  bool ok = true;
+  CUTLASS_PRAGMA_UNROLL
+  for (int e = 0; e < kVals; ++e) {
+    const int j = e >> 2, s = (e >> 1) & 1, n = n_tile + 8 * j + 2 * q + (e & 1);
+    float x = acc(e);
+    if (bias != nullptr && n < N) x += __bfloat162float(bias[n]);
+    v[e] = x;
+    ok &= cute::get<0>(tc(e)) == m0 + 8 * s && cute::get<1>(tc(e)) == n;
+  }
+  return ok;
+}
+
 // Stores one thread's kVals values of a 64-row warpgroup tile laid out as the accumulators
 // (element e = c + 2 s + 4 j at row m0 + 8 s, column n_tile + 8 j + 2 (lane % 4) + c) into
 // out [M, N] row-major as bf16, rows and columns past M / N skipped, NaN everywhere if !ok.
@@ -204,18 +223,11 @@ struct QkvRopeEpilogue : EpilogueBase<QkvRopeEpilogue> {
     const int n_tile = get<1>(coord) * kTileN;
     Tensor tc = ThreadCoords(shape, blk, coord, mma, thread_idx);
     const int m0 = get<0>(tc(0));
-    bool ok = true;
     float v[kVals];
+    const bool ok = BiasedFragment<kVals>(acc, tc, params.bias, N, m0, n_tile, v);
     float ss[2][kHeads] = {};
     CUTLASS_PRAGMA_UNROLL
-    for (int e = 0; e < kVals; ++e) {
-      const int j = e >> 2, s = (e >> 1) & 1, n = n_tile + 8 * j + 2 * q + (e & 1);
-      float x = acc(e);
-      if (params.bias != nullptr && n < N) x += __bfloat162float(params.bias[n]);
-      v[e] = x;
-      ss[s][j / 16] += x * x;
-      ok &= get<0>(tc(e)) == m0 + 8 * s && get<1>(tc(e)) == n;
-    }
+    for (int e = 0; e < kVals; ++e) ss[(e >> 1) & 1][(e >> 2) / 16] += v[e] * v[e];
     if (params.q_norm != nullptr) {
       CUTLASS_PRAGMA_UNROLL
       for (int s = 0; s < 2; ++s) CUTLASS_PRAGMA_UNROLL
@@ -283,20 +295,13 @@ struct BiasGeluEpilogue : EpilogueBase<BiasGeluEpilogue> {
     constexpr int kVals = decltype(size(acc))::value;
     static_assert(kVals == kTileN / 2, "a 64-row warpgroup tile: two rows x N / 4 per thread");
     const int M = get<0>(shape), N = get<1>(shape);
-    const int q = threadIdx.x & 3;
     const int n_tile = get<1>(coord) * kTileN;
     Tensor tc = ThreadCoords(shape, blk, coord, mma, thread_idx);
     const int m0 = get<0>(tc(0));
-    bool ok = true;
     float v[kVals];
+    const bool ok = BiasedFragment<kVals>(acc, tc, params.bias, N, m0, n_tile, v);
     CUTLASS_PRAGMA_UNROLL
-    for (int e = 0; e < kVals; ++e) {
-      const int j = e >> 2, s = (e >> 1) & 1, n = n_tile + 8 * j + 2 * q + (e & 1);
-      float x = acc(e);
-      if (params.bias != nullptr && n < N) x += __bfloat162float(params.bias[n]);
-      v[e] = 0.5f * x * (1.f + erff(x * 0.70710678118654752f));
-      ok &= get<0>(tc(e)) == m0 + 8 * s && get<1>(tc(e)) == n;
-    }
+    for (int e = 0; e < kVals; ++e) v[e] = 0.5f * v[e] * (1.f + erff(v[e] * 0.70710678118654752f));
     StoreRowPairs<kVals>(v, ok, params.out, M, N, m0, n_tile);
   }
 
