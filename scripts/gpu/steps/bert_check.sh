@@ -38,7 +38,7 @@ for sc in throughput_1024x128 latency_1x128; do
       { echo "ncu failed: $sc $gelu"; tail -3 "$D/ncu-$sc-$gelu.err"; rc=1; }
   done
   echo "-- $sc (tanh = the default, erf = PETAL_BERT_GELU=erf)"
-  python3 scripts/gpu/ncu_families.py --start BertEmbeddingKernel "$D/ncu-$sc-tanh.csv" \
+  python3 scripts/gpu/ncu_families.py --start BertEmbedding "$D/ncu-$sc-tanh.csv" \
     "$D/ncu-$sc-erf.csv" | tee "$D/families-$sc.md" || rc=1
 done
 exit $rc
