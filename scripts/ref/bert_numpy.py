@@ -4,10 +4,11 @@
 Reads a Hugging Face model folder (config.json, model.safetensors, sentence-transformers pooling
 and normalize modules) and embeds inputs the way sentence-transformers does: word + position +
 token-type embeddings, post-norm encoder layers with exact GELU, then mean or CLS pooling and
-optional L2 normalisation. It exists to check Petal's CPU engine independently of its code.
+optional L2 normalisation (--gelu tanh: the tanh form instead, to measure what Petal's CUDA
+default changes). It exists to check Petal's CPU engine independently of its code.
 
 Usage:
-  bert_numpy.py --model DIR [--texts FILE] < ids.jsonl > out.jsonl
+  bert_numpy.py --model DIR [--texts FILE] [--gelu erf|tanh] < ids.jsonl > out.jsonl
 stdin: JSON Lines, each a list of token ids; or with --texts FILE, JSON Lines of strings that
 are tokenized with the folder's tokenizer.json (HF `tokenizers`), truncated to max_seq_length.
 stdout: one object per input: {"text": ..., "ids": [...], "embedding": [...]}.
@@ -52,8 +53,14 @@ def gelu(x):
     return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
 
 
+def gelu_tanh(x):
+    """The tanh form (PyTorch's approximate="tanh"): what Petal's CUDA engine computes by default."""
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
 class Bert:
-    def __init__(self, d):
+    def __init__(self, d, act=gelu):
+        self.act = act
         self.cfg, self.pooling, self.normalize, self.max_len = load_config(d)
         raw = load_file(os.path.join(d, "model.safetensors"))
         self.w = {}
@@ -84,7 +91,7 @@ class Bert:
             ctx = (s @ v).transpose(1, 0, 2).reshape(n, heads * hd)
             x = layer_norm(x + self.lin(ctx, p + "attention.output.dense"),
                            w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"], eps)
-            h = gelu(self.lin(x, p + "intermediate.dense"))
+            h = self.act(self.lin(x, p + "intermediate.dense"))
             x = layer_norm(x + self.lin(h, p + "output.dense"),
                            w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"], eps)
         e = x.mean(0) if self.pooling == "mean" else x[0]
@@ -97,8 +104,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True)
     ap.add_argument("--texts", help="JSON Lines of strings to tokenize instead of ids on stdin")
+    ap.add_argument("--gelu", choices=("erf", "tanh"), default="erf",
+                    help="the FFN's GELU: the checkpoints' exact form, or the tanh form")
     args = ap.parse_args()
-    bert = Bert(args.model)
+    bert = Bert(args.model, gelu if args.gelu == "erf" else gelu_tanh)
     if args.texts:
         from tokenizers import Tokenizer
         tok = Tokenizer.from_file(os.path.join(args.model, "tokenizer.json"))
