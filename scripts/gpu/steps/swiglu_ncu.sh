@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# GPU step (issue 32, session 27): why the fused gate/up + SwiGLU GEMM (CUTLASS main loop, our
+# register epilogue) is ~1.5x slower than cuBLASLt's GEMM at 32,768 tokens of the 0.6b shape
+# (sessions 12 and 26: 801-820 us against 663-719 for cuBLASLt + SiluMul). Nsight Compute's full
+# section set on one launch of each, from ops_gpu_test's timing case (q0.6b m=32768, the 5th
+# shape; each (shape, config) is 3 warm-up + 20 timed launches; the fused configs run in the
+# order C256x1, P256x1, P128x1, so 4 x 69 + 3 fused launches come before the one profiled), and
+# the cuBLASLt kernel of the same shape (4 x 23 + 3 launches of nvjet kernels before it; the grid
+# in the report shows which shape it is).
+# Bundle: any with ops_gpu_test. Carry `.gpu_bundle`. ~3 min. Results: $OUT/swiglu_ncu/*.txt.
+set -uo pipefail
+D="$OUT/swiglu_ncu"
+mkdir -p "$D"
+NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null || true)
+[[ -n "$NCU" ]] || { echo "ncu not found"; exit 1; }
+T=(.gpu_bundle/bin/ops_gpu_test --gtest_filter=GemmFusedGpuTest.TimingFusedVsGemmThenSiluMul)
+rc=0
+prof() {  # name regex skip
+  timeout 240 "$NCU" --set full --kernel-name "regex:$2" --launch-skip "$3" --launch-count 1 \
+    "${T[@]}" > "$D/$1.txt" 2> "$D/$1.err" || { echo "ncu $1 failed"; tail -5 "$D/$1.err"; rc=1; }
+  grep -E 'Duration|Grid Size|Registers Per|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|L2 Hit|Achieved Occupancy|Executed Ipc A|  [a-z_]*nvjet|device_kernel' "$D/$1.txt" | head -20
+}
+prof fused_c256 SwigluEpilogue 279
+prof cublaslt nvjet 95
+exit $rc
