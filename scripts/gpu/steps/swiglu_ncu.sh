@@ -22,4 +22,8 @@ prof() {  # name regex skip
 }
 prof fused_c256 SwigluEpilogue 279
 prof cublaslt nvjet 95
+# Every cuBLASLt launch's duration and grid, to check which shape the one above was.
+timeout 120 "$NCU" --metrics gpu__time_duration.sum,launch__grid_size --csv \
+  --kernel-name regex:nvjet "${T[@]}" > "$D/nvjet_all.csv" 2> "$D/nvjet_all.err" || rc=1
+grep -c nvjet "$D/nvjet_all.csv"
 exit $rc
