@@ -14,19 +14,22 @@ namespace petal::cuda::attn {
 // FlashConfig<head_dim, warps, block_n, min CTAs per SM, q heads per CTA, m-tiles per warp>.
 // The default is the first variant that supports the GQA group and whose capacity grid has at
 // least two CTAs per SM; when none has, the one with the most CTAs (the 32-row tiles listed last
-// exist for these small, latency-bound batches, e.g. one 512-token sequence).
+// exist for these small, latency-bound batches, e.g. one 512-token sequence). The 128-key tiles
+// of d = 32 / 64 (session 27) take a BERT-length sequence (<= 128 tokens) in one K/V step
+// (no spills under ptxas -v; the d = 64 two-m-tile one spilled and is not listed).
 template <int kHeadDim>
 struct Variants;
 template <>
 struct Variants<32> {
   using List = std::tuple<FlashConfig<32, 4, 64, 4, 1, 1>, FlashConfig<32, 4, 64, 2, 1, 2>,
-                          FlashConfig<32, 8, 64, 2, 2, 1>>;
+                          FlashConfig<32, 8, 64, 2, 2, 1>, FlashConfig<32, 4, 128, 3, 1, 1>,
+                          FlashConfig<32, 4, 128, 2, 1, 2>>;
 };
 template <>
 struct Variants<64> {
   using List = std::tuple<FlashConfig<64, 4, 64, 2, 2, 2>, FlashConfig<64, 4, 64, 2, 1, 2>,
                           FlashConfig<64, 4, 64, 3, 1, 1>, FlashConfig<64, 8, 64, 1, 2, 1>,
-                          FlashConfig<64, 4, 64, 3, 2, 1>>;
+                          FlashConfig<64, 4, 64, 3, 2, 1>, FlashConfig<64, 4, 128, 2, 1, 1>>;
 };
 // d = 128: two m-tiles per warp (BN = 64) is the FlashAttention-2 tile shape; ptxas spills
 // 40-56 bytes there (a few L1-resident loads per K/V tile), which the halved ldmatrix traffic
