@@ -15,8 +15,10 @@ timeout 150 .gpu_bundle/bin/attention_gpu_test > "$D/attention.txt" 2>&1 || rc=1
 grep -E '^\[  (PASSED|FAILED) |FAILED' "$D/attention.txt" | head -10
 b=.gpu_probe/s27a
 [[ -x $b/petal ]] || { xz -dk $b/petal.xz && chmod +x $b/petal; }
-BIN_AB_BINS="new=.gpu_bundle/bin/petal s27a=$b/petal" BIN_AB_SHAPES="minilm bertbase" \
-  BIN_AB_ROUNDS=2 BIN_AB_TAG=attn timeout 240 bash scripts/gpu/steps/bin_ab.sh || rc=1
-grep -h "seqs=128 max_len=128" "$OUT"/bin_ab-attn/*-r1.json.kernels.txt 2>/dev/null | sort | uniq -c
+BIN_AB_BINS="new=.gpu_bundle/bin/petal s27a=$b/petal" BIN_AB_SHAPES=minilm \
+  BIN_AB_ROUNDS=2 BIN_AB_TAG=attn timeout 150 bash scripts/gpu/steps/bin_ab.sh || rc=1
+BIN_AB_BINS="new=.gpu_bundle/bin/petal s27a=$b/petal" BIN_AB_SHAPES=bertbase \
+  BIN_AB_ROUNDS=1 BIN_AB_TAG=attn-base timeout 100 bash scripts/gpu/steps/bin_ab.sh || rc=1
+grep -h "seqs=1 max_len=128\|seqs=128 max_len=128" "$OUT"/bin_ab-attn*/*-r1.json.kernels.txt 2>/dev/null
 timeout 280 bash scripts/gpu/steps/swiglu_ncu.sh || rc=1
 exit $rc
