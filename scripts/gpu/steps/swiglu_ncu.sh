@@ -5,8 +5,7 @@
 # section set on one launch of each, from ops_gpu_test's timing case (q0.6b m=32768, the 5th
 # shape; each (shape, config) is 3 warm-up + 20 timed launches; the fused configs run in the
 # order C256x1, P256x1, P128x1, so 4 x 69 + 3 fused launches come before the one profiled), and
-# the cuBLASLt kernel of the same shape (4 x 23 + 3 launches of nvjet kernels before it; the grid
-# in the report shows which shape it is).
+# a cuBLASLt kernel of the same shape (the grid and duration in the report show which it is).
 # Bundle: any with ops_gpu_test. Carry `.gpu_bundle`. ~3 min. Results: $OUT/swiglu_ncu/*.txt.
 set -uo pipefail
 D="$OUT/swiglu_ncu"
@@ -15,13 +14,17 @@ NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null || true)
 [[ -n "$NCU" ]] || { echo "ncu not found"; exit 1; }
 T=(.gpu_bundle/bin/ops_gpu_test --gtest_filter=GemmFusedGpuTest.TimingFusedVsGemmThenSiluMul)
 rc=0
-prof() {  # name regex skip
-  timeout 240 "$NCU" --set full --kernel-name "regex:$2" --launch-skip "$3" --launch-count 1 \
+prof() {  # name regex skip [ncu flags]
+  timeout 240 "$NCU" --set full "${@:4}" --kernel-name "regex:$2" --launch-skip "$3" --launch-count 1 \
     "${T[@]}" > "$D/$1.txt" 2> "$D/$1.err" || { echo "ncu $1 failed"; tail -5 "$D/$1.err"; rc=1; }
   grep -E 'Duration|Grid Size|Registers Per|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|L2 Hit|Achieved Occupancy|Executed Ipc A|  [a-z_]*nvjet|device_kernel' "$D/$1.txt" | head -20
 }
-prof fused_c256 SwigluEpilogue 279
-prof cublaslt nvjet 95
+# The fused kernels are CUTLASS's `device_kernel<...>`, named by their epilogue only in the
+# demangled name. cuBLASLt's: the Gemm tunes each new shape first (8 launches a candidate), so
+# the index comes from session 27's list (nvjet_all.csv): launches 441-471 are the first
+# candidate of q0.6b m=32768, the 192x192 tile the heuristic ranks first.
+prof fused_c256 SwigluEpilogue 279 --kernel-name-base demangled
+prof cublaslt nvjet 460
 # Every cuBLASLt launch's duration and grid, to check which shape the one above was.
 timeout 120 "$NCU" --metrics gpu__time_duration.sum,launch__grid_size --csv \
   --kernel-name regex:nvjet "${T[@]}" > "$D/nvjet_all.csv" 2> "$D/nvjet_all.err" || rc=1
