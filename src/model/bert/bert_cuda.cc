@@ -51,6 +51,8 @@ class BertCudaModel final : public CudaModel {
     std::string s = DescribeKernels(*gemm_, attention_);
     s += gelu_tanh_ ? "\nFFN GELU: tanh form in the cuBLASLt epilogue (PETAL_BERT_GELU=tanh)"
                     : "\nFFN GELU: exact (erf) form (PETAL_BERT_GELU=erf)";
+    if (gelu_tanh_ && std::getenv("PETAL_FUSED_GELU") != nullptr)
+      s += "; PETAL_FUSED_GELU is ignored: it fuses the exact form (PETAL_BERT_GELU=erf)";
     if (!fused_gelu_.empty())
       s += "\nbf16 FFN input + bias + GELU: " + DescribeRungs(fused_gelu_, GemmBiasGeluConfigName) +
            " (" + fused_gelu_table_ + ")";
