@@ -11,8 +11,9 @@ intended errors (an over-long input: 413; a malformed body: 400). Checks:
   * memory: the summed VmRSS of `petal serve` and its replica processes grows by at most
     --rss-growth-mb (default 64 MiB) between the end of the first third and the end of the run
     (the first third is warm-up: allocator pools, thread stacks, gRPC buffers);
-  * latency is stable: the last third's p99 is at most 1.5x the first third's p99 + 10 ms (the
-    absolute slack keeps a shared 2-core CI machine's scheduling noise from failing the test).
+  * latency is stable: the last third's p50 is at most 1.5x the first third's p50 + 10 ms, and
+    its p99 at most 2x the first third's p99 + 10 ms (the slack keeps a shared 2-core CI
+    machine's scheduling noise from failing the test; a third's p99 alone moves by +-30% there).
 Figures (requests, errors, RSS samples, p50/p99 per third) are printed as one JSON object.
 """
 import argparse
@@ -198,8 +199,14 @@ def main():
             failures.append("only %d requests completed" % len(results))
         if growth_mb > args.rss_growth_mb:
             failures.append("RSS grew %.1f MiB after warm-up (bound %.0f)" % (growth_mb, args.rss_growth_mb))
+        # Drift: the median must not climb by half, the tail not double. A third's p99 is its ~1%
+        # slowest answers, which move by +-30% between thirds on a loaded 2-core host with no
+        # drift at all (session 27: 82 -> 136 ms in one run, 123 -> 83 ms in the next).
+        p50_first, p50_last = percentile(lat[0], 0.5), percentile(lat[2], 0.5)
+        if p50_last > 1.5 * p50_first + 0.010:
+            failures.append("p50 drifted: last third %.1f ms vs first third %.1f ms" % (1000 * p50_last, 1000 * p50_first))
         p99_first, p99_last = percentile(lat[0], 0.99), percentile(lat[2], 0.99)
-        if p99_last > 1.5 * p99_first + 0.010:
+        if p99_last > 2.0 * p99_first + 0.010:
             failures.append("p99 drifted: last third %.1f ms vs first third %.1f ms" % (1000 * p99_last, 1000 * p99_first))
     finally:
         proc.send_signal(signal.SIGTERM)
