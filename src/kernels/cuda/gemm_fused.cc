@@ -4,6 +4,9 @@
 #include "kernels/cuda/gemm_fused.h"
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include "kernels/cuda/device_info.h"
 #include "kernels/cuda/gemm_fused_configs.h"
@@ -50,6 +53,30 @@ constexpr Config* kGelu = kSwiglu;
 constexpr int kNumSwiglu = 0, kNumQkv = 0, kNumGelu = 0;
 #endif
 
+// PETAL_FUSED_SCHED="swizzle,raster" and PETAL_FUSED_PROBE=nostore (gemm_fused_configs.h, Call),
+// read once. Tuning probes: unset keeps CUTLASS's defaults.
+struct Probe {
+  int max_swizzle = 1, raster = 0;
+  bool no_store = false;
+};
+const Probe& ProbeFromEnv() {
+  static const Probe probe = [] {
+    Probe p;
+    if (const char* s = std::getenv("PETAL_FUSED_SCHED")) {
+      int sw = 1, r = 0;
+      if (std::sscanf(s, "%d,%d", &sw, &r) == 2 && (sw == 1 || sw == 2 || sw == 4 || sw == 8) &&
+          r >= 0 && r <= 2)
+        p.max_swizzle = sw, p.raster = r;
+      else
+        std::fprintf(stderr, "PETAL_FUSED_SCHED=%s ignored: want \"swizzle,raster\"\n", s);
+    }
+    const char* n = std::getenv("PETAL_FUSED_PROBE");
+    p.no_store = n != nullptr && std::strcmp(n, "nostore") == 0;
+    return p;
+  }();
+  return probe;
+}
+
 gemm_fused::Call BaseCall(cudaStream_t stream) {
   const CudaDeviceInfo d = CurrentCudaDevice();
   gemm_fused::Call c;
@@ -57,6 +84,9 @@ gemm_fused::Call BaseCall(cudaStream_t stream) {
   c.sm_count = d.sm_count;
   c.stream = stream;
   c.pdl = PdlEnabled();  // every fused kernel is built with GDC (kernels_cuda.cmake)
+  const Probe& probe = ProbeFromEnv();
+  c.max_swizzle = probe.max_swizzle, c.raster = probe.raster;
+  c.probe_no_store = probe.no_store;
   return c;
 }
 

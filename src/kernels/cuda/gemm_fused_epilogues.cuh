@@ -102,9 +102,12 @@ CUTLASS_DEVICE void StoreRowPairs(const float (&v)[kVals], bool ok, cutlass::bfl
 struct SwigluEpilogue : EpilogueBase<SwigluEpilogue> {
   struct Arguments {
     cutlass::bfloat16_t* out = nullptr;  // [M, N / 2] row-major
+    bool no_store = false;               // Call::probe_no_store
   };
   using Params = Arguments;
-  static Arguments FromCall(const Call& c) { return {static_cast<cutlass::bfloat16_t*>(c.out)}; }
+  static Arguments FromCall(const Call& c) {
+    return {static_cast<cutlass::bfloat16_t*>(c.out), c.probe_no_store};
+  }
   template <class ProblemShape>
   static bool can_implement(ProblemShape const& shape, Arguments const& args) {
     return args.out != nullptr && cute::get<1>(shape) % 8 == 0;  // rows of out: 8-byte aligned
@@ -117,6 +120,7 @@ struct SwigluEpilogue : EpilogueBase<SwigluEpilogue> {
                                  cute::Tensor<FrgEngine, FrgLayout> const& acc, TiledMma mma,
                                  ResidueMNK, int thread_idx, char*) {
     using namespace cute;
+    if (params.no_store) return;
     const int M = get<0>(shape), N = get<1>(shape);
     const int64_t ld = N / 2;
     Tensor tc = ThreadCoords(shape, blk, coord, mma, thread_idx);

@@ -88,6 +88,7 @@ struct Kernel {
                                                           Epilogue, cutlass::gemm::PersistentScheduler>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<GemmKernel>;
 
+  using RasterOptions = cutlass::gemm::kernel::detail::RasterOrderOptions;
   static typename Gemm::Arguments MakeArguments(const Call& c) {
     using StrideA = typename GemmKernel::StrideA;
     using StrideB = typename GemmKernel::StrideB;
@@ -98,7 +99,10 @@ struct Kernel {
         {c.m, c.n, c.k, 1},
         {reinterpret_cast<const Bf16*>(c.x), sa, reinterpret_cast<const Bf16*>(c.w), sb},
         Epi::FromCall(c),
-        {c.device, c.sm_count}};
+        {c.device, c.sm_count},
+        {c.max_swizzle, c.raster == 1   ? RasterOptions::AlongM
+                        : c.raster == 2 ? RasterOptions::AlongN
+                                        : RasterOptions::Heuristic}};
   }
 
   // Raises the kernel's shared-memory limit (once; outside capture).

@@ -9,6 +9,7 @@
 // All candidates are enqueued first and the stream is synchronised once.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -87,6 +88,32 @@ float Median(std::vector<float> v) {
 }
 
 using RunFn = std::function<Status(const Cand&, const GemmParams&)>;
+
+// PETAL_GEMM_TUNE_LOG=1: every candidate's median to stderr, to check the pick by hand.
+// cuBLASLt's are named by algorithm id, tile, stages, cluster shape and splits (cuBLASLt's enums).
+void LogCandidates(const GemmParams& t, const std::vector<Cand>& cands,
+                   const std::vector<float>& med, size_t best) {
+  std::string s = "gemm tune m=" + std::to_string(t.m) + " n=" + std::to_string(t.n) +
+                  " k=" + std::to_string(t.k) + ":";
+  for (size_t i = 0; i < cands.size(); ++i) {
+    const Cand& c = cands[i];
+    std::string name = c.ours() ? OursName(c)
+                                : "lt" + std::to_string(AlgoId(c.algo)) + "/t" +
+                                      std::to_string(AlgoConfig<uint32_t>(
+                                          c.algo, CUBLASLT_ALGO_CONFIG_TILE_ID)) +
+                                      "/st" +
+                                      std::to_string(AlgoConfig<uint32_t>(
+                                          c.algo, CUBLASLT_ALGO_CONFIG_STAGES_ID)) +
+                                      "/cl" +
+                                      std::to_string(AlgoConfig<uint16_t>(
+                                          c.algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID)) +
+                                      "/s" + std::to_string(AlgoSplitK(c.algo));
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), " %.1f", med[i]);
+    s += (i == best ? " *" : " ") + name + buf;
+  }
+  std::fprintf(stderr, "%s\n", s.c_str());
+}
 
 // Times each candidate alone: warm-up, then `timed_runs` launches, each after an L2 eviction
 // (cold_l2) and between two events; med[i] = the median in microseconds (-1: refused).
@@ -394,6 +421,7 @@ Status Gemm::Tune(Plan& plan, const Key& key, const GemmParams& p, cudaStream_t 
     plan.ours = OursName(cands[i]);
   }
   plan.chosen_us = med[best];
+  if (EnvNonNegative("PETAL_GEMM_TUNE_LOG").value_or(0) > 0) LogCandidates(t, cands, med, best);
   return Status::Ok();
 }
 
