@@ -18,6 +18,9 @@ B=.gpu_bundle/bin/ops_gpu_test
 SW=GemmFusedGpuTest.TimingFusedVsGemmThenSiluMul
 QKV=GemmFusedGpuTest.TimingFusedQkvVsGemmThenQkNormRope
 big() { grep -E '^q(0.6b|4b) m=(4096|18432|32768):' "$1"; }
+# Every fused configuration (SwiGLU C256x2 is new) against the CPU reference first.
+timeout 180 $B --gtest_filter='GemmFused*:GemmBiasGelu*:-*Timing*' > "$D/correctness.txt" 2>&1 || rc=1
+grep -E '^\[  (PASSED|FAILED) |FAILED' "$D/correctness.txt" | head -10
 PETAL_GEMM_TUNE_LOG=1 timeout 120 $B --gtest_filter="$SW:$QKV" > "$D/default.txt" 2>&1 || rc=1
 echo "== default"; big "$D/default.txt"
 PETAL_FUSED_PROBE=nostore timeout 60 $B --gtest_filter="$SW" > "$D/nostore.txt" 2>&1 || rc=1

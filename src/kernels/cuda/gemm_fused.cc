@@ -39,10 +39,10 @@ struct Config {
     "bias_gelu/" #name, gemm_fused::LaunchBiasGelu##name, gemm_fused::WorkspaceBiasGelu##name, \
         gemm_fused::PrepareBiasGelu##name                                                      \
   }
-constexpr Config kSwiglu[] = {SWIGLU(C256x1), SWIGLU(P256x1), SWIGLU(P128x1)};
+constexpr Config kSwiglu[] = {SWIGLU(C256x1), SWIGLU(P256x1), SWIGLU(P128x1), SWIGLU(C256x2)};
 constexpr Config kQkv[] = {QKV(C256x1), QKV(C256x2), QKV(P128x1)};
 constexpr Config kGelu[] = {GELU(C256x1), GELU(P128x1)};
-constexpr int kNumSwiglu = 3, kNumQkv = 3, kNumGelu = 2;
+constexpr int kNumSwiglu = 4, kNumQkv = 3, kNumGelu = 2;
 #undef SWIGLU
 #undef QKV
 #undef GELU

@@ -50,6 +50,7 @@ struct Call {
 // The set is what won somewhere on the H200 (docs/kernels.md, "Fused GEMMs"); each costs ~40 s of
 // one core to compile.
 PETAL_FUSED_GEMM_DECL(SwigluC256x1)
+PETAL_FUSED_GEMM_DECL(SwigluC256x2)
 PETAL_FUSED_GEMM_DECL(SwigluP256x1)
 PETAL_FUSED_GEMM_DECL(SwigluP128x1)
 PETAL_FUSED_GEMM_DECL(QkvRopeC256x1)  // q/k norm + rotary: whole 128-wide heads per tile

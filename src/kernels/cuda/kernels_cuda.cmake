@@ -49,6 +49,7 @@ if(PETAL_CUTLASS_INCLUDE AND petal_sm90a)
     ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass_p64.cu
     ${CMAKE_CURRENT_LIST_DIR}/gemm_cutlass_p128.cu
     ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_swiglu_c256x1.cu
+    ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_swiglu_c256x2.cu
     ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_swiglu_p256x1.cu
     ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_swiglu_p128x1.cu
     ${CMAKE_CURRENT_LIST_DIR}/gemm_fused_qkv_rope_c256x1.cu
