@@ -4,12 +4,14 @@
 #   1. ops_gpu_test's fused timing cases (SwiGLU and QKV) at the defaults, with every GEMM tuning's
 #      candidate medians logged (PETAL_GEMM_TUNE_LOG=1: does the tuner pick the fastest?);
 #   2. the same SwiGLU case with the epilogue storing nothing (PETAL_FUSED_PROBE=nostore): the main
-#      loop alone;
+#      loop alone; and both again with .gpu_probe/s28a's ops_gpu_test (the SwiGLU epilogue before
+#      its rewrite: exact divide, a 3-shuffle transpose, the layout checked on every tile);
 #   3. the persistent scheduler's tile order swept (PETAL_FUSED_SCHED="swizzle,raster");
 #   4. the best order of 3 end to end: 0.6b 1 x 4096 and 100 x 512 with the fused GEMMs on for
 #      batches of >= 4096 tokens, against the default build (bin_ab, two rounds);
 #   then swiglu_ncu (Nsight full sections of one fused launch and one cuBLASLt launch).
-# Bundle: PETAL_BUNDLE_ONLY="petal ops_gpu_test". Carry `.gpu_bundle`. ~8 min.
+# Bundle: PETAL_BUNDLE_ONLY="petal ops_gpu_test". Carry `.gpu_bundle` and `.gpu_probe/s28a`.
+# ~8 min.
 set -uo pipefail
 rc=0
 D="$OUT/s28_probe"
@@ -25,6 +27,12 @@ PETAL_GEMM_TUNE_LOG=1 timeout 120 $B --gtest_filter="$SW:$QKV" > "$D/default.txt
 echo "== default"; big "$D/default.txt"
 PETAL_FUSED_PROBE=nostore timeout 60 $B --gtest_filter="$SW" > "$D/nostore.txt" 2>&1 || rc=1
 echo "== nostore (main loop alone)"; big "$D/nostore.txt"
+O=.gpu_probe/s28a/ops_gpu_test
+[[ -x $O ]] || { xz -dk $O.xz && chmod +x $O; }
+timeout 60 $O --gtest_filter="$SW" > "$D/old_default.txt" 2>&1 || rc=1
+echo "== old epilogue"; big "$D/old_default.txt"
+PETAL_FUSED_PROBE=nostore timeout 60 $O --gtest_filter="$SW" > "$D/old_nostore.txt" 2>&1 || rc=1
+echo "== old nostore"; big "$D/old_nostore.txt"
 for s in 1,1 1,2 2,1 2,2 4,1 4,2 8,1 8,2; do
   PETAL_FUSED_SCHED=$s timeout 120 $B --gtest_filter="$SW:$QKV" > "$D/sched_$s.txt" 2>&1 || rc=1
   echo "== sched $s"; big "$D/sched_$s.txt"

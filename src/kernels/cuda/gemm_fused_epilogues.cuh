@@ -18,24 +18,23 @@ namespace petal::cuda::gemm_fused {
 
 constexpr float kPoison = __builtin_nanf("");
 
-CUTLASS_DEVICE float Pick4(const float (&a)[4], int i) {
-  return i == 0 ? a[0] : i == 1 ? a[1] : i == 2 ? a[2] : a[3];
-}
-
 // A 4 x 4 transpose across the four lanes of a quad: lane q holds a[t] for t = 0..3 and gets
-// b[u] = lane u's a[q]. Three shuffles; every lane of the warp must call it.
+// b[u] = lane u's a[q]. Two butterfly stages (lanes q ^ 2, then q ^ 1), each swapping half of
+// the values: four shuffles and a few selects. Every lane of the warp must call it.
 CUTLASS_DEVICE void QuadTranspose(const float (&a)[4], float (&b)[4]) {
-  const int lane = threadIdx.x & 31, q = lane & 3;
-  CUTLASS_PRAGMA_UNROLL
-  for (int r = 0; r < 4; ++r) {
-    const float send = Pick4(a, (q - r) & 3);
-    const int src = (q + r) & 3;
-    const float v = r == 0 ? send : __shfl_sync(0xffffffffu, send, (lane & ~3) | src);
-    b[0] = src == 0 ? v : b[0];
-    b[1] = src == 1 ? v : b[1];
-    b[2] = src == 2 ? v : b[2];
-    b[3] = src == 3 ? v : b[3];
-  }
+  const bool hi = threadIdx.x & 2, odd = threadIdx.x & 1;
+  // Stage 1: the upper lanes' columns 0-1 trade places with the lower lanes' columns 2-3.
+  const float y0 = __shfl_xor_sync(0xffffffffu, hi ? a[0] : a[2], 2);
+  const float y1 = __shfl_xor_sync(0xffffffffu, hi ? a[1] : a[3], 2);
+  const float c0 = hi ? y0 : a[0], c1 = hi ? y1 : a[1];
+  const float c2 = hi ? a[2] : y0, c3 = hi ? a[3] : y1;
+  // Stage 2: the same within each pair of lanes, one column apart.
+  const float z0 = __shfl_xor_sync(0xffffffffu, odd ? c0 : c1, 1);
+  const float z1 = __shfl_xor_sync(0xffffffffu, odd ? c2 : c3, 1);
+  b[0] = odd ? z0 : c0;
+  b[1] = odd ? c1 : z0;
+  b[2] = odd ? z1 : c2;
+  b[3] = odd ? c3 : z1;
 }
 
 // v[e] = acc(e) + bias[column] (bias optional, columns past N get none) for one thread's kVals
@@ -132,14 +131,20 @@ struct SwigluEpilogue : EpilogueBase<SwigluEpilogue> {
     // activations (8 bytes) and a quad a whole 32-byte sector of a row.
     const int m0 = get<0>(tc(0));
     const int n0 = get<1>(tc(0)) - 2 * (threadIdx.x & 3);  // the tile's first column
-    bool ok = (n0 & 1) == 0 && ld % 4 == 0;
-    CUTLASS_PRAGMA_UNROLL
-    for (int e = 0; e < kVals; e += 2) {
-      const int s = (e >> 1) & 1, j = e >> 2;
-      ok &= get<0>(tc(e)) == m0 + 8 * s && get<0>(tc(e + 1)) == m0 + 8 * s &&
-            get<1>(tc(e)) == n0 + 8 * j + 2 * (threadIdx.x & 3) &&
-            get<1>(tc(e + 1)) == get<1>(tc(e)) + 1;
+    // The layout is the same in every tile relative to (m0, n0), so it is checked on this
+    // thread's first tile only.
+    if (layout_ok_ < 0) {
+      bool ok = (n0 & 1) == 0 && ld % 4 == 0;
+      CUTLASS_PRAGMA_UNROLL
+      for (int e = 0; e < kVals; e += 2) {
+        const int s = (e >> 1) & 1, j = e >> 2;
+        ok &= get<0>(tc(e)) == m0 + 8 * s && get<0>(tc(e + 1)) == m0 + 8 * s &&
+              get<1>(tc(e)) == n0 + 8 * j + 2 * (threadIdx.x & 3) &&
+              get<1>(tc(e + 1)) == get<1>(tc(e)) + 1;
+      }
+      layout_ok_ = ok;
     }
+    const bool ok = layout_ok_ == 1 && (n0 & 1) == 0;
     const int q = threadIdx.x & 3;
     CUTLASS_PRAGMA_UNROLL
     for (int s = 0; s < 2; ++s) {
@@ -151,7 +156,9 @@ struct SwigluEpilogue : EpilogueBase<SwigluEpilogue> {
         for (int t = 0; t < 4; ++t) {
           const int e = 2 * s + 4 * (4 * g + t);
           const float gate = acc(e), up = acc(e + 1);
-          a[t] = gate / (1.f + __expf(-gate)) * up;
+          // Fast divide: 2 ulp, far below bf16's rounding; a huge denominator (gate < -88)
+          // gives 0, silu's limit.
+          a[t] = __fdividef(gate * up, 1.f + __expf(-gate));
         }
         QuadTranspose(a, b);
         const int col = n0 / 2 + 16 * g + 4 * q;  // b[0..3] are columns col .. col + 3
@@ -168,6 +175,7 @@ struct SwigluEpilogue : EpilogueBase<SwigluEpilogue> {
   }
 
   Params params;
+  int layout_ok_ = -1;  // per thread: -1 unchecked, else whether the layout held
 };
 
 // The Qwen3 QKV projection with its q/k RMSNorm and rotate-half rotary: columns are heads of 128
