@@ -37,13 +37,6 @@ StatusOr<double> TimeMs(const std::function<Status()>& f) {
 
 }  // namespace
 
-int FusedModeFromEnv(const char* name, int fallback) {
-  const char* env = std::getenv(name);
-  if (env == nullptr) return fallback;
-  if (std::strcmp(env, "auto") == 0) return kFusedAuto;
-  return static_cast<int>(std::clamp<long>(std::strtol(env, nullptr, 10), 0, 1 << 30));
-}
-
 int FusedConfigFor(const std::vector<FusedRung>& rungs, int tokens) {
   for (const FusedRung& r : rungs)
     if (tokens <= r.max_tokens) return r.config;
@@ -59,7 +52,7 @@ std::string DescribeRungs(const std::vector<FusedRung>& rungs,
   return s.empty() ? "unfused" : s;
 }
 
-StatusOr<std::vector<FusedRung>> TuneFusedLadder(int max_tokens, int configs, int forced,
+StatusOr<std::vector<FusedRung>> TuneFusedLadder(int max_tokens, int configs, int mode,
                                                  const std::function<Status(int)>& unfused,
                                                  const std::function<Status(int, int)>& fused,
                                                  std::string* table) {
@@ -67,10 +60,12 @@ StatusOr<std::vector<FusedRung>> TuneFusedLadder(int max_tokens, int configs, in
   for (int m : {128, 512, 2048, 8192, 32768})
     if (m < max_tokens) ladder.push_back(m);
   ladder.push_back(max_tokens);
+  const bool timed = mode < 0;
+  const int from = timed ? -mode : mode;
   std::vector<FusedRung> rungs;
   for (int m : ladder) {
     FusedRung r{m, -1};
-    if (forced > 0 && m < forced) {
+    if (m < from) {
       rungs.push_back(r);
       continue;
     }
@@ -80,14 +75,14 @@ StatusOr<std::vector<FusedRung>> TuneFusedLadder(int max_tokens, int configs, in
       if (k == 0 || t < best) best = t, r.config = k;
     }
     double base = 0;
-    if (forced == 0) {
+    if (timed) {
       PETAL_ASSIGN_OR_RETURN(base, TimeMs([&] { return unfused(m); }));
       if (!(best < kMinGain * base)) r.config = -1;
     }
     rungs.push_back(r);
     *table += (table->empty() ? "" : "; ") + std::string("m<=") + std::to_string(m) + ": " +
               std::to_string(best).substr(0, 6) +
-              (forced > 0 ? "" : " vs " + std::to_string(base).substr(0, 6)) + " ms";
+              (timed ? " vs " + std::to_string(base).substr(0, 6) : "") + " ms";
   }
   return rungs;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "model/fused_mode.h"  // the modes, FusedModeFromEnv
 
 namespace petal::cuda {
 
@@ -27,17 +28,12 @@ int FusedConfigFor(const std::vector<FusedRung>& rungs, int tokens);
 std::string DescribeRungs(const std::vector<FusedRung>& rungs,
                           const std::function<std::string(int)>& name);
 
-// The ladder mode an environment variable asks for: unset -> `fallback`; "auto" -> kFusedAuto
-// (timed per size); N >= 0 -> fused at >= N tokens (0 = off), the configuration timed.
-constexpr int kFusedAuto = -1;
-int FusedModeFromEnv(const char* name, int fallback);
-
-// Times `unfused(m)` and `fused(m, config)` for every config at each ladder size m (128, 512,
-// 2048, 8192, 32768 below max_tokens, then max_tokens) and keeps per size the fastest fused
-// config if it takes under 0.97 of the unfused pair (else -1). `forced` > 0: fused (its fastest
-// config) at every size >= forced, unfused below, the unfused pair untimed. Appends a line per
-// size to `table` ("m<=128: 0.0123 vs 0.0150 ms").
-StatusOr<std::vector<FusedRung>> TuneFusedLadder(int max_tokens, int configs, int forced,
+// At each ladder size m (128, 512, 2048, 8192, 32768 below max_tokens, then max_tokens) from the
+// mode's N on, times `fused(m, config)` for every config; the fastest is kept where `mode` > 0,
+// and where `mode` < 0 only if it takes under 0.97 of `unfused(m)` (timed too; else -1). Sizes
+// below N stay unfused, untimed. Appends a line per timed size to `table`
+// ("m<=8192: 0.0123 vs 0.0150 ms"). `mode` must not be 0.
+StatusOr<std::vector<FusedRung>> TuneFusedLadder(int max_tokens, int configs, int mode,
                                                  const std::function<Status(int)>& unfused,
                                                  const std::function<Status(int, int)>& fused,
                                                  std::string* table);

@@ -29,9 +29,8 @@ struct Call {
   // Launch with the PDL attribute (PETAL_PDL=1; the kernels are built with GDC,
   // kernels_cuda.cmake).
   bool pdl = false;
-  // The persistent scheduler's tile order (PETAL_FUSED_SCHED="swizzle,raster", a tuning probe;
-  // gemm_fused.cc): CUTLASS's max_swizzle_size (1, 2, 4, 8) and raster order (0 CUTLASS's
-  // heuristic, 1 along M, 2 along N).
+  // The persistent scheduler's tile order (gemm_fused.cc, SetOrder): CUTLASS's max_swizzle_size
+  // (1, 2, 4, 8) and raster order (0 CUTLASS's heuristic, 1 along M, 2 along N).
   int max_swizzle = 1;
   int raster = 0;
   // Probe only (PETAL_FUSED_PROBE=nostore): the SwiGLU epilogue stores nothing, which times the

@@ -37,23 +37,47 @@ CUTLASS_DEVICE void QuadTranspose(const float (&a)[4], float (&b)[4]) {
   b[3] = odd ? c3 : z1;
 }
 
-// v[e] = acc(e) + bias[column] (bias optional, columns past N get none) for one thread's kVals
-// accumulators of a 64-row warpgroup tile, in the layout StoreRowPairs stores. Returns whether
-// every element sits at the coordinate that layout assumes (tc: ThreadCoords).
-template <int kVals, class Acc, class Coords>
-CUTLASS_DEVICE bool BiasedFragment(Acc const& acc, Coords const& tc, const __nv_bfloat16* bias,
-                                   int N, int m0, int n_tile, float (&v)[kVals]) {
+// Whether every one of a thread's kVals accumulators of a 64-row warpgroup tile sits where the
+// layout StoreRowPairs stores assumes (element e at row m0 + 8 s, column n_tile + 8 j + 2 (lane % 4)
+// + c; tc: ThreadCoords). The offsets are the same in every tile, so the epilogues check a
+// thread's first tile only (LayoutCheck).
+template <int kVals, class Coords>
+CUTLASS_DEVICE bool LayoutHolds(Coords const& tc, int m0, int n_tile) {
   const int q = threadIdx.x & 3;
   bool ok = true;
   CUTLASS_PRAGMA_UNROLL
   for (int e = 0; e < kVals; ++e) {
-    const int j = e >> 2, s = (e >> 1) & 1, n = n_tile + 8 * j + 2 * q + (e & 1);
-    float x = acc(e);
-    if (bias != nullptr && n < N) x += __bfloat162float(bias[n]);
-    v[e] = x;
-    ok &= cute::get<0>(tc(e)) == m0 + 8 * s && cute::get<1>(tc(e)) == n;
+    const int j = e >> 2, s = (e >> 1) & 1;
+    ok &= cute::get<0>(tc(e)) == m0 + 8 * s && cute::get<1>(tc(e)) == n_tile + 8 * j + 2 * q + (e & 1);
   }
   return ok;
+}
+
+// One thread's memo of LayoutHolds: -1 until its first tile, then whether the layout held.
+struct LayoutCheck {
+  int state = -1;
+  template <int kVals, class Coords>
+  CUTLASS_DEVICE bool Holds(Coords const& tc, int m0, int n_tile) {
+    if (state < 0) state = LayoutHolds<kVals>(tc, m0, n_tile);
+    return state == 1;
+  }
+};
+
+// v[e] = acc(e) + bias[column] (bias optional, columns past N get none) for one thread's kVals
+// accumulators of a 64-row warpgroup tile, in the layout LayoutHolds checks. N must be even
+// (the bias is read two columns at a time).
+template <int kVals, class Acc>
+CUTLASS_DEVICE void BiasedFragment(Acc const& acc, const __nv_bfloat16* bias, int N, int n_tile,
+                                   float (&v)[kVals]) {
+  const int q = threadIdx.x & 3;
+  CUTLASS_PRAGMA_UNROLL
+  for (int e = 0; e < kVals; e += 2) {
+    const int n = n_tile + 8 * (e >> 2) + 2 * q;
+    float2 b = make_float2(0.f, 0.f);
+    if (bias != nullptr && n < N) b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(bias + n));
+    v[e] = acc(e) + b.x;
+    v[e + 1] = acc(e + 1) + b.y;
+  }
 }
 
 // Stores one thread's kVals values of a 64-row warpgroup tile laid out as the accumulators
@@ -235,12 +259,14 @@ struct QkvRopeEpilogue : EpilogueBase<QkvRopeEpilogue> {
     const int n_tile = get<1>(coord) * kTileN;
     Tensor tc = ThreadCoords(shape, blk, coord, mma, thread_idx);
     const int m0 = get<0>(tc(0));
+    const bool ok = layout_.Holds<kVals>(tc, m0, n_tile);
     float v[kVals];
-    const bool ok = BiasedFragment<kVals>(acc, tc, params.bias, N, m0, n_tile, v);
-    float ss[2][kHeads] = {};
-    CUTLASS_PRAGMA_UNROLL
-    for (int e = 0; e < kVals; ++e) ss[(e >> 1) & 1][(e >> 2) / 16] += v[e] * v[e];
+    BiasedFragment<kVals>(acc, params.bias, N, n_tile, v);
+    const int first_head = n_tile / kHeadDim, qk_heads = params.num_q_heads + params.num_kv_heads;
     if (params.q_norm != nullptr) {
+      float ss[2][kHeads] = {};
+      CUTLASS_PRAGMA_UNROLL
+      for (int e = 0; e < kVals; ++e) ss[(e >> 1) & 1][(e >> 2) / 16] += v[e] * v[e];
       CUTLASS_PRAGMA_UNROLL
       for (int s = 0; s < 2; ++s) CUTLASS_PRAGMA_UNROLL
       for (int h = 0; h < kHeads; ++h) {  // the quad's four lanes hold the row's 128 columns
@@ -249,35 +275,52 @@ struct QkvRopeEpilogue : EpilogueBase<QkvRopeEpilogue> {
         ss[s][h] = rsqrtf(ss[s][h] / kHeadDim + params.eps);
       }
       CUTLASS_PRAGMA_UNROLL
-      for (int e = 0; e < kVals; ++e) {
-        const int j = e >> 2, head = n_tile / kHeadDim + j / 16;
-        if (head >= params.num_q_heads + params.num_kv_heads) continue;  // v (or past N)
+      for (int h = 0; h < kHeads; ++h) {
+        const int head = first_head + h;
+        if (head >= qk_heads) continue;  // v (or past N)
         const __nv_bfloat16* w = head < params.num_q_heads ? params.q_norm : params.k_norm;
-        v[e] *= ss[(e >> 1) & 1][j / 16] * __bfloat162float(w[8 * (j % 16) + 2 * q + (e & 1)]);
+        CUTLASS_PRAGMA_UNROLL
+        for (int jl = 0; jl < 16; ++jl) {  // columns 8 jl + 2 q and + 1 of the head, both rows
+          const float2 wf =
+              __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(w + 8 * jl + 2 * q));
+          CUTLASS_PRAGMA_UNROLL
+          for (int s = 0; s < 2; ++s) {
+            const int e = 2 * s + 4 * (16 * h + jl);
+            v[e] *= ss[s][h] * wf.x;
+            v[e + 1] *= ss[s][h] * wf.y;
+          }
+        }
       }
     }
     if (params.positions != nullptr) {
-      int pos[2];
       CUTLASS_PRAGMA_UNROLL
       for (int s = 0; s < 2; ++s) {
         const int m = m0 + 8 * s;
-        pos[s] = m < M ? min(max(params.positions[m], 0), params.rope_rows - 1) : 0;
-      }
-      CUTLASS_PRAGMA_UNROLL
-      for (int e = 0; e < kVals; ++e) {
-        const int j = e >> 2, jl = j % 16, head = n_tile / kHeadDim + j / 16;
-        if (jl >= 8 || head >= params.num_q_heads + params.num_kv_heads) continue;
-        const int f = 8 * jl + 2 * q + (e & 1);  // frequency index, < 64
-        const float2 cs = params.rope_table[static_cast<int64_t>(pos[(e >> 1) & 1]) * 64 + f];
-        const float a = v[e], b = v[e + 32];
-        v[e] = a * cs.x - b * cs.y;
-        v[e + 32] = b * cs.x + a * cs.y;
+        const int pos = m < M ? min(max(params.positions[m], 0), params.rope_rows - 1) : 0;
+        CUTLASS_PRAGMA_UNROLL
+        for (int jl = 0; jl < 8; ++jl) {
+          // Frequencies f = 8 jl + 2 q and f + 1: (cos, sin) of both in one 16-byte load, shared
+          // by every head of the tile.
+          const float4 cs = *reinterpret_cast<const float4*>(
+              params.rope_table + static_cast<int64_t>(pos) * 64 + 8 * jl + 2 * q);
+          CUTLASS_PRAGMA_UNROLL
+          for (int h = 0; h < kHeads; ++h) {
+            if (first_head + h >= qk_heads) continue;
+            const int e = 2 * s + 4 * (16 * h + jl);  // its partner, column + 64: e + 32
+            const float a0 = v[e], b0 = v[e + 32], a1 = v[e + 1], b1 = v[e + 33];
+            v[e] = a0 * cs.x - b0 * cs.y;
+            v[e + 32] = b0 * cs.x + a0 * cs.y;
+            v[e + 1] = a1 * cs.z - b1 * cs.w;
+            v[e + 33] = b1 * cs.z + a1 * cs.w;
+          }
+        }
       }
     }
     StoreRowPairs<kVals>(v, ok, params.out, M, N, m0, n_tile);
   }
 
   Params params;
+  LayoutCheck layout_;
 };
 
 // BERT's FFN input: out = gelu(acc + bias) with the exact (erf) GELU of LaunchGelu, one bf16
@@ -310,14 +353,16 @@ struct BiasGeluEpilogue : EpilogueBase<BiasGeluEpilogue> {
     const int n_tile = get<1>(coord) * kTileN;
     Tensor tc = ThreadCoords(shape, blk, coord, mma, thread_idx);
     const int m0 = get<0>(tc(0));
+    const bool ok = layout_.Holds<kVals>(tc, m0, n_tile);
     float v[kVals];
-    const bool ok = BiasedFragment<kVals>(acc, tc, params.bias, N, m0, n_tile, v);
+    BiasedFragment<kVals>(acc, params.bias, N, n_tile, v);
     CUTLASS_PRAGMA_UNROLL
     for (int e = 0; e < kVals; ++e) v[e] = 0.5f * v[e] * (1.f + erff(v[e] * 0.70710678118654752f));
     StoreRowPairs<kVals>(v, ok, params.out, M, N, m0, n_tile);
   }
 
   Params params;
+  LayoutCheck layout_;
 };
 
 }  // namespace petal::cuda::gemm_fused

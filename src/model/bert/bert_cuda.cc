@@ -79,7 +79,7 @@ class BertCudaModel final : public CudaModel {
     PETAL_ASSIGN_OR_RETURN(
         fused_gelu_,
         TuneFusedLadder(
-            T, GemmBiasGeluConfigs(), std::max(mode, 0),
+            T, GemmBiasGeluConfigs(), mode,
             [&](int m) { return UnfusedFfnIn(L0, m, nullptr); },
             [&](int m, int config) {
               return LaunchGemmBiasGelu(

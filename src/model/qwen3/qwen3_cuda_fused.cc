@@ -1,13 +1,13 @@
 // Qwen3CudaModel::FuseGemms: which bf16 batches take the fused GEMMs (kernels/cuda/gemm_fused.h).
-// Off by default: on the H200 they did not make the forward faster (docs/kernels.md, "Fused
-// GEMMs": the CUTLASS main loop is slower than cuBLASLt's by about what the fusion saves, and the
-// load-time timing below, taken outside a graph with the weights hot in L2, chose fused kernels
-// at 128 tokens that made the captured forward 12% slower). Environment, for experiments:
-// PETAL_FUSED_MLP / PETAL_FUSED_QKV (each), PETAL_FUSED_GEMMS (both, where the one is unset):
-// unset or 0 = off; "auto" = decided at load by timing the fused kernels against the unfused pair
-// (cuBLASLt GEMM + the separate kernel) with layer 0's weights at a ladder of batch sizes up to
-// the capacity, per size (a batch of T tokens follows the smallest size >= T); N > 0 = fused for
-// batches of >= N tokens, the tile configuration chosen by timing.
+// By default batches of >= 4096 tokens do, where the load-time timing below (layer 0's weights,
+// the fused configurations against cuBLASLt's GEMM + the separate kernel) says they are faster:
+// since session 28's epilogues the fused gate/up + SwiGLU takes 555 against 657 us at 32,768
+// tokens of the 0.6b shape on an H100. Smaller batches stay unfused: there the timing, taken
+// outside a graph with one layer's weights hot in L2, chose fused kernels that made the captured
+// forward slower (docs/kernels.md, "Fused GEMMs"). Environment: PETAL_FUSED_MLP / PETAL_FUSED_QKV
+// (each), PETAL_FUSED_GEMMS (both, where the one is unset), in fused_ladder.h's modes: 0 off,
+// "auto" timed at every size, "auto:N" timed from N tokens (the default is auto:4096), N fused
+// from N tokens whatever the timing says.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -17,11 +17,15 @@
 
 namespace petal::cuda {
 
+namespace {
+constexpr int kDefaultMode = -4096;  // "auto:4096"
+}  // namespace
+
 Status Qwen3CudaModel::FuseGemms() {
   const int I = config_.intermediate_size, H = config_.hidden_size, T = cap_.max_tokens;
   if (fold_norms_ || !GemmSwigluAvailable() || H % 8 != 0 || layers_.empty() || T < 1)
     return Status::Ok();
-  const int both = FusedModeFromEnv("PETAL_FUSED_GEMMS", 0);
+  const int both = FusedModeFromEnv("PETAL_FUSED_GEMMS", kDefaultMode);
   const int mlp = (2 * I) % 8 == 0 ? FusedModeFromEnv("PETAL_FUSED_MLP", both) : 0;
   const int qkv = config_.head_dim == 128 ? FusedModeFromEnv("PETAL_FUSED_QKV", both) : 0;
   if (mlp == 0 && qkv == 0) return Status::Ok();
@@ -39,7 +43,7 @@ Status Qwen3CudaModel::FuseGemms() {
     rp.rope_table_rows = rope_rows_;
     rp.q_norm_weight = L0.q_norm.get(), rp.k_norm_weight = L0.k_norm.get();
     PETAL_ASSIGN_OR_RETURN(fused_qkv_, TuneFusedLadder(
-                                           T, GemmQkvRopeConfigs(), std::max(qkv, 0),
+                                           T, GemmQkvRopeConfigs(), qkv,
                                            [&](int m) -> Status {
                                              PETAL_RETURN_IF_ERROR(gemm_->Run(
                                                  {x_.get(), L0.qkv.get(), L0.qkv_b.get(), nullptr,
@@ -65,7 +69,7 @@ Status Qwen3CudaModel::FuseGemms() {
     PETAL_ASSIGN_OR_RETURN(
         std::vector<FusedRung> rungs,
         TuneFusedLadder(
-            T, GemmSwigluConfigs(), std::max(mlp, 0),
+            T, GemmSwigluConfigs(), mlp,
             [&](int m) -> Status {
               PETAL_RETURN_IF_ERROR(gemm_->Run(
                   {x_.get(), L0.gate_up.get(), nullptr, nullptr, gate_up_.get(), m, 2 * I, H},
