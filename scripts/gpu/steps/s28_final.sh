@@ -5,7 +5,7 @@
 # GEMMs off = the previous default, and 2ee956c = the baseline; one round); fidelity
 # against HF fp32 next to HF bf16 (compare_hf.py, 0.6b bidirectional, 1 to 8,191 tokens in one
 # ragged batch, so the big batch takes the fused path); 4b 100 x 512 default against off.
-# Bundle: PETAL_BUNDLE_ONLY="petal ops_gpu_test cuda_engine_test layouts_gpu_test". Carry
+# Bundle: PETAL_BUNDLE_ONLY="petal ops_gpu_test". Carry
 # `.gpu_bundle` and `.gpu_probe/base`. ~4 min. Results in $OUT/s28_final/ and $OUT/bin_ab-s28*/.
 set -uo pipefail
 rc=0
