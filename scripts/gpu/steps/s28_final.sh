@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# GPU step (issue 32, session 28): the fused GEMMs on by default for bf16 batches of >= 4096 tokens
-# (auto:4096), after the epilogue rewrites. Trimmed to the device time left: the fused op cases
-# against the CPU; `petal bench engine` on 0.6b (this build's default, this build with the fused
-# GEMMs off = the previous default, and 2ee956c = the issue's baseline; one round); fidelity
+# GPU step (issue 32, session 28): the fused GEMMs for bf16 batches of >= 4096 tokens
+# (PETAL_FUSED_GEMMS=auto:4096, or S28_FUSED_MODE), after the epilogue rewrites. Trimmed to the
+# device time session 28 had left: the fused op cases against the CPU; `petal bench engine` on
+# 0.6b (this build in that mode, this build with the fused GEMMs off = the default, and
+# 2ee956c = the issue's baseline, which ignores the variable; one round); fidelity
 # against HF fp32 next to HF bf16 (compare_hf.py, 0.6b bidirectional, 1 to 8,191 tokens in one
 # ragged batch, so the big batch takes the fused path); with S28_WITH_4B=1, 4b 100 x 512 default
 # against off.
@@ -17,6 +18,9 @@ timeout 40 $B/ops_gpu_test --gtest_filter='GemmFused*:-*Timing*' > "$D/ops.txt" 
 grep -E '^\[  (PASSED|FAILED) |FAILED' "$D/ops.txt" | head -10
 M=/tmp/petal-models
 [[ -x .gpu_probe/base/petal ]] || { xz -dk .gpu_probe/base/petal.xz && chmod +x .gpu_probe/base/petal; }
+# The fused mode under test (FUSED, default auto:4096) against this build with the fused GEMMs off.
+FUSED=${S28_FUSED_MODE:-auto:4096}
+export PETAL_FUSED_GEMMS=$FUSED
 printf '#!/bin/sh\nPETAL_FUSED_GEMMS=0 exec %s "$@"\n' "$PWD/$B/petal" > /tmp/petal-off
 chmod +x /tmp/petal-off
 BIN_AB_BINS="new=$B/petal off=/tmp/petal-off base=.gpu_probe/base/petal" BIN_AB_SHAPES=0.6b \
