@@ -5,7 +5,7 @@
 # 0.6b (this build in that mode, this build with the fused GEMMs off = the default, and
 # 2ee956c = the baseline, which ignores the variable; one round); fidelity
 # against HF fp32 next to HF bf16 (compare_hf.py, 0.6b bidirectional, 1 to 8,191 tokens in one
-# ragged batch, so the big batch takes the fused path); with S28_WITH_4B=1, 4b 100 x 512 default
+# ragged batch, so the big batch takes the fused path); with S28_WITH_4B=1, 4b 100 x 512, the mode
 # against off.
 # Bundle: PETAL_BUNDLE_ONLY="petal ops_gpu_test". Carry
 # `.gpu_bundle` and `.gpu_probe/base`. ~3 min. Results in $OUT/s28_final/ and $OUT/bin_ab-s28*/.
