@@ -74,7 +74,8 @@ TEST_F(GemmFusedGpuTest, MatchesGemmThenSiluMul) {
       RunFused(m, 40, 64, config, seed += 2);      // N = 80: a partial tile in N
     }
     RunFused(4096, 3072, 1024, config, seed += 2);
-    RunFused(300, 9728, 2560, config, seed += 2);  // Qwen3 4B
+    RunFused(9000, 3072, 1024, config, seed += 2);  // >= 8192 tokens: the swizzled tile order
+    RunFused(300, 9728, 2560, config, seed += 2);   // Qwen3 4B
   }
 }
 
@@ -189,6 +190,9 @@ TEST_F(GemmFusedGpuTest, QkvRopeMatchesGemmThenQkNormRope) {
     for (const QkvCase& c : {cases[1], cases[2], cases[3]})
       for (const std::vector<int>& lens : {std::vector<int>{1}, {77, 0, 300}, {1000, 7, 3000}})
         ASSERT_NO_FATAL_FAILURE(RunQkvRope(c, lens, seed += 5, config));
+  // >= 8192 tokens: the swizzled tile order (gemm_fused.cc, SetOrder), every configuration.
+  for (int config = 0; config < GemmQkvRopeConfigs(); ++config)
+    ASSERT_NO_FATAL_FAILURE(RunQkvRope(cases[0], {5000, 4100}, seed += 5, config));
 }
 
 TEST_F(GemmFusedGpuTest, InterleaveRejectsBadArguments) {
