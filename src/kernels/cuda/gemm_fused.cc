@@ -55,8 +55,9 @@ constexpr int kNumSwiglu = 0, kNumQkv = 0, kNumGelu = 0;
 
 // The persistent scheduler's tile order (gemm_fused_configs.h, Call): at >= kSwizzleMinM tokens
 // swizzle 4 along M, which session 28 measured 10-18% faster than CUTLASS's default at 18-32K
-// tokens of the 4b shape and even at 0.6b; below it CUTLASS's default (a swizzle over few token
-// tiles starves the clustered and pingpong kernels: 4b at 512 tokens took 1.8x as long).
+// tokens of the 4b shape (SwiGLU C256x2; 0.6b within 1%); below it CUTLASS's default (a swizzle
+// over few token tiles starves the clustered and pingpong kernels: 4b at 512 tokens took 1.8x as
+// long).
 // PETAL_FUSED_SCHED="swizzle,raster" forces one order everywhere, PETAL_FUSED_PROBE=nostore
 // times the SwiGLU main loop alone; both are tuning probes, read once.
 constexpr int kSwizzleMinM = 8192;
