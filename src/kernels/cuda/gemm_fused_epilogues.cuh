@@ -48,7 +48,8 @@ CUTLASS_DEVICE bool LayoutHolds(Coords const& tc, int m0, int n_tile) {
   CUTLASS_PRAGMA_UNROLL
   for (int e = 0; e < kVals; ++e) {
     const int j = e >> 2, s = (e >> 1) & 1;
-    ok &= cute::get<0>(tc(e)) == m0 + 8 * s && cute::get<1>(tc(e)) == n_tile + 8 * j + 2 * q + (e & 1);
+    ok &= cute::get<0>(tc(e)) == m0 + 8 * s &&
+          cute::get<1>(tc(e)) == n_tile + 8 * j + 2 * q + (e & 1);
   }
   return ok;
 }
@@ -74,7 +75,8 @@ CUTLASS_DEVICE void BiasedFragment(Acc const& acc, const __nv_bfloat16* bias, in
   for (int e = 0; e < kVals; e += 2) {
     const int n = n_tile + 8 * (e >> 2) + 2 * q;
     float2 b = make_float2(0.f, 0.f);
-    if (bias != nullptr && n < N) b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(bias + n));
+    if (bias != nullptr && n < N)
+      b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(bias + n));
     v[e] = acc(e) + b.x;
     v[e + 1] = acc(e + 1) + b.y;
   }
