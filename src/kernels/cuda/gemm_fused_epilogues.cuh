@@ -38,9 +38,9 @@ CUTLASS_DEVICE void QuadTranspose(const float (&a)[4], float (&b)[4]) {
 }
 
 // Whether every one of a thread's kVals accumulators of a 64-row warpgroup tile sits where the
-// layout StoreRowPairs stores assumes (element e at row m0 + 8 s, column n_tile + 8 j + 2 (lane % 4)
-// + c; tc: ThreadCoords). The offsets are the same in every tile, so the epilogues check a
-// thread's first tile only (LayoutCheck).
+// layout StoreRowPairs stores assumes (element e at row m0 + 8 s, column
+// n_tile + 8 j + 2 (lane % 4) + c; tc: ThreadCoords). The offsets are the same in every tile, so
+// the epilogues check a thread's first tile only (LayoutCheck).
 template <int kVals, class Coords>
 CUTLASS_DEVICE bool LayoutHolds(Coords const& tc, int m0, int n_tile) {
   const int q = threadIdx.x & 3;
