@@ -13,7 +13,6 @@
 #include <cutlass/gemm/kernel/gemm_universal.hpp>
 #include <cutlass/util/packed_stride.hpp>
 
-
 #include "kernels/cuda/cutlass_smem.cuh"
 #include "kernels/cuda/gemm_fused_configs.h"
 
@@ -42,8 +41,8 @@ struct EpilogueBase {
     return 0;
   }
   template <class ProblemShape, class Args>
-  static cutlass::Status initialize_workspace(ProblemShape const&, Args const&, void*,
-                                              cudaStream_t, cutlass::CudaHostAdapter* = nullptr) {
+  static cutlass::Status initialize_workspace(ProblemShape const&, Args const&, void*, cudaStream_t,
+                                              cutlass::CudaHostAdapter* = nullptr) {
     return cutlass::Status::kSuccess;
   }
   CUTLASS_DEVICE bool is_source_needed() { return false; }
@@ -84,8 +83,9 @@ struct Kernel {
       cutlass::layout::ColumnMajor, 8, float, TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<0>,
       typename Schedule::Mainloop>::CollectiveOp;
-  using GemmKernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop,
-                                                          Epilogue, cutlass::gemm::PersistentScheduler>;
+  using GemmKernel =
+      cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop, Epilogue,
+                                           cutlass::gemm::PersistentScheduler>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<GemmKernel>;
 
   using RasterOptions = cutlass::gemm::kernel::detail::RasterOrderOptions;
@@ -125,9 +125,9 @@ struct Kernel {
 }  // namespace petal::cuda::gemm_fused
 
 // One translation unit's definitions of gemm_fused_configs.h's three functions.
-#define PETAL_FUSED_GEMM_DEFINE(name, ...)                                                   \
-  namespace petal::cuda::gemm_fused {                                                        \
-  const char* Launch##name(const Call& c) { return __VA_ARGS__::Launch(c); }                \
-  size_t Workspace##name(const Call& c) { return __VA_ARGS__::Workspace(c); }               \
-  bool Prepare##name() { return __VA_ARGS__::SetAttributesOnce(); }                         \
+#define PETAL_FUSED_GEMM_DEFINE(name, ...)                                    \
+  namespace petal::cuda::gemm_fused {                                         \
+  const char* Launch##name(const Call& c) { return __VA_ARGS__::Launch(c); }  \
+  size_t Workspace##name(const Call& c) { return __VA_ARGS__::Workspace(c); } \
+  bool Prepare##name() { return __VA_ARGS__::SetAttributesOnce(); }           \
   }

@@ -97,17 +97,17 @@ void LogCandidates(const GemmParams& t, const std::vector<Cand>& cands,
                   " k=" + std::to_string(t.k) + ":";
   for (size_t i = 0; i < cands.size(); ++i) {
     const Cand& c = cands[i];
-    std::string name = c.ours() ? OursName(c)
-                                : "lt" + std::to_string(AlgoId(c.algo)) + "/t" +
-                                      std::to_string(AlgoConfig<uint32_t>(
-                                          c.algo, CUBLASLT_ALGO_CONFIG_TILE_ID)) +
-                                      "/st" +
-                                      std::to_string(AlgoConfig<uint32_t>(
-                                          c.algo, CUBLASLT_ALGO_CONFIG_STAGES_ID)) +
-                                      "/cl" +
-                                      std::to_string(AlgoConfig<uint16_t>(
-                                          c.algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID)) +
-                                      "/s" + std::to_string(AlgoSplitK(c.algo));
+    std::string name =
+        c.ours()
+            ? OursName(c)
+            : "lt" + std::to_string(AlgoId(c.algo)) + "/t" +
+                  std::to_string(AlgoConfig<uint32_t>(c.algo, CUBLASLT_ALGO_CONFIG_TILE_ID)) +
+                  "/st" +
+                  std::to_string(AlgoConfig<uint32_t>(c.algo, CUBLASLT_ALGO_CONFIG_STAGES_ID)) +
+                  "/cl" +
+                  std::to_string(
+                      AlgoConfig<uint16_t>(c.algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID)) +
+                  "/s" + std::to_string(AlgoSplitK(c.algo));
     char buf[32];
     std::snprintf(buf, sizeof(buf), " %.1f", med[i]);
     s += (i == best ? " *" : " ") + name + buf;

@@ -79,8 +79,7 @@ class BertCudaModel final : public CudaModel {
     PETAL_ASSIGN_OR_RETURN(
         fused_gelu_,
         TuneFusedLadder(
-            T, GemmBiasGeluConfigs(), mode,
-            [&](int m) { return UnfusedFfnIn(L0, m, nullptr); },
+            T, GemmBiasGeluConfigs(), mode, [&](int m) { return UnfusedFfnIn(L0, m, nullptr); },
             [&](int m, int config) {
               return LaunchGemmBiasGelu(
                   {x_.get(), L0.in_w.get(), L0.in_b.get(), inter_.get(), m, I, H, config}, nullptr);
