@@ -3,10 +3,6 @@
 
 #include <cuda_runtime.h>
 
-#include <algorithm>
-#include <cstdlib>
-#include <cstring>
-
 #include "kernels/cuda/cuda_check.h"
 
 namespace petal::cuda {

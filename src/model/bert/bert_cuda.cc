@@ -8,7 +8,8 @@
 //    goldens.
 //  - "erf": the exact form, as a separate kernel after the GEMM, or inside its epilogue
 //    (GemmBiasGelu, kernels/cuda/gemm_fused.h; measured slower, off) for the batch sizes
-//    PETAL_FUSED_GELU asks (fused_ladder.h: unset = PETAL_FUSED_GEMMS, else off; "auto"; N).
+//    PETAL_FUSED_GELU asks (fused_mode.h: unset = PETAL_FUSED_GEMMS, else off; "auto",
+//    "auto:N", N).
 // The CPU engine always computes the exact form. Cross-encoders end in their
 // classification head (LaunchDenseRows on the pooled first token) instead of the pooled vector;
 // multi-vector (ColBERT) models end in their Dense projection on every token (GEMMs) and a
